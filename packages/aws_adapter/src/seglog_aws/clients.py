@@ -1,0 +1,54 @@
+"""boto3 clients configured for seglog: endpoints from the AWS SDK's own variables, our retries, our timeouts.
+
+Endpoints follow the SDK convention (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ..._S3, ...), which boto3
+reads itself (AWS SDKs and Tools Reference Guide, "Service-specific endpoints"), so nothing here knows whether
+it runs locally or on AWS.
+
+botocore's own retries are switched off for DynamoDB (max_attempts=1): the log retries itself, with full
+jitter and with knowledge of which failures leave a write's outcome unknown. S3 and SQS keep the SDK's
+standard retry mode.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+DEFAULT_REGION = "us-east-1"
+
+
+def region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+
+
+def _is_local() -> bool:
+    return any(k.startswith("AWS_ENDPOINT_URL") for k in os.environ)
+
+
+def client(service: str, *, session: boto3.Session | None = None, retries: int | None = None,
+           endpoint_url: str | None = None) -> Any:
+    """A boto3 client for ``service`` with seglog's configuration.
+
+    Args:
+        endpoint_url: overrides the SDK's endpoint resolution (used for the local stack).
+    """
+    session = session or boto3.Session()
+    max_attempts = retries if retries is not None else (1 if service == "dynamodb" else 3)
+    config = Config(
+        region_name=region(),
+        retries={"mode": "standard", "max_attempts": max_attempts},
+        connect_timeout=5,
+        read_timeout=20,
+        max_pool_connections=64,
+        # LocalStack serves buckets by path; virtual-host names like bucket.127.0.0.1 do not resolve.
+        s3={"addressing_style": "path"} if (endpoint_url or _is_local()) else {},
+    )
+    return session.client(service, config=config, endpoint_url=endpoint_url)
+
+
+def local_session(region_name: str = DEFAULT_REGION) -> boto3.Session:
+    """A session with the dummy credentials the local stack accepts (it checks none)."""
+    return boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name=region_name)

@@ -1,0 +1,170 @@
+"""DynamoDBLogStore: the LogStore port on the Segments and Entries tables (DESIGN §2, §3)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from seglog_core import errors
+from seglog_core.schema import Entry, Segment, segment_key
+
+from seglog_aws.errors import translate
+from seglog_aws.items import entry_key, entry_to_item, item_to_entry, item_to_segment, segment_to_item
+from seglog_aws.meter import Meter
+
+_NOT_EXISTS_ENTRY = "attribute_not_exists(N)"
+_NOT_EXISTS_SEGMENT = "attribute_not_exists(N)"
+
+
+class DynamoDBLogStore:
+    """Segments and Entries on DynamoDB through the low-level client.
+
+    Args:
+        client: a boto3 DynamoDB client (see :func:`seglog_aws.clients.client`).
+        segments_table, entries_table: physical table names.
+        meter: receives every call and its consumed capacity.
+    """
+
+    def __init__(self, client: Any, *, segments_table: str, entries_table: str, meter: Meter | None = None):
+        self._ddb = client
+        self.segments_table = segments_table
+        self.entries_table = entries_table
+        self.meter = meter or Meter()
+
+    def _call(self, operation: str, *, write: bool, on_condition: Callable[[dict[str, Any]], Exception]
+              | None = None, **params: Any) -> dict[str, Any]:
+        method = getattr(self._ddb, _SNAKE[operation])
+        try:
+            response: dict[str, Any] = method(ReturnConsumedCapacity="TOTAL", **params)
+        except Exception as exc:
+            self.meter.record(operation, getattr(exc, "response", {}).get("ConsumedCapacity"))
+            translated = translate(exc, what=f"DynamoDB {operation}", write=write, on_condition=on_condition)
+            if translated is exc:
+                raise
+            raise translated from exc
+        self.meter.record(operation, response.get("ConsumedCapacity"))
+        return response
+
+    # ------------------------------------------------------------------------------------------- LogStore
+
+    def create_log(self, segment: Segment, first: Entry) -> None:
+        self._call("TransactWriteItems", write=True, TransactItems=[
+            {"Put": {"TableName": self.segments_table, "Item": segment_to_item(segment),
+                     "ConditionExpression": _NOT_EXISTS_SEGMENT}},
+            {"Put": {"TableName": self.entries_table, "Item": entry_to_item(first),
+                     "ConditionExpression": _NOT_EXISTS_ENTRY}},
+        ])
+
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2) -> list[Segment]:
+        response = self._call(
+            "Query", write=False, TableName=self.segments_table, KeyConditionExpression="L = :l",
+            ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ScanIndexForward=False, Limit=limit,
+        )
+        return [item_to_segment(i) for i in response.get("Items", [])]
+
+    def segments(self, log_id: uuid.UUID) -> Iterator[Segment]:
+        for item in self._pages(TableName=self.segments_table, KeyConditionExpression="L = :l",
+                                ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ConsistentRead=True):
+            yield item_to_segment(item)
+
+    def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
+        response = self._call(
+            "Query", write=False, TableName=self.entries_table, KeyConditionExpression="G = :g",
+            ExpressionAttributeValues={":g": {"B": segment_key(log_id, segment)}},
+            ScanIndexForward=False, Limit=1,
+        )
+        items = response.get("Items", [])
+        return item_to_entry(items[0]) if items else None
+
+    def put_entry(self, entry: Entry) -> None:
+        def exists(response: dict[str, Any]) -> Exception:
+            item = response.get("Item")
+            return errors.ItemExistsError(f"entry {entry.segment}/{entry.num}",
+                                          item_to_entry(item) if item else None)
+
+        self._call("PutItem", write=True, on_condition=exists, TableName=self.entries_table,
+                   Item=entry_to_item(entry), ConditionExpression=_NOT_EXISTS_ENTRY,
+                   ReturnValuesOnConditionCheckFailure="ALL_OLD")
+
+    def get_entry(self, log_id: uuid.UUID, segment: int, num: int) -> Entry | None:
+        response = self._call("GetItem", write=False, TableName=self.entries_table,
+                              Key=entry_key(log_id, segment, num), ConsistentRead=True)
+        item = response.get("Item")
+        return item_to_entry(item) if item else None
+
+    def entries(
+        self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *, page_size: int = 500
+    ) -> Iterator[Entry]:
+        values: dict[str, Any] = {":g": {"B": segment_key(log_id, segment)}, ":s": {"N": str(start)}}
+        if end is None:
+            condition = "G = :g AND N >= :s"
+        else:
+            condition = "G = :g AND N BETWEEN :s AND :e"
+            values[":e"] = {"N": str(end)}
+        for item in self._pages(TableName=self.entries_table, KeyConditionExpression=condition,
+                                ExpressionAttributeValues=values, ConsistentRead=True, Limit=page_size):
+            yield item_to_entry(item)
+
+    def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:
+        self._call("TransactWriteItems", write=True, TransactItems=[
+            {"Put": {"TableName": self.entries_table, "Item": entry_to_item(end),
+                     "ConditionExpression": _NOT_EXISTS_ENTRY}},
+            {"Put": {"TableName": self.segments_table, "Item": segment_to_item(segment),
+                     "ConditionExpression": _NOT_EXISTS_SEGMENT}},
+            {"Put": {"TableName": self.entries_table, "Item": entry_to_item(first),
+                     "ConditionExpression": _NOT_EXISTS_ENTRY}},
+        ])
+
+    def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
+        def not_snapshot(_: dict[str, Any]) -> Exception:
+            return errors.InvalidInputError(f"entry {segment}/{num} of log {log_id} is not a Snapshot entry")
+
+        self._call("UpdateItem", write=True, on_condition=not_snapshot, TableName=self.entries_table,
+                   Key=entry_key(log_id, segment, num), UpdateExpression="SET R = :r",
+                   ConditionExpression="T = :t", ExpressionAttributeValues={":r": {"S": root}, ":t": {"S": "snap"}})
+        try:
+            # S only moves forward (I4): the condition refuses to move it back.
+            self._call("UpdateItem", write=True, TableName=self.segments_table,
+                       Key={"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}, UpdateExpression="SET S = :n",
+                       ConditionExpression="attribute_exists(N) AND (attribute_not_exists(S) OR S < :n)",
+                       ExpressionAttributeValues={":n": {"N": str(num)}},
+                       on_condition=lambda _: errors.ItemExistsError("a later snapshot"))
+        except errors.ItemExistsError:
+            pass  # already at or past this snapshot: nothing to do
+
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
+        count = 0
+        keys = [entry_key(log_id, segment, e.num) for e in self.entries(log_id, segment)]
+        for i in range(0, len(keys), 25):
+            batch = [{"DeleteRequest": {"Key": k}} for k in keys[i : i + 25]]
+            while batch:
+                response = self._call("BatchWriteItem", write=True,
+                                      RequestItems={self.entries_table: batch})
+                batch = response.get("UnprocessedItems", {}).get(self.entries_table, [])
+            count += min(25, len(keys) - i)
+        seg_key = {"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}
+        if archive is not None:
+            self._call("UpdateItem", write=True, TableName=self.segments_table, Key=seg_key,
+                       UpdateExpression="SET A = :a", ExpressionAttributeValues={":a": {"S": archive}})
+        else:
+            self._call("DeleteItem", write=True, TableName=self.segments_table, Key=seg_key)
+        return count
+
+    # ------------------------------------------------------------------------------------------- paging
+
+    def _pages(self, **params: Any) -> Iterator[dict[str, Any]]:
+        while True:
+            response = self._call("Query", write=False, **params)
+            yield from response.get("Items", [])
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return
+            params["ExclusiveStartKey"] = last
+
+
+_SNAKE = {
+    "TransactWriteItems": "transact_write_items", "Query": "query", "PutItem": "put_item",
+    "GetItem": "get_item", "UpdateItem": "update_item", "DeleteItem": "delete_item",
+    "BatchWriteItem": "batch_write_item",
+}

@@ -1,0 +1,77 @@
+"""The local deployment: the stack processes plus the template's resources provisioned on them.
+
+`seglog up` starts the stack (seglog_aws.stack) and provisions template.yaml onto it, then records endpoints
+and physical names in ``<run dir>/deployment.json`` so later commands (and other processes) find them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seglog_aws.backend import Backend
+from seglog_aws.clients import client, local_session
+from seglog_aws.provision import Provisioner
+from seglog_aws.resources import Resources
+from seglog_aws.stack import StackConfig, StackManager
+from seglog_aws.template import load_template
+
+STATE_FILE = "deployment.json"
+DEFAULT_STACK_NAME = "seglog"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalDeployment:
+    profile: str
+    region: str
+    endpoints: dict[str, str]
+    resources: Resources
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "region": self.region, "endpoints": self.endpoints,
+                "resources": self.resources.to_dict()}
+
+    def env(self) -> dict[str, str]:
+        """Environment for a process that should use this deployment (SDK endpoints + resource names)."""
+        from seglog_aws.stack.info import stack_env
+
+        return {**stack_env(self.endpoints, self.region), **self.resources.env()}
+
+    def backend(self) -> Backend:
+        """Stores and clients for this deployment."""
+        return Backend.connect(self.resources, endpoints=self.endpoints, session=local_session(self.region))
+
+
+def up(config: StackConfig, *, template: Path | None = None, stack_name: str = DEFAULT_STACK_NAME) -> LocalDeployment:
+    """Start (or reuse) the local stack and provision the template's resources on it (idempotent)."""
+    info = StackManager(config).up()
+    endpoints = dict(info.endpoints)
+    session = local_session(config.region)
+    provisioner = Provisioner(
+        load_template(template), stack=stack_name, region=config.region,
+        dynamodb=client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"], retries=3),
+        s3=client("s3", session=session, endpoint_url=endpoints["s3"]),
+        sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]),
+    )
+    deployment = LocalDeployment(profile=str(config.profile), region=config.region, endpoints=endpoints,
+                                 resources=provisioner.provision())
+    path = config.run_dir / STATE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(deployment.to_dict(), indent=2))
+    return deployment
+
+
+def current(config: StackConfig) -> LocalDeployment | None:
+    """The deployment recorded by the last `up` in this run dir, or None."""
+    path = config.run_dir / STATE_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return LocalDeployment(profile=data["profile"], region=data["region"], endpoints=data["endpoints"],
+                           resources=Resources(**data["resources"]))
+
+
+def forget(config: StackConfig) -> None:
+    (config.run_dir / STATE_FILE).unlink(missing_ok=True)

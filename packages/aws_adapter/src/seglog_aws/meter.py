@@ -1,0 +1,48 @@
+"""Counts of DynamoDB calls and the capacity they consumed, per operation (for benchmarks and chaos reports)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Meter:
+    """Thread-safe tallies: calls, read and write capacity units, per operation name."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    rcu: Counter[str] = field(default_factory=Counter)
+    wcu: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, operation: str, consumed: Any = None) -> None:
+        """Record one call and the ``ConsumedCapacity`` it returned (a dict, a list of dicts, or None)."""
+        items = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+        with self._lock:
+            self.calls[operation] += 1
+            for item in items:
+                self.rcu[operation] += float(item.get("ReadCapacityUnits", 0.0))
+                self.wcu[operation] += float(item.get("WriteCapacityUnits", 0.0))
+                if "ReadCapacityUnits" not in item and "WriteCapacityUnits" not in item:
+                    # DynamoDB reports only CapacityUnits for TOTAL; attribute it by operation kind.
+                    bucket = self.wcu if operation in WRITE_OPERATIONS else self.rcu
+                    bucket[operation] += float(item.get("CapacityUnits", 0.0))
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {
+                op: {"calls": self.calls[op], "rcu": self.rcu[op], "wcu": self.wcu[op]} for op in sorted(self.calls)
+            }
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.rcu.clear()
+            self.wcu.clear()
+
+
+WRITE_OPERATIONS = frozenset(
+    {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+)

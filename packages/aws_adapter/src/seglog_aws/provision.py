@@ -1,0 +1,170 @@
+"""Create the template's tables, bucket and queues on the local stack, reading them from template.yaml.
+
+No table definition lives in code: each resource's Properties are translated field by field into the
+matching API call (CloudFormation and the service APIs share names for almost everything). Idempotent:
+what exists already is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from botocore.exceptions import ClientError
+
+from seglog_aws.resources import Resources
+from seglog_aws.template import Template, TemplateError
+
+log = structlog.get_logger("seglog.provision")
+
+#: Logical ids of the resources seglog's code addresses, found in the template by name.
+ROLES = {
+    "segments_table": ("AWS::DynamoDB::Table", "Segments"),
+    "entries_table": ("AWS::DynamoDB::Table", "Entries"),
+    "pending_table": ("AWS::DynamoDB::Table", "Pending"),
+    "bucket": ("AWS::S3::Bucket", "Bucket"),
+    "queue_url": ("AWS::SQS::Queue", "SnapshotQueue"),
+    "dlq_url": ("AWS::SQS::Queue", "DeadLetter"),
+}
+
+
+def physical_name(stack: str, logical_id: str, type_: str) -> str:
+    """A stable local name for a resource, like CloudFormation's ``{stack}-{LogicalId}`` (S3: lowercase)."""
+    name = f"{stack}-{logical_id}"
+    return name.lower() if type_ == "AWS::S3::Bucket" else name
+
+
+class Provisioner:
+    """Resolves and creates a template's resources with the given boto3 clients."""
+
+    def __init__(self, template: Template, *, stack: str, dynamodb: Any, s3: Any, sqs: Any,
+                 region: str = "us-east-1", account: str = "000000000000") -> None:
+        self.template = template
+        self.stack = stack
+        self.ddb, self.s3, self.sqs = dynamodb, s3, sqs
+        self.region, self.account = region, account
+        self._arns: dict[str, str] = {}
+
+    def resolve(self, value: Any) -> Any:
+        """Resolve Ref / Fn::GetAtt / Fn::Sub against parameters and the physical names made so far."""
+        if isinstance(value, dict) and len(value) == 1:
+            (key, arg), = value.items()
+            if key == "Ref":
+                params = self.template.parameters
+                if arg in params:
+                    return params[arg]
+                res = self.template.resources.get(arg)
+                if res is None:
+                    raise TemplateError(f"!Ref {arg}: no such parameter or resource")
+                return physical_name(self.stack, arg, res["Type"])
+            if key == "Fn::GetAtt":
+                logical, attr = arg
+                if attr == "Arn" and logical in self._arns:
+                    return self._arns[logical]
+                raise TemplateError(f"!GetAtt {logical}.{attr} is not known before {logical} is created")
+            if key == "Fn::Sub" and isinstance(arg, str):
+                return arg.replace("${AWS::StackName}", self.stack).replace("${AWS::Region}", self.region)
+        if isinstance(value, dict):
+            return {k: self.resolve(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        return value
+
+    def provision(self) -> Resources:
+        """Create every table, bucket and queue of the template (queues without redrive first)."""
+        made: dict[str, str] = {}
+        creators: dict[str, Callable[[str, dict[str, Any]], str]] = {
+            "AWS::DynamoDB::Table": self._table, "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
+        }
+        ordered = sorted(self.template.resources.items(),
+                         key=lambda kv: "RedrivePolicy" in kv[1].get("Properties", {}))
+        for logical, res in ordered:
+            create = creators.get(res.get("Type", ""))
+            if create is None:
+                continue  # functions and mappings are not provisioned here (the emulator runs them)
+            props = self.resolve(res.get("Properties", {}))
+            made[logical] = create(physical_name(self.stack, logical, res["Type"]), props)
+            log.info("provisioned", resource=logical, type=res["Type"], name=made[logical])
+        names: dict[str, str] = {}
+        for role, (type_, hint) in ROLES.items():
+            names[role] = made[self.template.logical_id(type_, hint)]
+        entries_logical = self.template.logical_id("AWS::DynamoDB::Table", "Entries")
+        names["entries_stream_arn"] = self._arns.get(f"{entries_logical}.StreamArn", "")
+        return Resources(**names)
+
+    # ------------------------------------------------------------------------------------------ creators
+
+    def _table(self, name: str, props: dict[str, Any]) -> str:
+        params: dict[str, Any] = {
+            "TableName": name,
+            "KeySchema": props["KeySchema"],
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
+        }
+        stream = props.get("StreamSpecification")
+        if stream:
+            params["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+        try:
+            self.ddb.create_table(**params)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ResourceInUseException":
+                raise
+        desc = self._wait_active(name)
+        logical = name.removeprefix(f"{self.stack}-")
+        self._arns[logical] = desc["TableArn"]
+        if desc.get("LatestStreamArn"):
+            self._arns[f"{logical}.StreamArn"] = desc["LatestStreamArn"]
+        return name
+
+    def _wait_active(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            desc: dict[str, Any] = self.ddb.describe_table(TableName=name)["Table"]
+            if desc["TableStatus"] == "ACTIVE":
+                return desc
+            if time.monotonic() > deadline:
+                raise TemplateError(f"table {name} is still {desc['TableStatus']} after {timeout:.0f}s")
+            time.sleep(0.2)
+
+    def _bucket(self, name: str, props: dict[str, Any]) -> str:
+        try:
+            self.s3.create_bucket(Bucket=name)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise
+        rules = props.get("LifecycleConfiguration", {}).get("Rules", [])
+        if rules:
+            self.s3.put_bucket_lifecycle_configuration(
+                Bucket=name, LifecycleConfiguration={"Rules": [_lifecycle_rule(r) for r in rules]})
+        return name
+
+    def _queue(self, name: str, props: dict[str, Any]) -> str:
+        attributes = {k: str(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
+        if "RedrivePolicy" in props:
+            attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
+        url: str = self.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self._arns[name.removeprefix(f"{self.stack}-")] = arn
+        return url
+
+
+_QUEUE_ATTRIBUTES = ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds",
+                     "MaximumMessageSize")
+
+
+def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
+    """A CloudFormation lifecycle rule in the S3 API's shape."""
+    out: dict[str, Any] = {"ID": rule.get("Id", "rule"), "Status": rule.get("Status", "Enabled")}
+    tags = rule.get("TagFilters", [])
+    if len(tags) == 1:
+        out["Filter"] = {"Tag": tags[0]}
+    elif tags:
+        out["Filter"] = {"And": {"Tags": tags}}
+    else:
+        out["Filter"] = {"Prefix": rule.get("Prefix", "")}
+    if "ExpirationInDays" in rule:
+        out["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+    return out

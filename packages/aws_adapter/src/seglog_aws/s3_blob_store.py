@@ -1,0 +1,74 @@
+"""S3BlobStore: the BlobStore port on the bucket (DESIGN §2: large bodies, snapshots, archives)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from seglog_core import errors
+
+from seglog_aws.errors import translate
+
+#: The tag the bucket's lifecycle rule matches to expire objects nobody claimed (template.yaml).
+DISCARDABLE_TAG = "discardable"
+
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+class S3BlobStore:
+    """Objects in one bucket through the low-level S3 client."""
+
+    def __init__(self, client: Any, *, bucket: str) -> None:
+        self._s3 = client
+        self.bucket = bucket
+
+    def _call(self, what: str, key: str, write: bool, method: Any, **params: Any) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = method(Bucket=self.bucket, **params)
+            return response
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                raise errors.BlobNotFoundError(key) from exc
+            raise translate(exc, what=f"S3 {what} {key}", write=write) from exc
+        except Exception as exc:
+            translated = translate(exc, what=f"S3 {what} {key}", write=write)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+    def put(self, key: str, data: bytes, *, discardable: bool = False, content_type: str | None = None) -> None:
+        extra: dict[str, Any] = {}
+        if discardable:
+            extra["Tagging"] = f"{DISCARDABLE_TAG}=true"
+        if content_type:
+            extra["ContentType"] = content_type
+        self._call("PutObject", key, True, self._s3.put_object, Key=key, Body=data, **extra)
+
+    def get(self, key: str) -> bytes:
+        response = self._call("GetObject", key, False, self._s3.get_object, Key=key)
+        data: bytes = response["Body"].read()
+        return data
+
+    def is_discardable(self, key: str) -> bool:
+        response = self._call("GetObjectTagging", key, False, self._s3.get_object_tagging, Key=key)
+        return any(t["Key"] == DISCARDABLE_TAG for t in response.get("TagSet", []))
+
+    def keep(self, key: str) -> None:
+        # DeleteObjectTagging removes every tag; the discardable tag is the only one seglog sets.
+        self._call("GetObjectTagging", key, False, self._s3.get_object_tagging, Key=key)
+        self._call("DeleteObjectTagging", key, True, self._s3.delete_object_tagging, Key=key)
+
+    def delete(self, key: str) -> None:
+        self._call("DeleteObject", key, True, self._s3.delete_object, Key=key)
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        params: dict[str, Any] = {"Prefix": prefix}
+        while True:
+            response = self._call("ListObjectsV2", prefix, False, self._s3.list_objects_v2, **params)
+            for obj in response.get("Contents", []):
+                yield obj["Key"]
+            if not response.get("IsTruncated"):
+                return
+            params["ContinuationToken"] = response["NextContinuationToken"]

@@ -1,0 +1,86 @@
+"""Reading template.yaml (AWS SAM): the one description of tables, bucket, queues, functions and mappings.
+
+CloudFormation's short-form intrinsics (!Ref, !GetAtt, !Sub, ...) load as their long form
+({"Ref": ...}, {"Fn::GetAtt": [...]}) so the rest of the code sees plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seglog_core.errors import SeglogError
+
+
+class TemplateError(SeglogError):
+    """template.yaml is missing or does not say what seglog needs."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that understands CloudFormation short-form tags."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = str(value).split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_Loader.add_multi_constructor("!", _intrinsic)
+
+
+@dataclass(frozen=True)
+class Template:
+    """A parsed template. ``resources`` maps logical id to {"Type": ..., "Properties": ...}."""
+
+    path: Path
+    body: dict[str, Any]
+
+    @property
+    def resources(self) -> dict[str, dict[str, Any]]:
+        return dict(self.body.get("Resources", {}))
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """Parameter defaults by name."""
+        return {k: v.get("Default") for k, v in self.body.get("Parameters", {}).items()}
+
+    def of_type(self, type_: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v.get("Type") == type_}
+
+    def logical_id(self, type_: str, name_hint: str) -> str:
+        """The one resource of ``type_`` whose logical id contains ``name_hint``."""
+        found = [k for k in self.of_type(type_) if name_hint.lower() in k.lower()]
+        if len(found) != 1:
+            raise TemplateError(f"{self.path}: expected one {type_} named like {name_hint!r}, found {found}")
+        return found[0]
+
+
+def default_template_path() -> Path:
+    """template.yaml at the repository root (found from this file or the working directory)."""
+    for base in (Path.cwd(), *Path(__file__).resolve().parents):
+        candidate = base / "template.yaml"
+        if candidate.is_file():
+            return candidate
+    raise TemplateError("template.yaml not found: run seglog from the repository, or pass --template")
+
+
+def load_template(path: Path | None = None) -> Template:
+    path = path or default_template_path()
+    try:
+        body = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except (OSError, yaml.YAMLError) as exc:
+        raise TemplateError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(body, dict) or "Resources" not in body:
+        raise TemplateError(f"{path} has no Resources section")
+    return Template(path=path, body=body)

@@ -1,0 +1,104 @@
+"""seglog sheet create / set / import / show."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import click
+
+from seglog_core.schema import Import
+from seglog_core.sheet import parse_assignment, read_import, render
+
+from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
+
+#: Largest import file read at all (the parsed rows are checked against the model's own limits too).
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+
+@click.group()
+def sheet() -> None:
+    """Create and edit spreadsheets stored in the log."""
+
+
+@sheet.command()
+@click.pass_context
+@reports_errors
+def create(ctx: click.Context) -> None:
+    """Create an empty sheet and print its log id."""
+    backend = settings(ctx).backend()
+    click.echo(str(backend.event_log().create()))
+
+
+@sheet.command("set")
+@click.argument("log")
+@click.argument("assignments", nargs=-1, required=True)
+@click.option("--entry-id", help="A UUID that makes this edit idempotent: the same id twice makes one entry.")
+@click.pass_context
+@reports_errors
+def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_id: str | None) -> None:
+    """Set cells: seglog sheet set LOG A1=42 B2=hello ('42 forces text; A1= clears)."""
+    log_id = parse_log_id(log)
+    bodies = [parse_assignment(a) for a in assignments]  # all parsed before anything is written
+    base_id = None
+    if entry_id is not None:
+        try:
+            base_id = uuid.UUID(entry_id)
+        except ValueError:
+            raise click.BadParameter(f"{entry_id!r} is not a UUID", param_hint="--entry-id") from None
+    backend = settings(ctx).backend()
+    event_log = backend.event_log()
+    check_from = None
+    if base_id is not None:
+        # A retry of an earlier run: look for its entries from the current segment's latest snapshot on.
+        segments = backend.store.latest_segments(log_id, 1)
+        check_from = (segments[0].last_snapshot or 0) if segments else None
+    for index, body in enumerate(bodies):
+        eid = None
+        if base_id is not None:
+            eid = base_id if len(bodies) == 1 else uuid.uuid5(base_id, str(index))
+        done = event_log.append(log_id, body, entry_id=eid, check_from=check_from)
+        note = " (already there)" if done.deduplicated else ""
+        click.echo(f"{assignments[index]} -> entry {done.entry.segment}/{done.entry.num}{note}")
+
+
+@sheet.command("import")
+@click.argument("log")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.pass_context
+@reports_errors
+def import_file(ctx: click.Context, log: str, file: Path) -> None:
+    """Replace the sheet with the contents of a CSV or XLSX file (the file is kept in the bucket)."""
+    log_id = parse_log_id(log)
+    if not file.is_file():
+        raise click.ClickException(f"cannot import {file}: no such file")
+    if file.stat().st_size > MAX_IMPORT_BYTES:
+        raise click.ClickException(f"cannot import {file}: larger than {MAX_IMPORT_BYTES} bytes")
+    data = file.read_bytes()
+    fmt, rows = read_import(file.name, data)  # parsed and checked before anything is written
+    backend = settings(ctx).backend()
+    entry_id = uuid.uuid4()
+    source = f"imports/{log_id}/{entry_id}/{file.name}"
+    backend.blobs.put(source, data)
+    done = backend.event_log().append(log_id, Import(source=source, format=fmt, rows=rows), entry_id=entry_id)
+    where = f" (body in S3: {done.entry.external})" if done.entry.external else ""
+    click.echo(f"imported {len(rows)} rows from {file.name} -> entry {done.entry.segment}/{done.entry.num}{where}")
+
+
+@sheet.command()
+@click.argument("log")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option("--max-rows", default=40, show_default=True)
+@click.option("--max-cols", default=12, show_default=True)
+@click.pass_context
+@reports_errors
+def show(ctx: click.Context, log: str, as_json: bool, max_rows: int, max_cols: int) -> None:
+    """Load the sheet (latest snapshot + the entries after it) and print it as a grid."""
+    log_id = parse_log_id(log)
+    state, view = settings(ctx).backend().document().load(log_id)
+    if as_json:
+        echo_json({"log_id": str(log_id), "segment": view.segment, "num": view.num, "rows": state.rows()})
+        return
+    click.echo(render(state, max_rows=max_rows, max_cols=max_cols))
+    click.echo(f"(at entry {view.segment}/{view.num}; loaded from snapshot {view.snapshot.segment}/"
+               f"{view.snapshot.num} + {len(view.entries)} entries)")

@@ -1,0 +1,85 @@
+"""seglog up / down / status / env: the local stack, started and provisioned by the project itself."""
+
+from __future__ import annotations
+
+import click
+
+from seglog_aws import local
+from seglog_aws.stack import StackManager
+from seglog_aws.stack.errors import StackError
+
+from seglog_cli.context import echo_json, reports_errors, settings
+
+
+def _stack_errors(exc: StackError) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
+@click.pass_context
+@reports_errors
+def up(ctx: click.Context, as_json: bool) -> None:
+    """Start the local stack (installing it on first use) and provision template.yaml onto it."""
+    config = settings(ctx).stack_config()
+    try:
+        deployment = local.up(config)
+    except StackError as exc:
+        raise _stack_errors(exc) from exc
+    if as_json:
+        echo_json(deployment.to_dict())
+        return
+    click.echo(f"local stack up (profile {deployment.profile})")
+    for service, url in sorted(deployment.endpoints.items()):
+        click.echo(f"  {service:<16} {url}")
+    click.echo('use it from a shell: eval "$(seglog env)"')
+
+
+@click.command()
+@click.pass_context
+@reports_errors
+def down(ctx: click.Context) -> None:
+    """Stop the local stack's processes."""
+    config = settings(ctx).stack_config()
+    try:
+        StackManager(config).down()
+    except StackError as exc:
+        raise _stack_errors(exc) from exc
+    local.forget(config)
+    click.echo("local stack down")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print endpoints, processes and resource names as JSON.")
+@click.pass_context
+@reports_errors
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Whether the local stack is up, its endpoints and the physical names of every resource."""
+    config = settings(ctx).stack_config()
+    state = StackManager(config).status()
+    deployment = local.current(config)
+    data = state.to_dict()
+    data["resources"] = deployment.resources.to_dict() if deployment else None
+    if as_json:
+        echo_json(data)
+    else:
+        click.echo(f"profile {data.get('profile')}: {'up' if state.healthy else 'down'}")
+        for service, url in sorted(data.get("endpoints", {}).items()):
+            click.echo(f"  {service:<16} {url}")
+        for name, value in sorted((data["resources"] or {}).items()):
+            click.echo(f"  {name:<20} {value}")
+    if not state.healthy:
+        ctx.exit(1)
+
+
+@click.command()
+@click.pass_context
+@reports_errors
+def env(ctx: click.Context) -> None:
+    """Print `export` lines for eval: SDK endpoints, region, dummy credentials and resource names."""
+    config = settings(ctx).stack_config()
+    deployment = local.current(config)
+    if deployment is None:
+        raise click.ClickException("the local stack is not up: run `seglog up` first")
+    for key, value in deployment.env().items():
+        click.echo(f"export {key}={value}")

@@ -1,0 +1,1 @@
+"""seglog_core."""

@@ -1,0 +1,56 @@
+"""The spreadsheet as a document of the log: load = snapshot state + fold of the entries after it.
+
+Large bodies are fetched from the bucket before folding, so the fold itself stays pure.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from seglog_core import errors
+from seglog_core.ports import BlobStore
+from seglog_core.reader import LogReader, LogView
+from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Body, Entry
+from seglog_core.sheet import Sheet
+
+
+@dataclass(kw_only=True)
+class SheetDocument:
+    """Loads sheets from the log and keeps loaded ones up to date."""
+
+    reader: LogReader
+    blobs: BlobStore
+
+    def body(self, entry: Entry) -> Body:
+        """An entry's decoded body, fetched from the bucket when it is external."""
+        if entry.external is not None:
+            return entry.decoded(self.blobs.get(entry.external))
+        return entry.decoded()
+
+    def snapshot_state(self, snapshot: Entry) -> Sheet:
+        """The state a completed Snapshot entry stands for."""
+        if snapshot.snapshot_root == EMPTY_SNAPSHOT_ROOT:
+            return Sheet()
+        raise errors.CorruptLogError(
+            snapshot.log_id, f"snapshot {snapshot.segment}/{snapshot.num} has root {snapshot.snapshot_root!r}, "
+            "which this version cannot read",
+        )
+
+    def load(self, log_id: uuid.UUID) -> tuple[Sheet, LogView]:
+        """Load the latest state of a sheet."""
+        view = self.reader.load(log_id)
+        sheet = self.snapshot_state(view.snapshot)
+        for entry in view.entries:
+            sheet.apply(self.body(entry))
+        return sheet, view
+
+    def update(self, sheet: Sheet, view: LogView) -> Sheet:
+        """Apply what was appended since the view was read; a reload when it fell behind."""
+        before = view.snapshot
+        new = self.reader.update(view)
+        if view.snapshot is not before:
+            sheet = self.snapshot_state(view.snapshot)
+        for entry in new:
+            sheet.apply(self.body(entry))
+        return sheet

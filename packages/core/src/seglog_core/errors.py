@@ -1,0 +1,195 @@
+"""Errors of seglog's core. Every error says what happened and what to do; data travels as attributes.
+
+Adapters translate their backends' failures into these (``raise ... from exc``), so callers handle one set.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from seglog_core.schema import Entry
+
+
+class SeglogError(Exception):
+    """Root of every error seglog raises on purpose."""
+
+
+# ------------------------------------------------------------------------------------------------ input
+
+
+class InvalidInputError(SeglogError, ValueError):
+    """Bad input from a user or client: nothing was written."""
+
+
+class UnknownEntryTypeError(InvalidInputError):
+    """An entry type this code does not know (stored by newer code, or a bad request)."""
+
+    def __init__(self, type_: str) -> None:
+        self.type = type_
+        super().__init__(
+            f"unknown entry type {type_!r}: this log was written by newer code or the request is wrong; "
+            "upgrade seglog before reading or building snapshots of it"
+        )
+
+
+class BodyVersionError(InvalidInputError):
+    """A body version newer than this code knows: refuse to fold rather than fold wrong."""
+
+    def __init__(self, type_: str, version: int, known: int) -> None:
+        self.type = type_
+        self.version = version
+        self.known = known
+        super().__init__(
+            f"entry type {type_!r} has body version {version}, this code knows up to {known}: upgrade seglog"
+        )
+
+
+class InvalidCellRefError(InvalidInputError):
+    """A cell reference that is not of the form A1 .. XFD1048576."""
+
+    def __init__(self, ref: str, why: str = "") -> None:
+        self.ref = ref
+        super().__init__(
+            f"{ref!r} is not a cell reference{': ' + why if why else ''}; write a column letter and a row "
+            "number, like A1 or BC12"
+        )
+
+
+class ValueTooLargeError(InvalidInputError):
+    """A cell value or entry body larger than allowed."""
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        self.what = what
+        self.size = size
+        self.limit = limit
+        super().__init__(f"{what} is {size} bytes, the limit is {limit} bytes: split it or import a file")
+
+
+class ImportFileError(InvalidInputError):
+    """An import file that cannot be read."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(f"cannot import {path}: {why}")
+
+
+# ------------------------------------------------------------------------------------------------ log state
+
+
+class LogNotFoundError(SeglogError, LookupError):
+    """No log with this id."""
+
+    def __init__(self, log_id: uuid.UUID | str) -> None:
+        self.log_id = log_id
+        super().__init__(f"no log {log_id}: check the id (seglog sheet create prints it)")
+
+
+class CorruptLogError(SeglogError):
+    """The log breaks an invariant that loading depends on (DESIGN §3 Load)."""
+
+    def __init__(self, log_id: uuid.UUID, why: str) -> None:
+        self.log_id = log_id
+        self.why = why
+        super().__init__(f"log {log_id} is corrupt: {why}; run seglog log verify {log_id} for details")
+
+
+class SegmentNotReadyError(SeglogError):
+    """A new segment was refused because the current one has no completed snapshot yet."""
+
+    def __init__(self, log_id: uuid.UUID, segment: int) -> None:
+        self.log_id = log_id
+        self.segment = segment
+        super().__init__(
+            f"log {log_id} segment {segment} has no completed snapshot yet; a new segment can start once the "
+            "snapshot pipeline has built one"
+        )
+
+
+class VersionConflictError(SeglogError):
+    """An expected-version append found its num taken. ``existing`` is the entry that holds it."""
+
+    def __init__(self, log_id: uuid.UUID, segment: int, num: int, existing: Entry | None) -> None:
+        self.log_id = log_id
+        self.segment = segment
+        self.num = num
+        self.existing = existing
+        super().__init__(
+            f"log {log_id} already has entry {segment}/{num}: reload (or rebase on it) and append again"
+        )
+
+
+class AppendContentionError(SeglogError):
+    """Optimistic append gave up after its bounded attempts."""
+
+    def __init__(self, log_id: uuid.UUID, attempts: int) -> None:
+        self.log_id = log_id
+        self.attempts = attempts
+        super().__init__(
+            f"append to log {log_id} gave up after {attempts} attempts under contention or throttling; "
+            "retry later with the same entry id (it will not be duplicated)"
+        )
+
+
+# ------------------------------------------------------------------------------------------------ storage
+
+
+class StoreError(SeglogError):
+    """A storage failure. ``retryable`` ones may succeed if tried again after a backoff."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+class ItemExistsError(StoreError):
+    """A conditional put found its key taken (ConditionalCheckFailed). ``existing`` is the item, if returned."""
+
+    def __init__(self, what: str, existing: Entry | None = None) -> None:
+        self.existing = existing
+        super().__init__(f"{what} already exists", code="ConditionalCheckFailedException")
+
+
+class TransactionCancelledError(StoreError):
+    """A transaction was cancelled; ``reasons`` holds one code per item (``None`` where that item was fine)."""
+
+    def __init__(self, reasons: list[str | None]) -> None:
+        self.reasons = reasons
+        super().__init__(f"transaction cancelled: {reasons}", code="TransactionCanceledException")
+        # Retryable when the only failures are conflicts or throttles, not failed conditions.
+        self.retryable = bool(reasons) and all(
+            r in (None, "None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
+            for r in reasons
+        ) and any(r not in (None, "None") for r in reasons)
+
+    @property
+    def condition_failed(self) -> bool:
+        return "ConditionalCheckFailed" in self.reasons
+
+
+class ThrottledError(StoreError):
+    """The backend throttled the request; retry with backoff."""
+
+    retryable = True
+
+
+class TransientStoreError(StoreError):
+    """A transient failure (5xx, conflict, connection). ``outcome_unknown`` when a write may have happened."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, code: str | None = None, outcome_unknown: bool = False) -> None:
+        super().__init__(message, code=code)
+        self.outcome_unknown = outcome_unknown
+
+
+class BlobNotFoundError(StoreError, LookupError):
+    """No object under this key."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"no object {key!r} in the bucket", code="NoSuchKey")

@@ -1,0 +1,327 @@
+"""Writing the log: create, append (optimistic, expected-version, idempotent), large entries, new segment.
+
+DESIGN §3. The normal append costs one eventually consistent Query (Limit 1) and one conditional PutItem;
+with a cached tail it costs the PutItem alone. Every storage failure is retried with backoff or surfaced.
+
+Idempotence, timing diagram of a lost response (the write happened, the client saw an error)::
+
+    client                      store
+      | put #7 K=abc  ------->  | stored #7
+      |  <---- 500 / reset ---  |            outcome unknown: remember "maybe at #7"
+      | entries(7..)  ------->  | [#7 K=abc] K found: return #7, no second copy
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from seglog_core import errors
+from seglog_core.ports import BlobStore, LogStore
+from seglog_core.retry import RetryPolicy
+from seglog_core.sheet.validate import validate_body
+from seglog_core.schema import (
+    EMPTY_SNAPSHOT_ROOT,
+    LOG_LEVEL_TYPES,
+    Body,
+    EndSegment,
+    Entry,
+    EntryType,
+    Segment,
+    SnapshotMarker,
+    encode_body,
+)
+
+log = structlog.get_logger("seglog.log")
+
+#: Bodies above this size go to S3 (seed 000: the read-cost break-even point).
+DEFAULT_LARGE_THRESHOLD = 16 * 1024
+#: DynamoDB's item limit is 400 KB; an inline body must leave room for the other attributes.
+MAX_INLINE_BODY = 350 * 1024
+#: The largest body accepted at all (it goes to S3).
+MAX_BODY = 64 * 1024 * 1024
+
+
+def external_body_key(log_id: uuid.UUID, entry_id: uuid.UUID) -> str:
+    """Where a large body lives in the bucket (DESIGN §2)."""
+    return f"entries/{log_id}/{entry_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Appended:
+    """The outcome of an append: the stored entry and how it got there."""
+
+    entry: Entry
+    attempts: int
+    #: True when the entry was already in the log (an earlier try of the same entry id had landed).
+    deduplicated: bool = False
+
+
+@dataclass(kw_only=True)
+class _Tail:
+    segment: int
+    num: int | None = None
+
+
+@dataclass(kw_only=True)
+class EventLog:
+    """The write side of the log, for one client (it caches each log's current segment and tail).
+
+    Args:
+        store: the Segments and Entries tables.
+        blobs: the bucket, for large bodies.
+        retry: attempts and backoff for contention, throttling and transient errors.
+        clock: seconds since the epoch.
+        large_threshold: bodies above this many bytes go to S3.
+        cache_tail: try ``tail + 1`` first (one PutItem, no Query) when this client knows the tail.
+    """
+
+    store: LogStore
+    blobs: BlobStore
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    clock: Callable[[], float] = time.time
+    id_factory: Callable[[], uuid.UUID] = uuid.uuid4
+    large_threshold: int = DEFAULT_LARGE_THRESHOLD
+    cache_tail: bool = True
+    #: Checks a document body before anything is written (rows and columns in range, values not too large).
+    validate: Callable[[Body], None] = validate_body
+    _tails: dict[uuid.UUID, _Tail] = field(default_factory=dict, repr=False)
+
+    # ----------------------------------------------------------------------------------------- create
+
+    def create(self, log_id: uuid.UUID | None = None) -> uuid.UUID:
+        """Create a log: segment 0 and its Snapshot entry 0, complete at birth (the empty document)."""
+        log_id = log_id or self.id_factory()
+        now = int(self.clock())
+        segment = Segment(log_id=log_id, num=0, created=now, last_snapshot=0)
+        first = Entry(
+            log_id=log_id, segment=0, num=0, created=now, type=EntryType.SNAPSHOT,
+            snapshot_root=EMPTY_SNAPSHOT_ROOT,
+        )
+        for attempt in range(1, self.retry.max_attempts + 1):
+            try:
+                self.store.create_log(segment, first)
+                break
+            except errors.TransactionCancelledError as exc:
+                # A fresh id cannot be taken by anyone else: after an earlier try whose outcome was unknown,
+                # "already exists" means that try landed.
+                if not (exc.condition_failed and attempt > 1):
+                    if not exc.retryable or attempt == self.retry.max_attempts:
+                        raise
+                    self.retry.backoff(attempt)
+                    continue
+                break
+            except errors.StoreError as exc:
+                if not exc.retryable or attempt == self.retry.max_attempts:
+                    raise
+                self.retry.backoff(attempt)
+        self._tails[log_id] = _Tail(segment=0, num=0)
+        log.info("log created", log_id=str(log_id))
+        return log_id
+
+    # ----------------------------------------------------------------------------------------- append
+
+    def append(
+        self,
+        log_id: uuid.UUID,
+        body: Body,
+        *,
+        entry_id: uuid.UUID | None = None,
+        expected: int | None = None,
+        check_from: int | None = None,
+    ) -> Appended:
+        """Append a document entry.
+
+        Args:
+            body: a document body (SetCell, Import, ...). Log-level bodies are written by the log itself.
+            entry_id: the client entry id ``K``; a retry with the same id never duplicates. Generated if absent.
+            expected: the num this entry must get (expected-version append: one write, no read). On conflict
+                :class:`~seglog_core.errors.VersionConflictError` carries the entry that holds the num.
+            check_from: a num of the current segment from which an earlier try of this entry id may already
+                be in the log (a client retrying after a crash); those entries are read first.
+
+        Raises:
+            InvalidInputError: a log-level body, or a body too large.
+            LogNotFoundError, VersionConflictError, AppendContentionError, StoreError.
+        """
+        if body.TYPE in LOG_LEVEL_TYPES:
+            raise errors.InvalidInputError(f"{body.TYPE} entries are written by the log itself, not appended")
+        self.validate(body)
+        entry_id = entry_id or self.id_factory()
+        data = encode_body(body)
+        external = self._store_large_body(log_id, entry_id, data)
+        tail = self._tail(log_id)
+        maybe_at = check_from  # the lowest num where an earlier try of this entry may have landed
+        bound = structlog.contextvars.bound_contextvars
+        for attempt in range(1, self.retry.max_attempts + 1):
+            num = -1
+            with bound(log_id=str(log_id), segment=tail.segment, attempt=attempt):
+                try:
+                    if maybe_at is not None:
+                        found = self._find_entry_id(log_id, tail, maybe_at, entry_id)
+                        if found is not None:
+                            return self._landed(found, attempt, deduplicated=True)
+                    num = self._next_num(log_id, tail, entry_id, expected, attempt)
+                    if isinstance(num, Entry):
+                        return self._landed(num, attempt, deduplicated=True)
+                    entry = Entry(
+                        log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
+                        type=body.TYPE, version=body.VERSION, body=None if external else data,
+                        external=external, entry_id=entry_id,
+                    )
+                    self.store.put_entry(entry)
+                    return self._landed(entry, attempt)
+                except errors.ItemExistsError as exc:
+                    existing = exc.existing
+                    if existing is None and (expected is not None or maybe_at is not None):
+                        existing = self.store.get_entry(log_id, tail.segment, num)
+                    if existing is not None and existing.entry_id == entry_id:
+                        return self._landed(existing, attempt, deduplicated=True)
+                    tail.num = None
+                    if expected is not None:
+                        raise errors.VersionConflictError(log_id, tail.segment, num, existing) from exc
+                    if existing is not None and existing.type is EntryType.END_SEGMENT:
+                        self._follow_end(tail, existing)
+                        continue
+                    log.debug("append conflict", entry=num)
+                except errors.StoreError as exc:
+                    if not exc.retryable:
+                        raise
+                    if num >= 0 and getattr(exc, "outcome_unknown", False):
+                        maybe_at = num if maybe_at is None else min(maybe_at, num)
+                    tail.num = None
+                    log.info("append retry", error=type(exc).__name__, code=exc.code)
+                if attempt < self.retry.max_attempts:
+                    self.retry.backoff(attempt)
+        raise errors.AppendContentionError(log_id, self.retry.max_attempts)
+
+    def _store_large_body(self, log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes) -> str | None:
+        if len(data) > MAX_BODY:
+            raise errors.ValueTooLargeError("the entry body", len(data), MAX_BODY)
+        if len(data) <= min(self.large_threshold, MAX_INLINE_BODY):
+            return None
+        key = external_body_key(log_id, entry_id)
+        # Written before the entry and tagged discardable: if the append never lands, the lifecycle rule
+        # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4).
+        self._with_retries(log_id, "put large body", lambda: self.blobs.put(key, data, discardable=True))
+        return key
+
+    def _tail(self, log_id: uuid.UUID) -> _Tail:
+        tail = self._tails.get(log_id)
+        if tail is None:
+            segments = self._with_retries(log_id, "read segments", lambda: self.store.latest_segments(log_id, 1))
+            if not segments:
+                raise errors.LogNotFoundError(log_id)
+            tail = self._tails[log_id] = _Tail(segment=segments[0].num)
+        return tail
+
+    def _next_num(
+        self, log_id: uuid.UUID, tail: _Tail, entry_id: uuid.UUID, expected: int | None, attempt: int
+    ) -> int | Entry:
+        """The num to write next, or the entry itself when the latest entry already is ours."""
+        if expected is not None:
+            return expected
+        if self.cache_tail and tail.num is not None and attempt == 1:
+            return tail.num + 1
+        while True:
+            latest = self.store.latest_entry(log_id, tail.segment)
+            if latest is None:
+                # A segment item without entries: an eventually consistent read of a segment just created,
+                # or a log whose segment 0 was never written.
+                segments = self.store.latest_segments(log_id, 1)
+                if not segments:
+                    raise errors.LogNotFoundError(log_id)
+                raise errors.TransientStoreError(
+                    f"segment {tail.segment} of log {log_id} has no entries yet", code="StaleRead"
+                )
+            if latest.type is EntryType.END_SEGMENT:
+                self._follow_end(tail, latest)
+                continue
+            if latest.entry_id == entry_id:
+                return latest
+            return latest.num + 1
+
+    def _follow_end(self, tail: _Tail, end: Entry) -> None:
+        body = end.decoded()
+        assert isinstance(body, EndSegment)
+        tail.segment = body.next_segment or end.segment + 1
+        tail.num = None
+
+    def _find_entry_id(self, log_id: uuid.UUID, tail: _Tail, start: int, entry_id: uuid.UUID) -> Entry | None:
+        for entry in self.store.entries(log_id, tail.segment, start):
+            if entry.entry_id == entry_id:
+                return entry
+        return None
+
+    def _landed(self, entry: Entry, attempts: int, *, deduplicated: bool = False) -> Appended:
+        tail = self._tails.setdefault(entry.log_id, _Tail(segment=entry.segment))
+        if tail.segment == entry.segment and (tail.num is None or entry.num > tail.num):
+            tail.num = entry.num
+        log.debug("appended", log_id=str(entry.log_id), segment=entry.segment, entry=entry.num,
+                  attempts=attempts, deduplicated=deduplicated)
+        return Appended(entry=entry, attempts=attempts, deduplicated=deduplicated)
+
+    def forget(self, log_id: uuid.UUID) -> None:
+        """Drop what this client cached about a log (its current segment and tail)."""
+        self._tails.pop(log_id, None)
+
+    # ----------------------------------------------------------------------------------------- segments
+
+    def start_segment(self, log_id: uuid.UUID) -> Segment:
+        """Start a new segment (seed 000 "Create New Segment"): EndSegment, the segment, its Snapshot entry.
+
+        Raises:
+            SegmentNotReadyError: the current segment has no completed snapshot yet.
+        """
+        for attempt in range(1, self.retry.max_attempts + 1):
+            segments = self._with_retries(log_id, "read segments", lambda: self.store.latest_segments(log_id, 1))
+            if not segments:
+                raise errors.LogNotFoundError(log_id)
+            current = segments[0]
+            if current.last_snapshot is None:
+                raise errors.SegmentNotReadyError(log_id, current.num)
+            latest = self.store.latest_entry(log_id, current.num)
+            if latest is None:
+                raise errors.CorruptLogError(log_id, f"segment {current.num} has no entries")
+            now = int(self.clock())
+            nxt = current.num + 1
+            if latest.type is not EntryType.END_SEGMENT:
+                end = Entry(
+                    log_id=log_id, segment=current.num, num=latest.num + 1, created=now,
+                    type=EntryType.END_SEGMENT, body=encode_body(EndSegment(next_segment=nxt)),
+                )
+                new = Segment(log_id=log_id, num=nxt, created=now)
+                first = Entry(
+                    log_id=log_id, segment=nxt, num=0, created=now, type=EntryType.SNAPSHOT,
+                    body=encode_body(SnapshotMarker()),
+                )
+                try:
+                    self.store.new_segment(end, new, first)
+                    self._tails[log_id] = _Tail(segment=nxt, num=0)
+                    log.info("segment started", log_id=str(log_id), segment=nxt)
+                    return new
+                except errors.StoreError as exc:
+                    if not (exc.retryable or isinstance(exc, errors.TransactionCancelledError)):
+                        raise
+            if attempt < self.retry.max_attempts:
+                self.retry.backoff(attempt)
+        raise errors.AppendContentionError(log_id, self.retry.max_attempts)
+
+    # ----------------------------------------------------------------------------------------- helpers
+
+    def _with_retries[T](self, log_id: uuid.UUID, what: str, call: Callable[[], T]) -> T:
+        """Run a call, retrying retryable store errors with backoff; surface the rest."""
+        for attempt in range(1, self.retry.max_attempts + 1):
+            try:
+                return call()
+            except errors.StoreError as exc:
+                if not exc.retryable or attempt == self.retry.max_attempts:
+                    raise
+                log.info("store retry", what=what, log_id=str(log_id), attempt=attempt, code=exc.code)
+                self.retry.backoff(attempt)
+        raise AssertionError("unreachable")
+

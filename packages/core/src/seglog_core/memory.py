@@ -1,0 +1,165 @@
+"""In-memory implementations of the ports, for fast unit tests.
+
+They pass the same contract suites as the DynamoDB and S3 adapters (tests/contract/), so a test that passes
+here exercises the same behaviour. They are strongly consistent; tests inject staleness with wrappers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import uuid
+from collections.abc import Iterator
+
+import msgspec
+
+from seglog_core import errors
+from seglog_core.schema import Entry, EntryType, Segment
+
+
+class InMemoryLogStore:
+    """The Segments and Entries tables in dictionaries, guarded by one lock (transactions are atomic)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._segments: dict[uuid.UUID, dict[int, Segment]] = {}
+        self._entries: dict[tuple[uuid.UUID, int], dict[int, Entry]] = {}
+        #: Sorted nums per segment, for ordered range reads.
+        self._nums: dict[tuple[uuid.UUID, int], list[int]] = {}
+
+    # --------------------------------------------------------------------------------- helpers
+
+    def _entry_exists(self, entry: Entry) -> Entry | None:
+        return self._entries.get((entry.log_id, entry.segment), {}).get(entry.num)
+
+    def _insert(self, entry: Entry) -> None:
+        key = (entry.log_id, entry.segment)
+        self._entries.setdefault(key, {})[entry.num] = entry
+        bisect.insort(self._nums.setdefault(key, []), entry.num)
+
+    def _transact(self, segment: Segment, entries: list[tuple[int, Entry]], order: int) -> None:
+        """Write a segment and entries atomically, each conditional on absence; ``order`` is where the segment
+        sits among the transaction's items (for the per-item cancellation reasons)."""
+        with self._lock:
+            reasons: list[str | None] = [None] * (len(entries) + 1)
+            if segment.num in self._segments.get(segment.log_id, {}):
+                reasons[order] = "ConditionalCheckFailed"
+            for index, entry in entries:
+                if self._entry_exists(entry) is not None:
+                    reasons[index] = "ConditionalCheckFailed"
+            if any(reasons):
+                raise errors.TransactionCancelledError(reasons)
+            self._segments.setdefault(segment.log_id, {})[segment.num] = segment
+            for _, entry in entries:
+                self._insert(entry)
+
+    # --------------------------------------------------------------------------------- LogStore
+
+    def create_log(self, segment: Segment, first: Entry) -> None:
+        self._transact(segment, [(1, first)], order=0)
+
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2) -> list[Segment]:
+        with self._lock:
+            segs = self._segments.get(log_id, {})
+            return [segs[n] for n in sorted(segs, reverse=True)[:limit]]
+
+    def segments(self, log_id: uuid.UUID) -> Iterator[Segment]:
+        with self._lock:
+            segs = self._segments.get(log_id, {})
+            items = [segs[n] for n in sorted(segs)]
+        yield from items
+
+    def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
+        with self._lock:
+            nums = self._nums.get((log_id, segment))
+            return self._entries[(log_id, segment)][nums[-1]] if nums else None
+
+    def put_entry(self, entry: Entry) -> None:
+        with self._lock:
+            existing = self._entry_exists(entry)
+            if existing is not None:
+                raise errors.ItemExistsError(f"entry {entry.segment}/{entry.num}", existing)
+            self._insert(entry)
+
+    def get_entry(self, log_id: uuid.UUID, segment: int, num: int) -> Entry | None:
+        with self._lock:
+            return self._entries.get((log_id, segment), {}).get(num)
+
+    def entries(
+        self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *, page_size: int = 500
+    ) -> Iterator[Entry]:
+        key = (log_id, segment)
+        while True:
+            with self._lock:
+                nums = self._nums.get(key, [])
+                lo = bisect.bisect_left(nums, start)
+                hi = len(nums) if end is None else bisect.bisect_right(nums, end)
+                page = [self._entries[key][n] for n in nums[lo : min(hi, lo + page_size)]]
+            yield from page
+            if len(page) < page_size:
+                return
+            start = page[-1].num + 1
+
+    def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:
+        self._transact(segment, [(0, end), (2, first)], order=1)
+
+    def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
+        with self._lock:
+            entry = self.get_entry(log_id, segment, num)
+            if entry is None or entry.type is not EntryType.SNAPSHOT:
+                raise errors.InvalidInputError(f"entry {segment}/{num} of log {log_id} is not a Snapshot entry")
+            self._entries[(log_id, segment)][num] = msgspec.structs.replace(entry, snapshot_root=root)
+            seg = self._segments[log_id][segment]
+            if seg.last_snapshot is None or seg.last_snapshot < num:
+                self._segments[log_id][segment] = msgspec.structs.replace(seg, last_snapshot=num)
+
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
+        with self._lock:
+            key = (log_id, segment)
+            count = len(self._entries.pop(key, {}))
+            self._nums.pop(key, None)
+            segs = self._segments.get(log_id, {})
+            if archive is not None and segment in segs:
+                segs[segment] = msgspec.structs.replace(segs[segment], archive=archive)
+            else:
+                segs.pop(segment, None)
+            return count
+
+
+class InMemoryBlobStore:
+    """The bucket in a dictionary, with the discardable tag kept beside each object."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[str, tuple[bytes, bool]] = {}
+
+    def put(self, key: str, data: bytes, *, discardable: bool = False, content_type: str | None = None) -> None:
+        with self._lock:
+            self._objects[key] = (bytes(data), discardable)
+
+    def get(self, key: str) -> bytes:
+        with self._lock:
+            if key not in self._objects:
+                raise errors.BlobNotFoundError(key)
+            return self._objects[key][0]
+
+    def is_discardable(self, key: str) -> bool:
+        with self._lock:
+            if key not in self._objects:
+                raise errors.BlobNotFoundError(key)
+            return self._objects[key][1]
+
+    def keep(self, key: str) -> None:
+        with self._lock:
+            if key not in self._objects:
+                raise errors.BlobNotFoundError(key)
+            self._objects[key] = (self._objects[key][0], False)
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._objects.pop(key, None)
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        with self._lock:
+            found = sorted(k for k in self._objects if k.startswith(prefix))
+        yield from found

@@ -1,0 +1,250 @@
+"""The one schema of seglog: every stored item, message and entry body.
+
+Adapters, the emulator and the services import these types; none re-declares them (DESIGN §2).
+
+Storage layout (compact one-letter attribute names, seed 000 "Schema"):
+
+* Segments: ``L`` log id, ``N`` segment num, ``C`` created, ``S`` last completed snapshot num, ``A`` archive key.
+* Entries: ``G`` segment key (log id + 8-byte big-endian segment num), ``N`` entry num, ``C`` created, ``T`` type,
+  ``V`` body version, ``B`` body (msgpack), ``E`` external body key, ``K`` client entry id, ``R`` snapshot root.
+
+Schema evolution follows msgspec's rules: new fields get defaults; a field's type never changes. A body whose
+version is newer than this code knows is refused (:class:`~seglog_core.errors.BodyVersionError`), never
+guessed at.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from typing import ClassVar, Final
+
+import msgspec
+
+from seglog_core.errors import BodyVersionError, UnknownEntryTypeError
+
+#: A spreadsheet cell holds one of these; ``None`` is an empty cell.
+CellValue = str | int | float | bool | None
+
+
+class EntryType(enum.StrEnum):
+    """The ``T`` attribute of an entry: short, stable strings (they are stored in every item)."""
+
+    SNAPSHOT = "snap"
+    END_SEGMENT = "end"
+    IMPORT = "imp"
+    INSERT_ROW = "insrow"
+    DELETE_ROW = "delrow"
+    SET_CELL = "set"
+    SET_RANGE = "setrng"
+
+
+LOG_LEVEL_TYPES: Final = frozenset({EntryType.SNAPSHOT, EntryType.END_SEGMENT})
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every stored record: immutable, keyword-only."""
+
+
+# --------------------------------------------------------------------------------------------- entry bodies
+
+
+class Body(msgspec.Struct, frozen=True, kw_only=True, array_like=True, omit_defaults=True):
+    """Base of entry bodies. Encoded as msgpack arrays (field order is the format: append fields only).
+
+    Each subclass names its entry type and the body version this code writes.
+    """
+
+    TYPE: ClassVar[EntryType]
+    VERSION: ClassVar[int] = 1
+
+
+class SetCell(Body, frozen=True):
+    """Set one cell. Rows and columns are 1-based (A1 is row 1, column 1)."""
+
+    TYPE: ClassVar[EntryType] = EntryType.SET_CELL
+    row: int
+    col: int
+    value: CellValue
+
+
+class SetRange(Body, frozen=True):
+    """Set a rectangle of cells whose top-left corner is (row, col); ``values`` is a list of rows."""
+
+    TYPE: ClassVar[EntryType] = EntryType.SET_RANGE
+    row: int
+    col: int
+    values: list[list[CellValue]]
+
+
+class InsertRow(Body, frozen=True):
+    """Insert a row after row ``after`` (0 inserts at the top); later rows move down by one."""
+
+    TYPE: ClassVar[EntryType] = EntryType.INSERT_ROW
+    after: int
+    values: list[CellValue] = []
+
+
+class DeleteRow(Body, frozen=True):
+    """Delete row ``row``; later rows move up by one."""
+
+    TYPE: ClassVar[EntryType] = EntryType.DELETE_ROW
+    row: int
+
+
+class Import(Body, frozen=True):
+    """Replace the sheet with an imported file.
+
+    ``source`` is the key of the CSV or XLSX object in S3 the rows were read from (kept for provenance);
+    ``rows`` holds the parsed cells so that the fold stays pure. A large import travels as an external body.
+    """
+
+    TYPE: ClassVar[EntryType] = EntryType.IMPORT
+    source: str
+    format: str
+    rows: list[list[CellValue]]
+
+
+class SnapshotMarker(Body, frozen=True):
+    """Body of a Snapshot entry: empty. The entry's ``R`` attribute points at the root once complete."""
+
+    TYPE: ClassVar[EntryType] = EntryType.SNAPSHOT
+
+
+class EndSegment(Body, frozen=True):
+    """Body of an EndSegment entry: the num of the segment that follows."""
+
+    TYPE: ClassVar[EntryType] = EntryType.END_SEGMENT
+    next_segment: int = 0
+
+
+DocumentBody = SetCell | SetRange | InsertRow | DeleteRow | Import
+AnyBody = DocumentBody | SnapshotMarker | EndSegment
+
+BODY_TYPES: Final[dict[EntryType, type[Body]]] = {
+    cls.TYPE: cls for cls in (SetCell, SetRange, InsertRow, DeleteRow, Import, SnapshotMarker, EndSegment)
+}
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_DECODERS: Final[dict[EntryType, msgspec.msgpack.Decoder[Body]]] = {
+    t: msgspec.msgpack.Decoder(cls) for t, cls in BODY_TYPES.items()
+}
+
+
+def entry_type(value: str) -> EntryType:
+    """Parse a stored ``T`` attribute, refusing types this code does not know."""
+    try:
+        return EntryType(value)
+    except ValueError:
+        raise UnknownEntryTypeError(value) from None
+
+
+def encode_body(body: Body) -> bytes:
+    """Encode a body for the ``B`` attribute (msgpack array)."""
+    return _ENCODER.encode(body)
+
+
+def decode_body(type_: EntryType, version: int, data: bytes) -> Body:
+    """Decode a ``B`` attribute; a version newer than this code knows is refused, never guessed at."""
+    cls = BODY_TYPES.get(type_)
+    if cls is None:
+        raise UnknownEntryTypeError(str(type_))
+    if version > cls.VERSION:
+        raise BodyVersionError(type_, version, cls.VERSION)
+    return _DECODERS[type_].decode(data)
+
+
+# --------------------------------------------------------------------------------------------- stored items
+
+
+class Segment(Record, frozen=True):
+    """One item of the Segments table."""
+
+    log_id: uuid.UUID
+    num: int
+    created: int
+    last_snapshot: int | None = None
+    archive: str | None = None
+
+
+class Entry(Record, frozen=True):
+    """One item of the Entries table. ``body`` is the encoded msgpack, or ``None`` when it lives in S3."""
+
+    log_id: uuid.UUID
+    segment: int
+    num: int
+    created: int
+    type: EntryType
+    version: int = 1
+    body: bytes | None = None
+    external: str | None = None
+    entry_id: uuid.UUID | None = None
+    snapshot_root: str | None = None
+
+    def decoded(self, external_body: bytes | None = None) -> Body:
+        """The decoded body; ``external_body`` must be given when the body lives in S3 (``external``)."""
+        data = self.body if self.external is None else external_body
+        if data is None:
+            if self.external is not None:
+                raise ValueError(f"entry {self.segment}/{self.num} has its body in S3 ({self.external})")
+            if self.type in LOG_LEVEL_TYPES:
+                return BODY_TYPES[self.type]()
+            raise ValueError(f"entry {self.segment}/{self.num} of type {self.type} has no body")
+        return decode_body(self.type, self.version, data)
+
+
+class PendingSnapshot(Record, frozen=True):
+    """One item of the PendingSnapshots table (DESIGN §2, §5)."""
+
+    log_id: uuid.UUID
+    segment: int
+    entry: int
+    created: int
+    modified: int
+    retries: int = 0
+    active: bool = False
+    increment: int = 0
+    claimer: str | None = None
+    checkpoint: bytes | None = None
+
+
+class SnapshotJob(Record, frozen=True):
+    """The body of a snapshot queue message: which Snapshot entry to build."""
+
+    log: str
+    segment: int
+    entry: int
+
+
+# --------------------------------------------------------------------------------------------- key codecs
+
+SEGMENT_NUM_BYTES: Final = 8
+
+
+def segment_key(log_id: uuid.UUID, segment: int) -> bytes:
+    """The Entries partition key ``G``: log id bytes followed by the segment num, 8 bytes big-endian."""
+    return log_id.bytes + segment.to_bytes(SEGMENT_NUM_BYTES, "big")
+
+
+def split_segment_key(key: bytes) -> tuple[uuid.UUID, int]:
+    """Inverse of :func:`segment_key`."""
+    if len(key) != 16 + SEGMENT_NUM_BYTES:
+        raise ValueError(f"a segment key is {16 + SEGMENT_NUM_BYTES} bytes, got {len(key)}")
+    return uuid.UUID(bytes=key[:16]), int.from_bytes(key[16:], "big")
+
+
+def pending_key(segment: int, entry: int) -> bytes:
+    """The PendingSnapshots sort key ``P``: segment and entry num as a lexicographically ordered 16-byte pair."""
+    return segment.to_bytes(8, "big") + entry.to_bytes(8, "big")
+
+
+def split_pending_key(key: bytes) -> tuple[int, int]:
+    """Inverse of :func:`pending_key`."""
+    return int.from_bytes(key[:8], "big"), int.from_bytes(key[8:16], "big")
+
+
+SNAPSHOT_JOB_ENCODER: Final = msgspec.json.Encoder()
+SNAPSHOT_JOB_DECODER: Final = msgspec.json.Decoder(SnapshotJob)
+
+#: Root value of the creation-time snapshot: the empty document needs no build (DESIGN §3 "Create log").
+EMPTY_SNAPSHOT_ROOT: Final = "empty"
