@@ -7,15 +7,14 @@ from typing import Any
 
 import boto3
 
-from seglog_core.document import SheetDocument
-from seglog_core.log import EventLog
-from seglog_core.reader import LogReader
-
 from seglog_aws.clients import client
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
 from seglog_aws.meter import Meter
 from seglog_aws.resources import Resources
 from seglog_aws.s3_blob_store import S3BlobStore
+from seglog_core.document import SheetDocument
+from seglog_core.log import EventLog
+from seglog_core.reader import LogReader
 
 
 @dataclass(kw_only=True)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from seglog_core import errors
-from seglog_core.schema import Entry, Segment, segment_key
-
 from seglog_aws.errors import translate
 from seglog_aws.items import entry_key, entry_to_item, item_to_entry, item_to_segment, segment_to_item
 from seglog_aws.meter import Meter
+from seglog_core import errors
+from seglog_core.schema import Entry, Segment, segment_key
 
 _NOT_EXISTS_ENTRY = "attribute_not_exists(N)"
 _NOT_EXISTS_SEGMENT = "attribute_not_exists(N)"
@@ -123,15 +123,13 @@ class DynamoDBLogStore:
         self._call("UpdateItem", write=True, on_condition=not_snapshot, TableName=self.entries_table,
                    Key=entry_key(log_id, segment, num), UpdateExpression="SET R = :r",
                    ConditionExpression="T = :t", ExpressionAttributeValues={":r": {"S": root}, ":t": {"S": "snap"}})
-        try:
-            # S only moves forward (I4): the condition refuses to move it back.
+        # S only moves forward (I4): the condition refuses to move it back; already past it is fine.
+        with contextlib.suppress(errors.ItemExistsError):
             self._call("UpdateItem", write=True, TableName=self.segments_table,
                        Key={"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}, UpdateExpression="SET S = :n",
                        ConditionExpression="attribute_exists(N) AND (attribute_not_exists(S) OR S < :n)",
                        ExpressionAttributeValues={":n": {"N": str(num)}},
                        on_condition=lambda _: errors.ItemExistsError("a later snapshot"))
-        except errors.ItemExistsError:
-            pass  # already at or past this snapshot: nothing to do
 
     def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
         count = 0

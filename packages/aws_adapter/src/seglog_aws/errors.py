@@ -50,7 +50,7 @@ def translate(exc: Exception, *, what: str, write: bool, on_condition: Callable[
             unknown = write and code not in ("TransactionConflictException",)
             return errors.TransientStoreError(f"{what}: {code or status} {message}", code=code,
                                               outcome_unknown=unknown)
-        if code == "ResourceNotFoundException" or code == "NoSuchBucket" or code == "AWS.SimpleQueueService.NonExistentQueue":
+        if code in ("ResourceNotFoundException", "NoSuchBucket", "AWS.SimpleQueueService.NonExistentQueue"):
             return errors.StoreError(
                 f"{what}: {message or code}; are the resources provisioned? run `seglog up` locally, "
                 "or check the stack's resource names", code=code)

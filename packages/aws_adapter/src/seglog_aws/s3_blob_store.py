@@ -7,9 +7,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from seglog_core import errors
-
 from seglog_aws.errors import translate
+from seglog_core import errors
 
 #: The tag the bucket's lifecycle rule matches to expire objects nobody claimed (template.yaml).
 DISCARDABLE_TAG = "discardable"

@@ -8,7 +8,7 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import click
 
@@ -18,9 +18,6 @@ from seglog_aws.resources import ENV as RESOURCE_ENV
 from seglog_aws.resources import Resources
 from seglog_aws.stack import StackConfig
 from seglog_core.errors import SeglogError
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 @dataclass
@@ -54,7 +51,7 @@ def parse_log_id(value: str) -> uuid.UUID:
         raise click.BadParameter(f"{value!r} is not a log id (a UUID, as `seglog sheet create` prints)") from None
 
 
-def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
+def reports_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
     """Turn seglog's errors into a one-line message and a non-zero exit, never a traceback."""
 
     @functools.wraps(func)

@@ -14,13 +14,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from seglog_aws import local
+from seglog_cli.context import reports_errors, settings
 from seglog_core.errors import SeglogError
 from seglog_core.log import EventLog
 from seglog_core.schema import Body, Import, InsertRow, SetCell, SetRange
 from seglog_core.sheet import render
 from seglog_core.verify import verify_log
-
-from seglog_cli.context import reports_errors, settings
 
 PRODUCTS = ["Nails", "Screws", "Bolts", "Washers", "Hinges", "Brackets", "Rivets", "Dowels"]
 
@@ -114,7 +113,7 @@ def demo(ctx: click.Context, clients: int, edits: int, seed: int) -> None:
         console.print(f"  DynamoDB {op:<18} calls {figures['calls']:>6.0f}  RCU {figures['rcu']:>8.1f}  "
                       f"WCU {figures['wcu']:>8.1f}")
 
-    state, view = backend.document().load(log_id)
+    state, _ = backend.document().load(log_id)
     console.print(render(state, max_rows=24, max_cols=6))
     report = verify_log(backend.store, log_id, acknowledged=[i for s in stats for i in s.acknowledged])
     verdict = "[green]verified[/]" if report.ok else "[red]VIOLATIONS[/]"

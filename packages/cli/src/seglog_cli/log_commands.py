@@ -7,10 +7,9 @@ import datetime as dt
 import click
 import msgspec
 
+from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
 from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.verify import verify_log
-
-from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
 
 
 @click.group("log")

@@ -6,13 +6,12 @@ import logging
 
 import click
 
-from seglog_core import logs
-
 from seglog_cli.context import Settings
 from seglog_cli.demo import demo
 from seglog_cli.log_commands import log_group
 from seglog_cli.sheet_commands import sheet
 from seglog_cli.stack_commands import down, env, status, up
+from seglog_core import logs
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

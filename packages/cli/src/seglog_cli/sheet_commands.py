@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
+from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
 from seglog_core.schema import Import
 from seglog_core.sheet import parse_assignment, read_import, render
-
-from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
 
 #: Largest import file read at all (the parsed rows are checked against the model's own limits too).
 MAX_IMPORT_BYTES = 64 * 1024 * 1024

@@ -7,7 +7,6 @@ import click
 from seglog_aws import local
 from seglog_aws.stack import StackManager
 from seglog_aws.stack.errors import StackError
-
 from seglog_cli.context import echo_json, reports_errors, settings
 
 

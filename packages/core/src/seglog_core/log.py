@@ -23,7 +23,6 @@ import structlog
 from seglog_core import errors
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.retry import RetryPolicy
-from seglog_core.sheet.validate import validate_body
 from seglog_core.schema import (
     EMPTY_SNAPSHOT_ROOT,
     LOG_LEVEL_TYPES,
@@ -35,6 +34,7 @@ from seglog_core.schema import (
     SnapshotMarker,
     encode_body,
 )
+from seglog_core.sheet.validate import validate_body
 
 log = structlog.get_logger("seglog.log")
 
@@ -165,9 +165,10 @@ class EventLog:
                         found = self._find_entry_id(log_id, tail, maybe_at, entry_id)
                         if found is not None:
                             return self._landed(found, attempt, deduplicated=True)
-                    num = self._next_num(log_id, tail, entry_id, expected, attempt)
-                    if isinstance(num, Entry):
-                        return self._landed(num, attempt, deduplicated=True)
+                    nxt = self._next_num(log_id, tail, entry_id, expected, attempt)
+                    if isinstance(nxt, Entry):
+                        return self._landed(nxt, attempt, deduplicated=True)
+                    num = nxt
                     entry = Entry(
                         log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
                         type=body.TYPE, version=body.VERSION, body=None if external else data,

@@ -1,0 +1,152 @@
+"""The log's operations (DESIGN §3) on every backend: append, expected-version, idempotence, large entries,
+segments, load and update, retention."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from seglog_core import errors
+from seglog_core.document import SheetDocument
+from seglog_core.log import EventLog, external_body_key
+from seglog_core.ports import BlobStore, LogStore
+from seglog_core.reader import LogReader
+from seglog_core.retention import RetentionPolicy, apply_retention, read_archive
+from seglog_core.retry import RetryPolicy
+from seglog_core.schema import EntryType, SetCell, SetRange, SnapshotMarker
+from seglog_core.verify import verify_log
+
+FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
+
+
+def _log(stores: tuple[LogStore, BlobStore], **kw: object) -> EventLog:
+    return EventLog(store=stores[0], blobs=stores[1], retry=FAST, **kw)  # type: ignore[arg-type]
+
+
+def test_appends_get_consecutive_nums_from_one(stores: tuple[LogStore, BlobStore]) -> None:
+    log = _log(stores)
+    log_id = log.create()
+    nums = [log.append(log_id, SetCell(row=1, col=i, value=i)).entry.num for i in range(1, 6)]
+    assert nums == [1, 2, 3, 4, 5]
+
+
+def test_a_second_client_with_a_stale_tail_retries_past_the_conflict(stores: tuple[LogStore, BlobStore]) -> None:
+    a, b = _log(stores), _log(stores)
+    log_id = a.create()
+    b.append(log_id, SetCell(row=1, col=1, value="b"))
+    b.append(log_id, SetCell(row=1, col=1, value="b"))
+    done = a.append(log_id, SetCell(row=1, col=1, value="a"))  # a's cached tail says 0: 1 is taken
+    assert (done.entry.num, done.attempts) == (3, 2)
+
+
+def test_expected_version_conflict_returns_the_holder(stores: tuple[LogStore, BlobStore]) -> None:
+    log = _log(stores)
+    log_id = log.create()
+    first = log.append(log_id, SetCell(row=1, col=1, value=1)).entry
+    with pytest.raises(errors.VersionConflictError) as caught:
+        log.append(log_id, SetCell(row=1, col=1, value=2), expected=1)
+    assert caught.value.existing == first
+    assert log.append(log_id, SetCell(row=1, col=1, value=2), expected=2).entry.num == 2
+
+
+def test_same_entry_id_twice_is_one_entry(stores: tuple[LogStore, BlobStore]) -> None:
+    log = _log(stores)
+    log_id = log.create()
+    entry_id = uuid.uuid4()
+    first = log.append(log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id)
+    again = _log(stores).append(log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id)
+    assert again.deduplicated
+    assert again.entry == first.entry
+    log.append(log_id, SetCell(row=1, col=1, value=2))
+    # Further back in the log: found by reading forward from where the client last knew the log.
+    later = _log(stores).append(log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, check_from=0)
+    assert later.deduplicated
+    assert later.entry.num == first.entry.num
+    assert verify_log(stores[0], log_id, acknowledged=[entry_id]).ok
+
+
+def test_large_bodies_go_to_s3_tagged_discardable(stores: tuple[LogStore, BlobStore]) -> None:
+    log = _log(stores, large_threshold=1024)
+    log_id = log.create()
+    values = [[f"row {r} " + "x" * 50] for r in range(100)]
+    done = log.append(log_id, SetRange(row=1, col=1, values=values))
+    assert done.entry.body is None
+    assert done.entry.external == external_body_key(log_id, done.entry.entry_id)  # type: ignore[arg-type]
+    assert stores[1].is_discardable(done.entry.external)
+    state, _ = SheetDocument(reader=LogReader(store=stores[0]), blobs=stores[1]).load(log_id)
+    assert state.get(100, 1) == "row 99 " + "x" * 50
+
+
+def test_log_level_bodies_and_unknown_logs_are_refused(stores: tuple[LogStore, BlobStore]) -> None:
+    log = _log(stores)
+    with pytest.raises(errors.InvalidInputError):
+        log.append(log.create(), SnapshotMarker())
+    with pytest.raises(errors.LogNotFoundError):
+        log.append(uuid.uuid4(), SetCell(row=1, col=1, value=1))
+    with pytest.raises(errors.LogNotFoundError):
+        LogReader(store=stores[0]).load(uuid.uuid4())
+
+
+def test_new_segment_needs_a_completed_snapshot_and_appends_follow_it(stores: tuple[LogStore, BlobStore]) -> None:
+    store = stores[0]
+    log, other = _log(stores), _log(stores)
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value="before"))
+    other.append(log_id, SetCell(row=2, col=1, value="cached"))  # other caches segment 0
+    log.start_segment(log_id)
+    with pytest.raises(errors.SegmentNotReadyError):
+        log.start_segment(log_id)  # segment 1's snapshot is not built yet
+    done = other.append(log_id, SetCell(row=3, col=1, value="after"))  # meets EndSegment, moves on
+    assert (done.entry.segment, done.entry.num) == (1, 1)
+    entries = [(e.segment, e.num, e.type) for e in LogReader(store=store).all_entries(log_id)]
+    assert entries[3] == (0, 3, EntryType.END_SEGMENT)
+    assert entries[4] == (1, 0, EntryType.SNAPSHOT)
+    assert verify_log(store, log_id).ok
+
+
+def test_load_and_update_fold_the_entries_after_the_snapshot(stores: tuple[LogStore, BlobStore]) -> None:
+    log = _log(stores)
+    log_id = log.create()
+    document = SheetDocument(reader=LogReader(store=stores[0], page_size=3), blobs=stores[1])
+    for i in range(1, 8):
+        log.append(log_id, SetCell(row=i, col=1, value=i))
+    state, view = document.load(log_id)
+    assert [r[0] for r in state.rows()] == [1, 2, 3, 4, 5, 6, 7]
+    assert (view.segment, view.num) == (0, 7)
+    log.append(log_id, SetCell(row=1, col=2, value="new"))
+    state = document.update(state, view)
+    assert state.get(1, 2) == "new"
+    assert view.num == 8
+
+
+def test_update_reloads_when_the_view_fell_behind_both_segments(stores: tuple[LogStore, BlobStore]) -> None:
+    store = stores[0]
+    log = _log(stores)
+    log_id = log.create()
+    document = SheetDocument(reader=LogReader(store=store), blobs=stores[1])
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    state, view = document.load(log_id)
+    for segment in (1, 2):
+        log.start_segment(log_id)
+        store.complete_snapshot(log_id, segment, 0, "empty")  # stands in for the pipeline's build
+    log.append(log_id, SetCell(row=5, col=5, value=5))
+    state = document.update(state, view)
+    assert view.segment == 2
+    assert state.rows() == [[], [], [], [], [None, None, None, None, 5]]
+
+
+def test_retention_archives_old_segments_but_never_the_two_latest(stores: tuple[LogStore, BlobStore]) -> None:
+    store, blobs = stores
+    log = _log(stores)
+    log_id = log.create()
+    for segment in range(1, 4):
+        log.append(log_id, SetCell(row=1, col=1, value=segment))
+        log.start_segment(log_id)
+        store.complete_snapshot(log_id, segment, 0, "empty")
+    kept_before = list(store.entries(log_id, 0))
+    assert apply_retention(store, blobs, log_id, RetentionPolicy(keep=1)) == [0, 1]
+    assert [s.archive is not None for s in store.segments(log_id)] == [True, True, False, False]
+    assert read_archive(blobs, f"archive/{log_id}/0") == kept_before
+    assert apply_retention(store, blobs, log_id, RetentionPolicy(keep=1)) == []
+    assert verify_log(store, log_id).ok
