@@ -60,11 +60,12 @@ class InvalidCellRefError(InvalidInputError):
 class ValueTooLargeError(InvalidInputError):
     """A cell value or entry body larger than allowed."""
 
-    def __init__(self, what: str, size: int, limit: int) -> None:
+    def __init__(self, what: str, size: int, limit: int, *, unit: str = "bytes") -> None:
         self.what = what
         self.size = size
         self.limit = limit
-        super().__init__(f"{what} is {size} bytes, the limit is {limit} bytes: split it or import a file")
+        self.unit = unit
+        super().__init__(f"{what} is {size} {unit}, the limit is {limit} {unit}: split it into smaller pieces")
 
 
 class ImportFileError(InvalidInputError):

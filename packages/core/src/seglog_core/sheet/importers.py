@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
-import openpyxl
-
 from seglog_core.errors import ImportFileError, InvalidInputError, ValueTooLargeError
 from seglog_core.schema import CellValue
 from seglog_core.sheet.refs import MAX_CELL_BYTES, MAX_COL, MAX_ROW, check_value, format_ref, parse_value
@@ -129,6 +127,8 @@ def _xlsx_rows(data: bytes, label: str, limits: ImportLimits) -> Iterable[Sequen
         # openpyxl warns about styles, data validation and the like it does not read: irrelevant to values.
         warnings.simplefilter("ignore")
         try:
+            import openpyxl  # imported here: it costs ~0.2 s at start-up, and only imports need it
+
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
             raise ImportFileError(
@@ -165,13 +165,8 @@ def _xlsx_value(value: object) -> CellValue:
 
 
 def _too_many(what: str, count: int, limit: int, unit: str) -> ValueTooLargeError:
-    """A ValueTooLargeError counting ``unit`` rather than bytes.
-
-    Stopgap: ValueTooLargeError's message always says bytes; until it takes a unit, replace the message.
-    """
-    error = ValueTooLargeError(what, count, limit)
-    error.args = (f"{what} has {count} {unit}, the limit is {limit}: split it into smaller files",)
-    return error
+    """A ValueTooLargeError counting ``unit`` rather than bytes."""
+    return ValueTooLargeError(what, count, limit, unit=unit)
 
 
 def _collect(
