@@ -119,7 +119,9 @@ def test_import_csv_and_xlsx_and_refuse_unreadable_files(run, deployment: LocalD
 
 
 def test_concurrent_processes_leave_a_gap_free_log_with_each_entry_id_once(stacks) -> None:  # type: ignore[no-untyped-def]
-    """16 processes x N `seglog sheet set` calls on one sheet (N=5 in the suite; SEGLOG_CLI_CALLS=20 for the full check).
+    """16 processes x N `seglog sheet set` calls on one sheet.
+
+    N is 5 in the suite; SEGLOG_CLI_CALLS=20 runs the full check (320 process launches, about 6 minutes).
 
     On the default profile only: the log algorithm is the same on both, and 320 process launches are costly.
     """
