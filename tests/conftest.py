@@ -11,12 +11,13 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from seglog_aws import local
 from seglog_aws.backend import Backend
-from seglog_aws.stack import StackConfig, StackManager
+from seglog_aws.stack import StackConfig, StackManager, docker_available
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.ports import BlobStore, LogStore
 
@@ -24,6 +25,10 @@ from seglog_core.ports import BlobStore, LogStore
 TEST_PORTS = {"dynamodb-local": (4640, 8040), "localstack": (4650, 8050)}
 PROFILES = tuple(p for p in TEST_PORTS if p in os.environ.get("SEGLOG_TEST_PROFILES", ",".join(TEST_PORTS)))
 BACKENDS = ("memory", *PROFILES)
+REPO = Path(__file__).resolve().parent.parent
+#: Where a Docker daemon answers, the stack tests run on docker-compose.yml's containers through testcontainers;
+#: SEGLOG_TEST_DOCKER=0 keeps them on host processes, =1 insists on Docker (and fails without a daemon).
+USE_DOCKER = {"1": True, "0": False}.get(os.environ.get("SEGLOG_TEST_DOCKER", ""), None)
 
 
 class _Stacks:
@@ -33,8 +38,11 @@ class _Stacks:
         self.root = root
         self.deployments: dict[str, local.LocalDeployment] = {}
         self.configs: dict[str, StackConfig] = {}
+        self.composes: list[Any] = []
 
     def deployment(self, profile: str) -> local.LocalDeployment:
+        if profile not in self.deployments and (USE_DOCKER or (USE_DOCKER is None and docker_available())):
+            self.deployments[profile] = self._docker(profile)
         if profile not in self.deployments:
             ls_port, ddb_port = TEST_PORTS[profile]
             config = StackConfig.resolve(profile=profile, localstack_port=ls_port, dynamodb_port=ddb_port,
@@ -43,9 +51,29 @@ class _Stacks:
             self.deployments[profile] = local.up(config, stack_name=f"t{uuid.uuid4().hex[:8]}")
         return self.deployments[profile]
 
+    def _docker(self, profile: str) -> local.LocalDeployment:
+        """The same stack from docker-compose.yml's images, through testcontainers (Docker users)."""
+        from testcontainers.compose import DockerCompose
+
+        if not docker_available():
+            raise RuntimeError("SEGLOG_TEST_DOCKER=1 but no Docker daemon answers `docker info`")
+        ls_port, ddb_port = TEST_PORTS[profile]
+        os.environ.update(SEGLOG_LOCALSTACK_PORT=str(ls_port), SEGLOG_DYNAMODB_PORT=str(ddb_port))
+        compose = DockerCompose(context=str(REPO), compose_file_name="docker-compose.yml", profiles=[profile],
+                                wait=True)
+        compose.start()
+        self.composes.append(compose)
+        ls = f"http://127.0.0.1:{ls_port}"
+        ddb = f"http://127.0.0.1:{ddb_port}" if profile == "dynamodb-local" else ls
+        endpoints = {"dynamodb": ddb, "dynamodbstreams": ddb, "sqs": ls, "s3": ls}
+        return local.provision(endpoints, profile=profile, region="us-east-1",
+                               stack_name=f"t{uuid.uuid4().hex[:8]}")
+
     def close(self) -> None:
         for config in self.configs.values():
             StackManager(config).down()
+        for compose in self.composes:
+            compose.stop()
 
 
 @pytest.fixture(scope="session")

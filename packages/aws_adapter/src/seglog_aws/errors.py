@@ -40,7 +40,7 @@ def translate(exc: Exception, *, what: str, write: bool, on_condition: Callable[
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         message = exc.response.get("Error", {}).get("Message", "")
         if code == "ConditionalCheckFailedException" and on_condition is not None:
-            return on_condition(exc.response)
+            return on_condition(dict(exc.response))
         if code == "TransactionCanceledException":
             reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
             return errors.TransactionCancelledError(reasons)

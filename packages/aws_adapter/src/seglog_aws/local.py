@@ -47,20 +47,25 @@ class LocalDeployment:
 def up(config: StackConfig, *, template: Path | None = None, stack_name: str = DEFAULT_STACK_NAME) -> LocalDeployment:
     """Start (or reuse) the local stack and provision the template's resources on it (idempotent)."""
     info = StackManager(config).up()
-    endpoints = dict(info.endpoints)
-    session = local_session(config.region)
-    provisioner = Provisioner(
-        load_template(template), stack=stack_name, region=config.region,
-        dynamodb=client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"], retries=3),
-        s3=client("s3", session=session, endpoint_url=endpoints["s3"]),
-        sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]),
-    )
-    deployment = LocalDeployment(profile=str(config.profile), region=config.region, endpoints=endpoints,
-                                 resources=provisioner.provision())
+    deployment = provision(dict(info.endpoints), profile=str(config.profile), region=config.region,
+                           template=template, stack_name=stack_name)
     path = config.run_dir / STATE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(deployment.to_dict(), indent=2))
     return deployment
+
+
+def provision(endpoints: dict[str, str], *, profile: str, region: str, template: Path | None = None,
+              stack_name: str = DEFAULT_STACK_NAME) -> LocalDeployment:
+    """Provision the template's resources onto a running stack at ``endpoints`` (host processes or Docker)."""
+    session = local_session(region)
+    provisioner = Provisioner(
+        load_template(template), stack=stack_name, region=region,
+        dynamodb=client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"], retries=3),
+        s3=client("s3", session=session, endpoint_url=endpoints["s3"]),
+        sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]),
+    )
+    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, resources=provisioner.provision())
 
 
 def current(config: StackConfig) -> LocalDeployment | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,8 +13,8 @@ class Meter:
     """Thread-safe tallies: calls, read and write capacity units, per operation name."""
 
     calls: Counter[str] = field(default_factory=Counter)
-    rcu: Counter[str] = field(default_factory=Counter)
-    wcu: Counter[str] = field(default_factory=Counter)
+    rcu: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    wcu: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, operation: str, consumed: Any = None) -> None:

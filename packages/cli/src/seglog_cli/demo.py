@@ -17,7 +17,7 @@ from seglog_aws import local
 from seglog_cli.context import reports_errors, settings
 from seglog_core.errors import SeglogError
 from seglog_core.log import EventLog
-from seglog_core.schema import Body, Import, InsertRow, SetCell, SetRange
+from seglog_core.schema import Body, CellValue, Import, InsertRow, SetCell, SetRange
 from seglog_core.sheet import render
 from seglog_core.verify import verify_log
 
@@ -83,8 +83,8 @@ def demo(ctx: click.Context, clients: int, edits: int, seed: int) -> None:
     setup = backend.event_log()
     log_id = setup.create()
     console.print(f"[bold]sheet[/] {log_id}")
-    header = [["Product", "Price", "Qty", "Total", "Note", "By"]]
-    big = [[f"{PRODUCTS[i % len(PRODUCTS)]}", i, i * 2, f"row {i} " + "x" * 40] for i in range(400)]
+    header: list[list[CellValue]] = [["Product", "Price", "Qty", "Cost", "Note", "By"]]
+    big: list[list[CellValue]] = [[f"{PRODUCTS[i % len(PRODUCTS)]}", i, i * 2, f"row {i} " + "x" * 40] for i in range(400)]
     setup.append(log_id, Import(source="demo/generated.csv", format="csv", rows=header + big[:20]))
     large = setup.append(log_id, SetRange(row=30, col=1, values=big))
     console.print(f"imported a header; appended a {len(big)}-row block whose body went to S3: "
