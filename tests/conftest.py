@@ -28,7 +28,7 @@ BACKENDS = ("memory", *PROFILES)
 REPO = Path(__file__).resolve().parent.parent
 #: Where a Docker daemon answers, the stack tests run on docker-compose.yml's containers through testcontainers;
 #: SEGLOG_TEST_DOCKER=0 keeps them on host processes, =1 insists on Docker (and fails without a daemon).
-USE_DOCKER = {"1": True, "0": False}.get(os.environ.get("SEGLOG_TEST_DOCKER", ""), None)
+USE_DOCKER = {"1": True, "0": False}.get(os.environ.get("SEGLOG_TEST_DOCKER", ""))
 
 
 class _Stacks:

@@ -84,7 +84,9 @@ def demo(ctx: click.Context, clients: int, edits: int, seed: int) -> None:
     log_id = setup.create()
     console.print(f"[bold]sheet[/] {log_id}")
     header: list[list[CellValue]] = [["Product", "Price", "Qty", "Cost", "Note", "By"]]
-    big: list[list[CellValue]] = [[f"{PRODUCTS[i % len(PRODUCTS)]}", i, i * 2, f"row {i} " + "x" * 40] for i in range(400)]
+    big: list[list[CellValue]] = [
+        [PRODUCTS[i % len(PRODUCTS)], i, i * 2, f"row {i} " + "x" * 40] for i in range(400)
+    ]
     setup.append(log_id, Import(source="demo/generated.csv", format="csv", rows=header + big[:20]))
     large = setup.append(log_id, SetRange(row=30, col=1, values=big))
     console.print(f"imported a header; appended a {len(big)}-row block whose body went to S3: "
