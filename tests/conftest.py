@@ -18,8 +18,8 @@ import pytest
 from seglog_aws import local
 from seglog_aws.backend import Backend
 from seglog_aws.stack import StackConfig, StackManager, docker_available
-from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
-from seglog_core.ports import BlobStore, LogStore
+from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPendingStore
+from seglog_core.ports import BlobStore, LogStore, PendingStore
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
 TEST_PORTS = {"dynamodb-local": (4640, 8040), "localstack": (4650, 8050)}
@@ -106,6 +106,14 @@ def stores(request: pytest.FixtureRequest, stacks: _Stacks) -> tuple[LogStore, B
         return InMemoryLogStore(), InMemoryBlobStore()
     backend = stacks.deployment(request.param).backend()
     return backend.store, backend.blobs
+
+
+@pytest.fixture(params=[pytest.param(b, marks=_marks(b)) for b in BACKENDS])
+def pending_store(request: pytest.FixtureRequest, stacks: _Stacks) -> PendingStore:
+    """A PendingStore of each backend."""
+    if request.param == "memory":
+        return InMemoryPendingStore()
+    return stacks.deployment(request.param).backend().pending
 
 
 @pytest.fixture

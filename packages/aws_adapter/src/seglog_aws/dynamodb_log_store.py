@@ -38,7 +38,14 @@ class DynamoDBLogStore:
         try:
             response: dict[str, Any] = method(ReturnConsumedCapacity="TOTAL", **params)
         except Exception as exc:
-            self.meter.record(operation, getattr(exc, "response", {}).get("ConsumedCapacity"))
+            consumed = getattr(exc, "response", {}).get("ConsumedCapacity")
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if consumed is None and code == "ConditionalCheckFailedException":
+                # A failed conditional write is still billed, but the error carries no ConsumedCapacity
+                # (DynamoDB Developer Guide, "Condition expressions": charged even when the condition fails);
+                # count the 1 WCU a <= 1 KB item costs.
+                consumed = {"WriteCapacityUnits": 1.0}
+            self.meter.record(operation, consumed)
             translated = translate(exc, what=f"DynamoDB {operation}", write=write, on_condition=on_condition)
             if translated is exc:
                 raise
@@ -117,12 +124,18 @@ class DynamoDBLogStore:
         ])
 
     def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
+        self.set_snapshot_root(log_id, segment, num, root)
+        self.advance_snapshot(log_id, segment, num)
+
+    def set_snapshot_root(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
         def not_snapshot(_: dict[str, Any]) -> Exception:
             return errors.InvalidInputError(f"entry {segment}/{num} of log {log_id} is not a Snapshot entry")
 
         self._call("UpdateItem", write=True, on_condition=not_snapshot, TableName=self.entries_table,
                    Key=entry_key(log_id, segment, num), UpdateExpression="SET R = :r",
                    ConditionExpression="T = :t", ExpressionAttributeValues={":r": {"S": root}, ":t": {"S": "snap"}})
+
+    def advance_snapshot(self, log_id: uuid.UUID, segment: int, num: int) -> None:
         # S only moves forward (I4): the condition refuses to move it back; already past it is fine.
         with contextlib.suppress(errors.ItemExistsError):
             self._call("UpdateItem", write=True, TableName=self.segments_table,
@@ -164,5 +177,5 @@ class DynamoDBLogStore:
 _SNAKE = {
     "TransactWriteItems": "transact_write_items", "Query": "query", "PutItem": "put_item",
     "GetItem": "get_item", "UpdateItem": "update_item", "DeleteItem": "delete_item",
-    "BatchWriteItem": "batch_write_item",
+    "BatchWriteItem": "batch_write_item", "Scan": "scan",
 }

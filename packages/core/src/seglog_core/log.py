@@ -65,6 +65,9 @@ class Appended:
 class _Tail:
     segment: int
     num: int | None = None
+    #: A num a failed conditional put proved taken: an eventually consistent Query may still return an
+    #: older latest entry, and writing below this num would only conflict again.
+    taken: int = -1
 
 
 @dataclass(kw_only=True)
@@ -89,6 +92,11 @@ class EventLog:
     cache_tail: bool = True
     #: Checks a document body before anything is written (rows and columns in range, values not too large).
     validate: Callable[[Body], None] = validate_body
+    #: Snapshot policy: the writer of an entry whose num is a multiple of this appends a Snapshot entry.
+    snapshot_every: int | None = None
+    #: Segment size policy: past this many entries a segment is closed (at a snapshot point) once it has a
+    #: completed snapshot; until then a plain Snapshot entry is appended.
+    segment_entries: int | None = None
     _tails: dict[uuid.UUID, _Tail] = field(default_factory=dict, repr=False)
 
     # ----------------------------------------------------------------------------------------- create
@@ -175,7 +183,9 @@ class EventLog:
                         external=external, entry_id=entry_id,
                     )
                     self.store.put_entry(entry)
-                    return self._landed(entry, attempt)
+                    landed = self._landed(entry, attempt)
+                    self._apply_policy(entry)
+                    return landed
                 except errors.ItemExistsError as exc:
                     existing = exc.existing
                     if existing is None and (expected is not None or maybe_at is not None):
@@ -183,6 +193,7 @@ class EventLog:
                     if existing is not None and existing.entry_id == entry_id:
                         return self._landed(existing, attempt, deduplicated=True)
                     tail.num = None
+                    tail.taken = max(tail.taken, num)
                     if expected is not None:
                         raise errors.VersionConflictError(log_id, tail.segment, num, existing) from exc
                     if existing is not None and existing.type is EntryType.END_SEGMENT:
@@ -244,13 +255,14 @@ class EventLog:
                 continue
             if latest.entry_id == entry_id:
                 return latest
-            return latest.num + 1
+            return max(latest.num, tail.taken) + 1
 
     def _follow_end(self, tail: _Tail, end: Entry) -> None:
         body = end.decoded()
         assert isinstance(body, EndSegment)
         tail.segment = body.next_segment or end.segment + 1
         tail.num = None
+        tail.taken = -1
 
     def _find_entry_id(self, log_id: uuid.UUID, tail: _Tail, start: int, entry_id: uuid.UUID) -> Entry | None:
         for entry in self.store.entries(log_id, tail.segment, start):
@@ -265,6 +277,56 @@ class EventLog:
         log.debug("appended", log_id=str(entry.log_id), segment=entry.segment, entry=entry.num,
                   attempts=attempts, deduplicated=deduplicated)
         return Appended(entry=entry, attempts=attempts, deduplicated=deduplicated)
+
+    def _apply_policy(self, entry: Entry) -> None:
+        """After an append: a Snapshot entry every ``snapshot_every`` nums, or a new segment by size.
+
+        No read is spent on the decision: the writer of num k*N decides. A crash between the two appends
+        only skips one snapshot; the writer of the next multiple decides again (DESIGN §3).
+        """
+        every = self.snapshot_every
+        if not every or entry.num % every:
+            return
+        if self.segment_entries and entry.num >= self.segment_entries:
+            try:
+                self.start_segment(entry.log_id)
+                return
+            except errors.SegmentNotReadyError:
+                pass  # the segment's snapshot is not built yet: snapshot now, close the segment later
+        self.append_snapshot(entry.log_id)
+
+    def append_snapshot(self, log_id: uuid.UUID) -> Entry:
+        """Append a Snapshot entry (the pipeline builds it); returns the entry."""
+        tail = self._tail(log_id)
+        for attempt in range(1, self.retry.max_attempts + 1):
+            if tail.num is None:
+                latest = self.store.latest_entry(log_id, tail.segment)
+                if latest is None:
+                    raise errors.CorruptLogError(log_id, f"segment {tail.segment} has no entries")
+                if latest.type is EntryType.END_SEGMENT:
+                    self._follow_end(tail, latest)
+                    continue
+                num = latest.num + 1
+            else:
+                num = tail.num + 1
+            entry = Entry(log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
+                          type=EntryType.SNAPSHOT, body=encode_body(SnapshotMarker()))
+            try:
+                self.store.put_entry(entry)
+                self._landed(entry, attempt)
+                log.info("snapshot entry appended", log_id=str(log_id), segment=entry.segment, entry=num)
+                return entry
+            except errors.ItemExistsError as exc:
+                tail.num = None
+                if exc.existing is not None and exc.existing.type is EntryType.END_SEGMENT:
+                    self._follow_end(tail, exc.existing)
+            except errors.StoreError as exc:
+                if not exc.retryable:
+                    raise
+                tail.num = None
+            if attempt < self.retry.max_attempts:
+                self.retry.backoff(attempt)
+        raise errors.AppendContentionError(log_id, self.retry.max_attempts)
 
     def forget(self, log_id: uuid.UUID) -> None:
         """Drop what this client cached about a log (its current segment and tail)."""

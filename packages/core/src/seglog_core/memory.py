@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import msgspec
 
 from seglog_core import errors
-from seglog_core.schema import Entry, EntryType, Segment
+from seglog_core.ports import QueueMessage
+from seglog_core.schema import SNAPSHOT_JOB_ENCODER, Entry, EntryType, PendingSnapshot, Segment, SnapshotJob
 
 
 class InMemoryLogStore:
@@ -104,13 +107,20 @@ class InMemoryLogStore:
         self._transact(segment, [(0, end), (2, first)], order=1)
 
     def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
+        self.set_snapshot_root(log_id, segment, num, root)
+        self.advance_snapshot(log_id, segment, num)
+
+    def set_snapshot_root(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
         with self._lock:
             entry = self.get_entry(log_id, segment, num)
             if entry is None or entry.type is not EntryType.SNAPSHOT:
                 raise errors.InvalidInputError(f"entry {segment}/{num} of log {log_id} is not a Snapshot entry")
             self._entries[(log_id, segment)][num] = msgspec.structs.replace(entry, snapshot_root=root)
-            seg = self._segments[log_id][segment]
-            if seg.last_snapshot is None or seg.last_snapshot < num:
+
+    def advance_snapshot(self, log_id: uuid.UUID, segment: int, num: int) -> None:
+        with self._lock:
+            seg = self._segments.get(log_id, {}).get(segment)
+            if seg is not None and (seg.last_snapshot is None or seg.last_snapshot < num):
                 self._segments[log_id][segment] = msgspec.structs.replace(seg, last_snapshot=num)
 
     def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
@@ -163,3 +173,146 @@ class InMemoryBlobStore:
         with self._lock:
             found = sorted(k for k in self._objects if k.startswith(prefix))
         yield from found
+
+
+class InMemoryPendingStore:
+    """The PendingSnapshots table in a dictionary; each conditional write is atomic under one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[tuple[uuid.UUID, int, int], PendingSnapshot] = {}
+
+    def _key(self, log_id: uuid.UUID, segment: int, entry: int) -> tuple[uuid.UUID, int, int]:
+        return (log_id, segment, entry)
+
+    def _must(self, key: tuple[uuid.UUID, int, int]) -> PendingSnapshot:
+        item = self._items.get(key)
+        if item is None:
+            raise errors.ItemExistsError(f"pending snapshot {key[1]}/{key[2]} (gone)")
+        return item
+
+    def get(self, log_id: uuid.UUID, segment: int, entry: int) -> PendingSnapshot | None:
+        with self._lock:
+            return self._items.get(self._key(log_id, segment, entry))
+
+    def create(self, item: PendingSnapshot) -> None:
+        key = self._key(item.log_id, item.segment, item.entry)
+        with self._lock:
+            if key in self._items:
+                raise errors.ItemExistsError(f"pending snapshot {item.segment}/{item.entry}")
+            self._items[key] = item
+
+    def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,
+                    now: int) -> None:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._must(key)
+            if item.claimer is not None or item.increment != increment:
+                raise errors.ItemExistsError(f"pending snapshot {segment}/{entry} claimer")
+            self._items[key] = msgspec.structs.replace(item, claimer=claimer, modified=now)
+
+    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int) -> int:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._must(key)
+            self._items[key] = item = msgspec.structs.replace(item, retries=item.retries + 1, modified=now)
+            return item.retries
+
+    def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
+              takeover_after: int) -> int | None:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item.claimer != claimer:
+                return None
+            if item.active and item.modified > now - takeover_after:
+                return None
+            self._items[key] = item = msgspec.structs.replace(
+                item, active=True, increment=item.increment + 1, modified=now)
+            return item.increment
+
+    def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,
+                   now: int) -> bool:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item.increment != increment:
+                return False
+            self._items[key] = msgspec.structs.replace(item, checkpoint=state, modified=now)
+            return True
+
+    def release(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, now: int) -> bool:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item.increment != increment:
+                return False
+            self._items[key] = msgspec.structs.replace(item, active=False, modified=now)
+            return True
+
+    def delete(self, log_id: uuid.UUID, segment: int, entry: int) -> None:
+        with self._lock:
+            self._items.pop(self._key(log_id, segment, entry), None)
+
+    def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
+        with self._lock:
+            return [self._items[k] for k in sorted(k for k in self._items if k[0] == log_id)]
+
+    def scan(self) -> Iterator[PendingSnapshot]:
+        with self._lock:
+            items = list(self._items.values())
+        yield from items
+
+
+class InMemoryJobQueue:
+    """A queue with SQS's visibility semantics, driven by an injected clock (for unit tests).
+
+    receive() hides messages for the visibility timeout and counts receives; delete() needs the latest
+    receipt handle, as SQS does (AWS SQS Developer Guide, "Amazon SQS visibility timeout").
+    """
+
+    def __init__(self, *, visibility_timeout: int = 30, clock: Callable[[], float] | None = None) -> None:
+        self._lock = threading.Lock()
+        self.visibility_timeout = visibility_timeout
+        self.clock = clock or time.time
+        #: message id -> [body, visible_at, receive_count, receipt handle]
+        self._messages: dict[str, list[Any]] = {}
+        self.sent = 0
+
+    def send(self, job: SnapshotJob) -> str:
+        message_id = str(uuid.uuid4())
+        with self._lock:
+            self._messages[message_id] = [SNAPSHOT_JOB_ENCODER.encode(job).decode(), 0.0, 0, None]
+            self.sent += 1
+        return message_id
+
+    def receive(self, max_messages: int = 1) -> list[QueueMessage]:
+        now = self.clock()
+        out: list[QueueMessage] = []
+        with self._lock:
+            for message_id, slot in self._messages.items():
+                if len(out) == max_messages:
+                    break
+                if slot[1] <= now:
+                    slot[1] = now + self.visibility_timeout
+                    slot[2] += 1
+                    slot[3] = str(uuid.uuid4())
+                    out.append(QueueMessage(message_id=message_id, receipt_handle=slot[3], body=slot[0],
+                                            receive_count=slot[2]))
+        return out
+
+    def delete(self, message: QueueMessage) -> None:
+        with self._lock:
+            slot = self._messages.get(message.message_id)
+            if slot is not None and slot[3] == message.receipt_handle:
+                del self._messages[message.message_id]
+
+    def change_visibility(self, message: QueueMessage, seconds: int) -> None:
+        with self._lock:
+            slot = self._messages.get(message.message_id)
+            if slot is not None and slot[3] == message.receipt_handle:
+                slot[1] = self.clock() + seconds
+
+    def depth(self) -> int:
+        with self._lock:
+            return len(self._messages)

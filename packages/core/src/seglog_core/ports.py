@@ -1,9 +1,11 @@
 """Ports: what the log algorithms need from storage. Adapters implement them; core never imports an adapter.
 
-Two ports, each with one contract suite that every implementation passes (tests/contract/):
+Four ports, each with one contract suite that every implementation passes (tests/contract/):
 
 * :class:`LogStore` — the Segments and Entries tables (DynamoDB, or in memory).
 * :class:`BlobStore` — the bucket (S3, or in memory).
+* :class:`PendingStore` — the PendingSnapshots table (DynamoDB, or in memory).
+* :class:`JobQueue` — the snapshot queue (SQS, or in memory).
 
 Every method raises only :mod:`seglog_core.errors` types: adapters translate their backend's failures.
 """
@@ -12,9 +14,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from seglog_core.schema import Entry, Segment
+from seglog_core.schema import Entry, PendingSnapshot, Segment, SnapshotJob
 
 
 @runtime_checkable
@@ -73,7 +76,15 @@ class LogStore(Protocol):
         ...
 
     def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
-        """Record a completed snapshot: ``R`` on the Snapshot entry, then ``S`` on the segment (forward only)."""
+        """Record a completed snapshot: :meth:`set_snapshot_root`, then :meth:`advance_snapshot`."""
+        ...
+
+    def set_snapshot_root(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
+        """Set ``R`` on a Snapshot entry (idempotent). Raises InvalidInputError if it is not one."""
+        ...
+
+    def advance_snapshot(self, log_id: uuid.UUID, segment: int, num: int) -> None:
+        """Move the segment's ``S`` forward to ``num``; never back (idempotent)."""
         ...
 
     def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
@@ -116,3 +127,84 @@ class Clock(Protocol):
 
     def __call__(self) -> float: ...
 
+
+
+@runtime_checkable
+class PendingStore(Protocol):
+    """The PendingSnapshots table (DESIGN §2, §5): one item per Snapshot entry being built.
+
+    Every write is conditional; a lost condition raises :class:`~seglog_core.errors.ItemExistsError` (or
+    returns False where noted) so the worker knows another invocation got there first.
+    """
+
+    def get(self, log_id: uuid.UUID, segment: int, entry: int) -> PendingSnapshot | None:
+        """The item, strongly consistent, or None."""
+        ...
+
+    def create(self, item: PendingSnapshot) -> None:
+        """Write a new item. Raises ItemExistsError if it exists."""
+        ...
+
+    def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,
+                    now: int) -> None:
+        """Record the message that owns this snapshot, conditional on the increment read and no claimer yet.
+        Raises ItemExistsError when the condition fails."""
+        ...
+
+    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int) -> int:
+        """Count one more deferral (R + 1, M = now); returns the new count. Raises ItemExistsError if gone."""
+        ...
+
+    def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
+              takeover_after: int) -> int | None:
+        """Set Active, X + 1, M = now, when not active or when M is older than ``takeover_after`` seconds and
+        the claimer matches. Returns our increment, or None when refused."""
+        ...
+
+    def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,
+                   now: int) -> bool:
+        """Store checkpoint state if X still equals ``increment``; False means another invocation took over."""
+        ...
+
+    def release(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, now: int) -> bool:
+        """Clear Active if X still equals ``increment`` (a handoff); False if another invocation took over."""
+        ...
+
+    def delete(self, log_id: uuid.UUID, segment: int, entry: int) -> None:
+        """Remove the item (idempotent)."""
+        ...
+
+    def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
+        """Every pending item of a log, in (segment, entry) order."""
+        ...
+
+    def scan(self) -> Iterator[PendingSnapshot]:
+        """Every pending item of every log (for verify and reprocess)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueMessage:
+    """A received queue message, as the worker sees it (from a Lambda SQS event record)."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int = 1
+
+
+@runtime_checkable
+class JobQueue(Protocol):
+    """The snapshot queue."""
+
+    def send(self, job: SnapshotJob) -> str:
+        """Enqueue a job; returns the message id."""
+        ...
+
+    def delete(self, message: QueueMessage) -> None:
+        """Delete a received message (idempotent; an expired receipt handle is not an error)."""
+        ...
+
+    def change_visibility(self, message: QueueMessage, seconds: int) -> None:
+        """Hide a received message for ``seconds`` more (0: visible now)."""
+        ...

@@ -1,0 +1,75 @@
+"""All benchmarks: append cost, append latency, contention (per profile, each on its own stack), then the fold.
+
+Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
+ or: uv run --no-sync python -m bench [...]
+
+Prints each benchmark's tables, then a summary block of the headline figures with their targets. Every figure
+is measured in this run; the machine's load average is printed with them, since the local stack shares the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+
+from bench import bench_append, bench_contention, bench_fold, bench_latency
+from bench.support import Headline, local_backend, options, profiles, quiet_logs
+
+FOLD_TARGET = 200_000
+
+
+def fold(quick: bool) -> list[Headline]:
+    """bench_fold.main, recording the best time of each workload it prints (its output is unchanged)."""
+    n = 20_000 if quick else 500_000
+    best: dict[str, tuple[int, float]] = {}
+    report, timed = bench_fold.rate, bench_fold._timed
+    label = ""
+
+    def labelled_rate(name: str, count: int, run: Callable[[], object], repeat: int = 3) -> None:
+        nonlocal label
+        label = name
+        best[name] = (count, float("inf"))
+        report(name, count, run, repeat)
+
+    def recorded_timed(run: Callable[[], object]) -> float:
+        took = timed(run)
+        best[label] = (best[label][0], min(best[label][1], took))
+        return took
+
+    print(f"\n## fold (bench_fold, {n:,} entries)")
+    argv = sys.argv
+    sys.argv, bench_fold.rate, bench_fold._timed = [bench_fold.__file__, str(n)], labelled_rate, recorded_timed
+    try:
+        bench_fold.main()
+    finally:
+        sys.argv, bench_fold.rate, bench_fold._timed = argv, report, timed
+    count, seconds = best["SetCell fold"]
+    per_second = count / seconds
+    decoded = best.get("SetCell decode + fold")
+    extra = f"; decode + fold {decoded[0] / decoded[1]:,.0f}/s" if decoded else ""
+    return [Headline(name="SetCell fold", figure=f"{per_second:,.0f} entries/s{extra}",
+                     target=f">= {FOLD_TARGET:,} SetCell/s", met=per_second >= FOLD_TARGET)]
+
+
+def main() -> None:
+    args = options(__doc__.splitlines()[0]).parse_args()
+    quiet_logs()
+    started = time.monotonic()
+    lines: list[str] = []
+    for profile in profiles(args.profile):
+        print(f"\n# profile {profile}{' (quick)' if args.quick else ''}", flush=True)
+        with local_backend(profile) as backend:
+            for bench in (bench_append.run, bench_latency.run, bench_contention.run):
+                lines += [h.line(profile) for h in bench(backend, args.quick)]
+                sys.stdout.flush()
+    lines += [h.line() for h in fold(args.quick)]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "
+          f"load average {load} on {os.cpu_count()} CPUs) ==")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

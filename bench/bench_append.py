@@ -1,0 +1,128 @@
+"""DynamoDB calls and consumed capacity per append (DESIGN §3), from the store's meter (ReturnConsumedCapacity).
+
+Run: uv run --no-sync python -m bench.bench_append [--profile dynamodb-local|localstack|both] [--quick]
+
+Three ways to append a ~1 KB entry (the item just under the 1 KB write unit):
+
+    cold      a fresh EventLog per append, as a new process: Query segments + Query latest + PutItem
+    cached    one EventLog appending repeatedly with cache_tail=True: target one PutItem, 1.0 WRU, no read
+    conflict  two cached EventLogs taking turns on one log, so every append finds its cached tail stale:
+              a failed PutItem (ALL_OLD), a backoff, Query latest, PutItem (context for the contention bench)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.support import Headline, entry_item, item_size, sized_body, standalone
+from seglog_aws.backend import Backend
+from seglog_core.log import Appended
+from seglog_core.schema import SetCell
+
+OPERATIONS = ("PutItem", "Query", "GetItem", "TransactWriteItems")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What ``appends`` appends cost, in total."""
+
+    name: str
+    appends: int
+    calls: Counter[str]
+    rcu: float
+    wcu: float
+    attempts: int
+
+    @property
+    def failed_puts(self) -> int:
+        """PutItem calls that did not store this append (each append stores exactly one item)."""
+        return self.calls["PutItem"] - self.appends
+
+    def per(self, value: float) -> float:
+        return value / self.appends
+
+
+def measure(backend: Backend, name: str, appends: int, append: Callable[[], Appended]) -> Cost:
+    backend.meter.reset()
+    attempts = sum(append().attempts for _ in range(appends))
+    snap = backend.meter.snapshot()
+    return Cost(name=name, appends=appends, calls=Counter({op: int(v["calls"]) for op, v in snap.items()}),
+                rcu=sum(v["rcu"] for v in snap.values()), wcu=sum(v["wcu"] for v in snap.values()),
+                attempts=attempts)
+
+
+def cold(backend: Backend, body: SetCell, n: int) -> Cost:
+    log_id = backend.event_log().create()
+    return measure(backend, "cold (new EventLog each)", n, lambda: backend.event_log().append(log_id, body))
+
+
+def cached(backend: Backend, body: SetCell, n: int) -> Cost:
+    writer = backend.event_log(cache_tail=True)
+    log_id = writer.create()
+    writer.append(log_id, body)  # the tail is known from create already; one more to be sure it is warm
+    return measure(backend, "cached tail", n, lambda: writer.append(log_id, body))
+
+
+def conflict(backend: Backend, body: SetCell, n: int) -> Cost:
+    a, b = backend.event_log(cache_tail=True), backend.event_log(cache_tail=True)
+    log_id = a.create()
+    b.append(log_id, body)
+    turn = iter(range(n))
+
+    def next_writer() -> Appended:
+        return (a if next(turn) % 2 == 0 else b).append(log_id, body)
+
+    return measure(backend, "cached tail, other writer between", n, next_writer)
+
+
+def table(costs: list[Cost]) -> str:
+    ops = [op for op in OPERATIONS if any(c.calls[op] for c in costs)]
+    ops += sorted({op for c in costs for op in c.calls} - set(ops))
+    head = f"{'scenario':<36}{'appends':>8}" + "".join(f"{op:>10}" for op in ops)
+    head += f"{'failed Put':>11}{'RCU':>8}{'WCU':>8}{'attempts':>10}"
+    rows = [head, "-" * len(head)]
+    for c in costs:
+        row = f"{c.name:<36}{c.appends:>8}" + "".join(f"{c.per(c.calls[op]):>10.2f}" for op in ops)
+        row += f"{c.per(c.failed_puts):>11.2f}{c.per(c.rcu):>8.2f}{c.per(c.wcu):>8.2f}{c.per(c.attempts):>10.2f}"
+        rows.append(row)
+    note = "(calls, RCU and WCU per append, as the meter saw them. A failed conditional PutItem returns no\n" \
+           " ConsumedCapacity, so its write units are not in WCU; DynamoDB bills them, 1 WRU each for this item)"
+    return "\n".join(rows) + "\n" + note
+
+
+def _calls(c: Cost) -> str:
+    return " + ".join(f"{c.per(c.calls[op]):g} {op}" for op in OPERATIONS if c.calls[op]) or "no calls"
+
+
+def run(backend: Backend, quick: bool) -> list[Headline]:
+    n = 20 if quick else 200
+    body = sized_body()
+    size = item_size(entry_item(uuid.uuid4(), 1000, body))
+    print(f"\n## append cost per call ({backend.store.entries_table}; entry item {size} B)")
+    costs = [cold(backend, body, n), cached(backend, body, n), conflict(backend, body, n)]
+    print(table(costs))
+    c_cold, c_cached, c_conflict = costs
+    cached_met = (
+        c_cached.calls == Counter({"PutItem": n}) and c_cached.wcu == n * 1.0 and c_cached.rcu == 0
+        and c_cached.attempts == n
+    )
+    cold_met = c_cold.calls == Counter({"Query": 2 * n, "PutItem": n}) and c_cold.wcu == n * 1.0
+    return [
+        Headline(name="cold append", figure=f"{_calls(c_cold)}, {c_cold.per(c_cold.rcu):g} RCU, "
+                 f"{c_cold.per(c_cold.wcu):g} WCU", target="2 Query (segments, latest) + 1 PutItem, 1.0 WRU",
+                 met=cold_met),
+        Headline(name="cached-tail append", figure=f"{_calls(c_cached)}, {c_cached.per(c_cached.rcu):g} RCU, "
+                 f"{c_cached.per(c_cached.wcu):g} WCU", target="exactly 1 PutItem, 1.0 WRU, 0 reads",
+                 met=cached_met),
+        Headline(name="cached-tail append, other writer between", figure=f"{_calls(c_conflict)}, "
+                 f"{c_conflict.per(c_conflict.rcu):g} RCU, {c_conflict.per(c_conflict.wcu):g} WCU metered "
+                 f"(+{c_conflict.per(c_conflict.failed_puts):g} failed PutItem, billed but unmetered), "
+                 f"{c_conflict.per(c_conflict.attempts):g} attempts", target="none, context", met=None),
+    ]
+
+
+if __name__ == "__main__":
+    standalone(__doc__.splitlines()[0], run)

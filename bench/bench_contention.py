@@ -1,0 +1,242 @@
+"""Many writers on one log: goodput against one writer doing the same total (target >= 0.8x), no failures.
+
+Run: uv run --no-sync python -m bench.bench_contention [--profile ...] [--quick] [--writers 16] [--appends 50]
+     [--clients shared|own] [--sweep [--repeat N] [--only LABEL,...]]
+
+16 threads, each with its own EventLog (default RetryPolicy, cache_tail=True), append a fixed number of
+entries each to one log, all starting at a barrier. By default they share one boto3 client (thread-safe, a pool
+of 64 connections, so every thread still has its own connection); ``--clients own`` gives each writer a client
+of its own. The baseline is one writer appending the same total to a log of its own, run before and after the
+contended run (their mean is the baseline, so drift falls on both sides). Afterwards
+seglog_core.verify.verify_log checks the log is gap-free and every acknowledged entry id is there exactly once.
+
+``--sweep`` repeats the contended run with other RetryPolicy settings (bench only, the library is unchanged),
+and once with a log per writer (no contention: what the machine and emulator can do in parallel).
+
+Columns: goodput in acknowledged appends/s; att50/att99/max attempts per append; Put/a, Qry/a DynamoDB calls per
+acknowledged append; ms p50/p99 append latency; t95 seconds until 95% of the appends were acknowledged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bench.support import Headline, local_backend, median, options, percentile, profiles, quiet_logs, sized_body
+from seglog_aws.backend import Backend
+from seglog_aws.clients import client, local_session
+from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_core import errors
+from seglog_core.log import EventLog
+from seglog_core.retry import RetryPolicy
+from seglog_core.verify import VerifyReport, verify_log
+
+TARGET_RATIO = 0.8
+
+
+@dataclass(kw_only=True)
+class Run:
+    writers: int
+    per_writer: int
+    log_id: uuid.UUID
+    elapsed: float = 0.0
+    attempts: list[int] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    #: seconds from the start to each acknowledgement
+    done_at: list[float] = field(default_factory=list)
+    acknowledged: list[uuid.UUID] = field(default_factory=list)
+    failures: Counter[str] = field(default_factory=Counter)
+    calls: dict[str, dict[str, float]] = field(default_factory=dict)
+    report: VerifyReport | None = None
+
+    @property
+    def appended(self) -> int:
+        return len(self.acknowledged)
+
+    @property
+    def goodput(self) -> float:
+        return self.appended / self.elapsed
+
+    def calls_per_append(self, op: str) -> float:
+        return self.calls.get(op, {}).get("calls", 0) / max(1, self.appended)
+
+    def line(self, label: str) -> str:
+        fails = sum(self.failures.values())
+        return (f"{label:<26}{self.writers:>3} x{self.per_writer:>4}{self.appended:>7}{self.elapsed:>8.2f}"
+                f"{self.goodput:>9.1f}{median(self.attempts):>6.0f}{percentile(self.attempts, 99):>6.1f}"
+                f"{max(self.attempts, default=0):>5}{self.calls_per_append('PutItem'):>7.2f}"
+                f"{self.calls_per_append('Query'):>7.2f}{median(self.latencies_ms):>8.1f}"
+                f"{percentile(self.latencies_ms, 99):>8.1f}{fails:>6}{percentile(self.done_at, 95):>6.2f}")
+
+
+HEADER = (f"{'run':<26}{'writers':>9}{'acked':>7}{'secs':>8}{'goodput':>9}{'att50':>6}{'att99':>6}{'max':>5}"
+          f"{'Put/a':>7}{'Qry/a':>7}{'ms p50':>8}{'ms p99':>8}{'fails':>6}{'t95':>6}")
+
+
+def _stores(backend: Backend, writers: int, own_clients: bool) -> list[DynamoDBLogStore]:
+    if own_clients:
+        shared = backend.store._ddb
+        session = local_session(shared.meta.region_name)
+        stores = [DynamoDBLogStore(client("dynamodb", session=session, endpoint_url=shared.meta.endpoint_url),
+                                   segments_table=backend.store.segments_table,
+                                   entries_table=backend.store.entries_table, meter=backend.meter)
+                  for _ in range(writers)]
+    else:
+        stores = [backend.store] * writers
+    return stores
+
+
+def contend(backend: Backend, writers: int, per_writer: int, *, policy: Callable[[], RetryPolicy] = RetryPolicy,
+            own_clients: bool = False, separate_logs: bool = False) -> Run:
+    """``writers`` threads append ``per_writer`` entries each to one new log; the log is verified afterwards.
+
+    Args:
+        separate_logs: each writer appends to a log of its own instead (no contention: what the machine and the
+            emulator can do in parallel); each log is verified with its own acknowledged ids.
+    """
+    body = sized_body()
+    log_ids = [backend.event_log().create() for _ in range(writers if separate_logs else 1)]
+    run = Run(writers=writers, per_writer=per_writer, log_id=log_ids[0])
+    logs = [EventLog(store=store, blobs=backend.blobs, retry=policy(), cache_tail=True)
+            for store in _stores(backend, writers, own_clients)]
+    acked: dict[uuid.UUID, list[uuid.UUID]] = {log_id: [] for log_id in log_ids}
+    started: list[float] = []
+    # The barrier's action runs once, before any writer is released: the clock and the meter start there.
+    start = threading.Barrier(writers + 1, action=lambda: (backend.meter.reset(), started.append(time.perf_counter())))
+    lock = threading.Lock()
+
+    def write(event_log: EventLog, log_id: uuid.UUID) -> None:
+        start.wait()
+        for _ in range(per_writer):
+            began = time.perf_counter()
+            try:
+                appended = event_log.append(log_id, body)
+            except errors.SeglogError as exc:
+                with lock:
+                    run.failures[type(exc).__name__] += 1
+                continue
+            done = time.perf_counter()
+            with lock:
+                run.done_at.append(done - started[0])
+                run.attempts.append(appended.attempts)
+                run.latencies_ms.append((done - began) * 1000)
+                assert appended.entry.entry_id is not None
+                run.acknowledged.append(appended.entry.entry_id)
+                acked[log_id].append(appended.entry.entry_id)
+
+    threads = [threading.Thread(target=write, args=(el, log_ids[i % len(log_ids)]), name=f"writer-{i}")
+               for i, el in enumerate(logs)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    for thread in threads:
+        thread.join()
+    run.elapsed = time.perf_counter() - started[0]
+    run.calls = backend.meter.snapshot()
+    reports = [verify_log(backend.store, log_id, acknowledged=acked[log_id]) for log_id in log_ids]
+    run.report = reports[0]
+    for other in reports[1:]:  # separate logs: one report for all of them
+        run.report.entries += other.entries
+        run.report.violations += other.violations
+    return run
+
+
+def _verified(run: Run) -> str:
+    report = run.report
+    assert report is not None
+    if report.ok:
+        return f"ok: {report.entries} entries gap-free, {run.appended} acknowledged ids once each"
+    return "VIOLATIONS: " + "; ".join(v.message for v in report.violations[:5])
+
+
+def run(backend: Backend, quick: bool, *, writers: int = 16, per_writer: int | None = None,
+        own_clients: bool = False) -> list[Headline]:
+    per_writer = per_writer or (10 if quick else 50)
+    total = writers * per_writer
+    kind = "one client each" if own_clients else "one shared boto3 client"
+    print(f"\n## contention: {writers} writers x {per_writer} appends on one log vs 1 writer x {total} "
+          f"(threads, {kind}, default RetryPolicy)")
+    print(HEADER)
+    before = contend(backend, 1, total, own_clients=own_clients)
+    print(before.line("1 writer (before)"), flush=True)
+    many = contend(backend, writers, per_writer, own_clients=own_clients)
+    print(many.line(f"{writers} writers"), flush=True)
+    after = contend(backend, 1, total, own_clients=own_clients)
+    print(after.line("1 writer (after)"))
+    single = (before.goodput + after.goodput) / 2
+    ratio = many.goodput / single
+    fails = sum(many.failures.values())
+    print(f"goodput ratio {ratio:.2f} ({many.goodput:.0f}/s vs {single:.0f}/s); failures "
+          f"{dict(many.failures) or 0}; verify {writers}-writer log: {_verified(many)}")
+    print(f"verify 1-writer logs: {_verified(before)} / {_verified(after)}")
+    assert many.report is not None
+    return [
+        Headline(name=f"{writers}-writer goodput / 1 writer", figure=f"{ratio:.2f}x ({many.goodput:.0f} vs "
+                 f"{single:.0f} appends/s; attempts p50 {median(many.attempts):.0f}, p99 "
+                 f"{percentile(many.attempts, 99):.1f})", target=f">= {TARGET_RATIO}x", met=ratio >= TARGET_RATIO),
+        Headline(name=f"{writers}-writer failures", figure=f"{fails} of {total}; verify_log "
+                 f"{'ok' if many.report.ok else 'FAILED'} ({many.report.entries} entries)",
+                 target="0 failures, gap-free, each acknowledged id once",
+                 met=fails == 0 and many.report.ok),
+    ]
+
+
+#: label -> (RetryPolicy factory, one log per writer)
+SWEEP: dict[str, tuple[Callable[[], RetryPolicy], bool]] = {
+    "default 12/5ms/500ms": (RetryPolicy, False),
+    "separate logs (ref.)": (RetryPolicy, True),
+    "cap 100ms": (lambda: RetryPolicy(cap=0.1), False),
+    "base 20ms": (lambda: RetryPolicy(base=0.02), False),
+    "attempts 20": (lambda: RetryPolicy(max_attempts=20), False),
+    "attempts 20 base 20ms": (lambda: RetryPolicy(max_attempts=20, base=0.02), False),
+    "attempts 20 base 50ms": (lambda: RetryPolicy(max_attempts=20, base=0.05), False),
+    "attempts 20 base 100ms": (lambda: RetryPolicy(max_attempts=20, base=0.1), False),
+    "attempts 30 base 50ms": (lambda: RetryPolicy(max_attempts=30, base=0.05), False),
+    "attempts 20 base 50ms cap 1s": (lambda: RetryPolicy(max_attempts=20, base=0.05, cap=1.0), False),
+    "attempts 20 base 50ms cap 250ms": (lambda: RetryPolicy(max_attempts=20, base=0.05, cap=0.25), False),
+}
+
+
+def sweep(backend: Backend, writers: int, per_writer: int, own_clients: bool, repeat: int, only: str = "") -> None:
+    print(f"\n## RetryPolicy sweep: {writers} writers x {per_writer} appends on one log, {repeat} run(s) each; "
+          "a 1-writer run before each (last column: goodput ratio)")
+    print(HEADER)
+    for label, (policy, separate) in SWEEP.items():
+        if only and label not in only.split(","):
+            continue
+        for _ in range(repeat):
+            single = contend(backend, 1, writers * per_writer, own_clients=own_clients)
+            result = contend(backend, writers, per_writer, policy=policy, own_clients=own_clients,
+                             separate_logs=separate)
+            ok = "" if result.report and result.report.ok else "  VERIFY FAILED"
+            print(f"{result.line(label)}{result.goodput / single.goodput:>6.2f}x{ok}", flush=True)
+
+
+def main() -> None:
+    parser: argparse.ArgumentParser = options(__doc__.splitlines()[0])
+    parser.add_argument("--writers", type=int, default=16)
+    parser.add_argument("--appends", type=int, default=None, help="appends per writer (default 50, 10 quick)")
+    parser.add_argument("--clients", choices=("shared", "own"), default="shared")
+    parser.add_argument("--sweep", action="store_true", help="also try other RetryPolicy settings")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each sweep setting")
+    parser.add_argument("--only", default="", help="sweep only these settings (labels, comma-separated)")
+    args = parser.parse_args()
+    quiet_logs()
+    summary: list[str] = []
+    for profile in profiles(args.profile):
+        with local_backend(profile) as backend:
+            own = args.clients == "own"
+            summary += [h.line(profile) for h in run(backend, args.quick, writers=args.writers,
+                                                     per_writer=args.appends, own_clients=own)]
+            if args.sweep:
+                sweep(backend, args.writers, args.appends or (10 if args.quick else 50), own, args.repeat, args.only)
+    print("\n" + "\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Shared pieces of the benchmarks: a local stack of their own, statistics, the entry body, headline figures.
+
+Each benchmark starts its own stack on dedicated ports in a temporary run dir (a developer's `seglog up` stack
+on 4566/8000 and the test session's on 4640/4650 are left alone) and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seglog_aws import local
+from seglog_aws.backend import Backend
+from seglog_aws.items import entry_to_item
+from seglog_aws.stack import StackConfig, StackManager
+from seglog_core import logs
+from seglog_core.schema import Entry, SetCell, encode_body
+
+#: (LocalStack port, DynamoDB Local port) per profile, used by the benchmarks only.
+BENCH_PORTS = {"dynamodb-local": (4660, 8060), "localstack": (4670, 8070)}
+PROFILES = tuple(BENCH_PORTS)
+
+#: The entry item size the append benchmarks aim for: near, and under, the 1 KB write unit.
+ITEM_SIZE = 1000
+
+
+# ------------------------------------------------------------------------------------------------ stack
+
+
+@contextmanager
+def local_backend(profile: str) -> Iterator[Backend]:
+    """Start a provisioned stack of ``profile`` in a temporary run dir; stop it and remove the dir at the end."""
+    ls_port, ddb_port = BENCH_PORTS[profile]
+    run_dir = Path(tempfile.mkdtemp(prefix=f"seglog-bench-{profile}-"))
+    config = StackConfig.resolve(profile=profile, localstack_port=ls_port, dynamodb_port=ddb_port, run_dir=run_dir)
+    started = time.monotonic()
+    try:
+        deployment = local.up(config, stack_name=f"bench{uuid.uuid4().hex[:8]}")
+        print(f"# {profile} stack up in {time.monotonic() - started:.1f} s "
+              f"(dynamodb {deployment.endpoints['dynamodb']})", flush=True)
+        yield deployment.backend()
+    finally:
+        StackManager(config).down()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def quiet_logs() -> None:
+    """Warnings and errors only, on stderr: the library's debug lines would cost time and clutter the tables."""
+    logs.configure(level=logging.WARNING)
+
+
+# ------------------------------------------------------------------------------------------------ figures
+
+
+@dataclass(frozen=True, kw_only=True)
+class Headline:
+    """One figure for the summary block: what was measured, against which target, and whether it met it."""
+
+    name: str
+    figure: str
+    target: str
+    met: bool | None  # None: context only, no target
+
+    def line(self, profile: str | None = None) -> str:
+        verdict = "" if self.met is None else " MET" if self.met else " MISSED"
+        where = f"[{profile}] " if profile else ""
+        return f"{where}{self.name}: {self.figure} (target: {self.target}){verdict}"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation between closest ranks."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50)
+
+
+# ------------------------------------------------------------------------------------------------ items
+
+
+def item_size(item: dict[str, dict[str, Any]]) -> int:
+    """The DynamoDB size of an item in bytes: names plus values (numbers: about 1 byte per 2 digits + 1)."""
+    size = 0
+    for name, value in item.items():
+        size += len(name.encode())
+        ((kind, raw),) = value.items()
+        if kind == "S":
+            size += len(raw.encode())
+        elif kind == "B":
+            size += len(raw)
+        elif kind == "N":
+            size += math.ceil(len(raw.lstrip("-").replace(".", "").lstrip("0") or "0") / 2) + 1
+        else:
+            raise ValueError(f"item_size does not handle type {kind}")
+    return size
+
+
+def entry_item(log_id: uuid.UUID, num: int, body: SetCell, entry_id: uuid.UUID | None = None) -> dict[str, Any]:
+    """The item an append of ``body`` at ``num`` writes (the same attributes EventLog.append sets)."""
+    return entry_to_item(Entry(log_id=log_id, segment=0, num=num, created=int(time.time()), type=body.TYPE,
+                               version=body.VERSION, body=encode_body(body), entry_id=entry_id or uuid.uuid4()))
+
+
+def sized_body(target: int = ITEM_SIZE) -> SetCell:
+    """A SetCell whose entry item (at a 4-digit num) is ``target`` bytes, or just under."""
+    pad = 0
+    for _ in range(8):
+        body = SetCell(row=1, col=1, value="x" * pad)
+        size = item_size(entry_item(uuid.uuid4(), 1000, body))
+        if size == target:
+            break
+        pad = max(0, pad + target - size)
+    while item_size(entry_item(uuid.uuid4(), 1000, body)) > target:
+        pad -= 1
+        body = SetCell(row=1, col=1, value="x" * pad)
+    return body
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+def options(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--profile", choices=(*PROFILES, "both"), default="dynamodb-local",
+                        help="which local stack to run against (default dynamodb-local)")
+    parser.add_argument("--quick", action="store_true", help="a small, fast run (CI checks that it still runs)")
+    return parser
+
+
+def profiles(choice: str) -> tuple[str, ...]:
+    return PROFILES if choice == "both" else (choice,)
+
+
+def standalone(description: str, run: Callable[[Backend, bool], list[Headline]]) -> None:
+    """``python -m bench.<module>``: run one benchmark on each chosen profile and print its headlines."""
+    args = options(description).parse_args()
+    quiet_logs()
+    summary: list[str] = []
+    for profile in profiles(args.profile):
+        with local_backend(profile) as backend:
+            summary += [h.line(profile) for h in run(backend, args.quick)]
+    print("\n" + "\n".join(summary))

@@ -1,0 +1,139 @@
+"""DynamoDBPendingStore: the PendingStore port on the PendingSnapshots table (DESIGN §2, §5).
+
+Every write carries a condition; ConditionalCheckFailed means another invocation got there first.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from seglog_core import errors
+from seglog_core.schema import PendingSnapshot, pending_key, split_pending_key
+
+from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_aws.meter import Meter
+
+Item = dict[str, dict[str, Any]]
+
+
+def pending_to_item(p: PendingSnapshot) -> Item:
+    item: Item = {
+        "L": {"B": p.log_id.bytes}, "P": {"B": pending_key(p.segment, p.entry)}, "C": {"N": str(p.created)},
+        "M": {"N": str(p.modified)}, "R": {"N": str(p.retries)}, "A": {"BOOL": p.active},
+        "X": {"N": str(p.increment)},
+    }
+    if p.claimer is not None:
+        item["Q"] = {"S": p.claimer}
+    if p.checkpoint is not None:
+        item["S"] = {"B": p.checkpoint}
+    return item
+
+
+def item_to_pending(item: Item) -> PendingSnapshot:
+    segment, entry = split_pending_key(bytes(item["P"]["B"]))
+    return PendingSnapshot(
+        log_id=uuid.UUID(bytes=bytes(item["L"]["B"])), segment=segment, entry=entry,
+        created=int(item["C"]["N"]), modified=int(item["M"]["N"]), retries=int(item.get("R", {"N": "0"})["N"]),
+        active=bool(item.get("A", {"BOOL": False})["BOOL"]), increment=int(item.get("X", {"N": "0"})["N"]),
+        claimer=item["Q"]["S"] if "Q" in item else None,
+        checkpoint=bytes(item["S"]["B"]) if "S" in item else None,
+    )
+
+
+def _lost(_: dict[str, Any]) -> Exception:
+    return errors.ItemExistsError("pending snapshot (condition)")
+
+
+class DynamoDBPendingStore:
+    """Pending snapshots on DynamoDB; shares the call/metering/translation path of the log store."""
+
+    def __init__(self, client: Any, *, table: str, meter: Meter | None = None) -> None:
+        # One calling convention for every table: reuse the log store's metered, translated _call.
+        self._calls = DynamoDBLogStore(client, segments_table="", entries_table="", meter=meter)
+        self.table = table
+
+    def _call(self, operation: str, **params: Any) -> dict[str, Any]:
+        write = operation not in ("GetItem", "Query", "Scan")
+        return self._calls._call(operation, write=write, on_condition=_lost, **params)
+
+    def _key(self, log_id: uuid.UUID, segment: int, entry: int) -> Item:
+        return {"L": {"B": log_id.bytes}, "P": {"B": pending_key(segment, entry)}}
+
+    def _update(self, log_id: uuid.UUID, segment: int, entry: int, **params: Any) -> dict[str, Any]:
+        return self._call("UpdateItem", TableName=self.table, Key=self._key(log_id, segment, entry), **params)
+
+    def get(self, log_id: uuid.UUID, segment: int, entry: int) -> PendingSnapshot | None:
+        item = self._call("GetItem", TableName=self.table, Key=self._key(log_id, segment, entry),
+                          ConsistentRead=True).get("Item")
+        return item_to_pending(item) if item else None
+
+    def create(self, item: PendingSnapshot) -> None:
+        self._call("PutItem", TableName=self.table, Item=pending_to_item(item),
+                   ConditionExpression="attribute_not_exists(P)")
+
+    def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,
+                    now: int) -> None:
+        self._update(log_id, segment, entry, UpdateExpression="SET Q = :q, M = :m",
+                     ConditionExpression="attribute_exists(P) AND attribute_not_exists(Q) AND X = :x",
+                     ExpressionAttributeValues={":q": {"S": claimer}, ":m": {"N": str(now)},
+                                                ":x": {"N": str(increment)}})
+
+    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int) -> int:
+        response = self._update(log_id, segment, entry, UpdateExpression="SET M = :m ADD R :one",
+                                ConditionExpression="attribute_exists(P)", ReturnValues="UPDATED_NEW",
+                                ExpressionAttributeValues={":m": {"N": str(now)}, ":one": {"N": "1"}})
+        return int(response["Attributes"]["R"]["N"])
+
+    def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
+              takeover_after: int) -> int | None:
+        try:
+            response = self._update(
+                log_id, segment, entry, UpdateExpression="SET A = :t, M = :m ADD X :one",
+                ConditionExpression="Q = :q AND (A = :f OR M < :stale)", ReturnValues="UPDATED_NEW",
+                ExpressionAttributeValues={":t": {"BOOL": True}, ":f": {"BOOL": False}, ":m": {"N": str(now)},
+                                           ":one": {"N": "1"}, ":q": {"S": claimer},
+                                           ":stale": {"N": str(now - takeover_after)}})
+        except errors.ItemExistsError:
+            return None
+        return int(response["Attributes"]["X"]["N"])
+
+    def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,
+                   now: int) -> bool:
+        try:
+            self._update(log_id, segment, entry, UpdateExpression="SET S = :s, M = :m", ConditionExpression="X = :x",
+                         ExpressionAttributeValues={":s": {"B": state}, ":m": {"N": str(now)},
+                                                    ":x": {"N": str(increment)}})
+        except errors.ItemExistsError:
+            return False
+        return True
+
+    def release(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, now: int) -> bool:
+        try:
+            self._update(log_id, segment, entry, UpdateExpression="SET A = :f, M = :m", ConditionExpression="X = :x",
+                         ExpressionAttributeValues={":f": {"BOOL": False}, ":m": {"N": str(now)},
+                                                    ":x": {"N": str(increment)}})
+        except errors.ItemExistsError:
+            return False
+        return True
+
+    def delete(self, log_id: uuid.UUID, segment: int, entry: int) -> None:
+        self._call("DeleteItem", TableName=self.table, Key=self._key(log_id, segment, entry))
+
+    def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
+        return [item_to_pending(i) for i in self._pages(
+            "Query", TableName=self.table, KeyConditionExpression="L = :l",
+            ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ConsistentRead=True)]
+
+    def scan(self) -> Iterator[PendingSnapshot]:
+        for item in self._pages("Scan", TableName=self.table, ConsistentRead=True):
+            yield item_to_pending(item)
+
+    def _pages(self, operation: str, **params: Any) -> Iterator[Item]:
+        while True:
+            response = self._call(operation, **params)
+            yield from response.get("Items", [])
+            if not response.get("LastEvaluatedKey"):
+                return
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
