@@ -9,11 +9,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from seglog_core import errors
-from seglog_core.schema import PendingSnapshot, pending_key, split_pending_key
-
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
 from seglog_aws.meter import Meter
+from seglog_core import errors
+from seglog_core.schema import PendingSnapshot, pending_key, split_pending_key
 
 Item = dict[str, dict[str, Any]]
 

@@ -6,10 +6,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from seglog_aws.errors import translate
 from seglog_core.ports import QueueMessage
 from seglog_core.schema import SNAPSHOT_JOB_ENCODER, SnapshotJob
-
-from seglog_aws.errors import translate
 
 #: A receipt handle from an earlier receive of a message that was received again (or deleted) is stale;
 #: deleting or hiding it then is not our error to report (AWS SQS API Reference, DeleteMessage).
