@@ -56,8 +56,9 @@ def test_create_set_show_dump_verify(run, deployment: LocalDeployment) -> None: 
     assert {"segment", "num", "type", "entry_id", "external", "created"} <= set(dumped[1])
     verified = run("log", "verify", log, "--json")
     assert verified.exit_code == 0
-    assert json.loads(verified.stdout) == {"log_id": log, "ok": True, "violations": [], "entries": 4,
-                                           "segments": 1}
+    report = json.loads(verified.stdout)
+    assert {k: report[k] for k in ("log_id", "ok", "violations", "entries", "segments")} == {
+        "log_id": log, "ok": True, "violations": [], "entries": 4, "segments": 1}
 
 
 def test_the_same_entry_id_twice_makes_one_entry(run, deployment: LocalDeployment) -> None:  # type: ignore[no-untyped-def]

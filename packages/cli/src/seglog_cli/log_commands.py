@@ -44,17 +44,23 @@ def dump(ctx: click.Context, log: str, as_json: bool) -> None:
 
 @log_group.command()
 @click.argument("log")
-@click.option("--json", "as_json", is_flag=True, help='Print {"ok", "violations", "entries", "segments"}.')
+@click.option("--json", "as_json", is_flag=True, help='Print {"ok", "violations", "entries", "segments", ...}.')
+@click.option("--quiescent", is_flag=True, help="The pipeline should be idle: anything pending is a violation.")
 @click.pass_context
 @reports_errors
-def verify(ctx: click.Context, log: str, as_json: bool) -> None:
-    """Check the invariants of DESIGN §6 (I1 gap-free, I2 each entry id once). Exit 1 on any violation."""
+def verify(ctx: click.Context, log: str, as_json: bool, quiescent: bool) -> None:
+    """Check the invariants of DESIGN §6 (I1-I6). Exit 1 on any violation."""
     log_id = parse_log_id(log)
-    report = verify_log(settings(ctx).backend().store, log_id)
+    backend = settings(ctx).backend()
+    report = verify_log(backend.store, log_id, blobs=backend.blobs, pending=backend.pending, quiescent=quiescent)
+    data = report.to_dict()
+    data["queue_depth"] = backend.queue.depth()
     if as_json:
-        echo_json(report.to_dict())
+        echo_json(data)
     else:
-        click.echo(f"{'ok' if report.ok else 'VIOLATIONS'}: {report.entries} entries in {report.segments} segments")
+        click.echo(f"{'ok' if report.ok else 'VIOLATIONS'}: {report.entries} entries in {report.segments} segments, "
+                   f"{report.completed}/{report.snapshots} snapshots complete, {len(report.pending)} pending, "
+                   f"{report.objects} snapshot objects, queue depth {data['queue_depth']}")
         for v in report.violations:
             click.echo(f"  {v.invariant} segment {v.segment} entry {v.entry}: {v.message}")
     if not report.ok:

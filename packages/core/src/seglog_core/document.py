@@ -13,6 +13,7 @@ from seglog_core.ports import BlobStore
 from seglog_core.reader import LogReader, LogView
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Body, Entry
 from seglog_core.sheet import Sheet
+from seglog_core.snapshot import read_sheet
 
 
 @dataclass(kw_only=True)
@@ -30,12 +31,12 @@ class SheetDocument:
 
     def snapshot_state(self, snapshot: Entry) -> Sheet:
         """The state a completed Snapshot entry stands for."""
+        if snapshot.snapshot_root is None:
+            raise errors.CorruptLogError(
+                snapshot.log_id, f"snapshot {snapshot.segment}/{snapshot.num} is not complete")
         if snapshot.snapshot_root == EMPTY_SNAPSHOT_ROOT:
             return Sheet()
-        raise errors.CorruptLogError(
-            snapshot.log_id, f"snapshot {snapshot.segment}/{snapshot.num} has root {snapshot.snapshot_root!r}, "
-            "which this version cannot read",
-        )
+        return read_sheet(self.blobs, snapshot.snapshot_root)
 
     def load(self, log_id: uuid.UUID) -> tuple[Sheet, LogView]:
         """Load the latest state of a sheet."""

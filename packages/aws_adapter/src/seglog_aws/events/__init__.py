@@ -1,0 +1,36 @@
+"""The exact events AWS Lambda hands a function, built from what boto3 reads off the local stack.
+
+- :mod:`.dynamodb_stream`: DynamoDB Streams records -> the stream event; :class:`StreamReader` reads a stream.
+- :mod:`.sqs`: received SQS messages -> the SQS event.
+- :mod:`.api_gateway`: an HTTP request -> the HTTP API payload format 2.0 event, and a handler's return -> the
+  HTTP response.
+
+The emulator's pollers and gateway build every event here, so handlers see locally what they see on AWS
+(DESIGN §9 item 10).
+"""
+
+from __future__ import annotations
+
+from seglog_aws.events.api_gateway import http_api_event, http_api_response
+from seglog_aws.events.dynamodb_stream import (
+    ShardIteratorType,
+    StreamReader,
+    lambda_stream_arn,
+    order_shards,
+    stream_event,
+    stream_record,
+)
+from seglog_aws.events.sqs import sqs_event, sqs_record
+
+__all__ = [
+    "ShardIteratorType",
+    "StreamReader",
+    "http_api_event",
+    "http_api_response",
+    "lambda_stream_arn",
+    "order_shards",
+    "sqs_event",
+    "sqs_record",
+    "stream_event",
+    "stream_record",
+]

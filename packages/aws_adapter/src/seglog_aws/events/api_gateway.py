@@ -1,0 +1,233 @@
+"""API Gateway HTTP API, payload format 2.0: the event a request becomes, and how a handler's return is answered.
+
+Both halves follow "Create AWS Lambda proxy integrations for HTTP APIs in API Gateway"
+(https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html),
+sections "Payload format differences", "Payload format structure" and "Lambda function response format".
+The local gateway of the emulator calls :func:`http_api_event` for each HTTP request and
+:func:`http_api_response` with the handler's return value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from seglog_aws.events._wire import to_base64
+
+# The event, from the 2.0 example of "Payload format structure" on the page above (keys in that order; header
+# names are lowercased):
+#   {"version": "2.0", "routeKey": "$default", "rawPath": "/my/path",
+#    "rawQueryString": "parameter1=value1&parameter1=value2&parameter2=value", "cookies": ["cookie1", "cookie2"],
+#    "headers": {"header1": "value1", "header2": "value1,value2"},
+#    "queryStringParameters": {"parameter1": "value1,value2", "parameter2": "value"},
+#    "requestContext": {"accountId": "123456789012", "apiId": "api-id",
+#                       "domainName": "id.execute-api.us-east-1.amazonaws.com", "domainPrefix": "id",
+#                       "http": {"method": "POST", "path": "/my/path", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1",
+#                                "userAgent": "agent"}, "requestId": "id", "routeKey": "$default",
+#                       "stage": "$default", "time": "12/Mar/2020:19:03:58 +0000", "timeEpoch": 1583348638390},
+#    "body": "Hello from Lambda", "pathParameters": {"parameter1": "value1"}, "isBase64Encoded": false,
+#    "stageVariables": {"stageVariable1": "value1"}}
+# Duplicate headers and query parameters are joined with commas; every Cookie header goes into "cookies", one
+# element per cookie. Keys with nothing to say (cookies, queryStringParameters, body, pathParameters,
+# stageVariables) are left out, as AWS leaves them out.
+PAYLOAD_VERSION = "2.0"
+DEFAULT_ROUTE_KEY = "$default"
+DEFAULT_STAGE = "$default"
+#: LocalStack's account; AWS puts the API owner's account here.
+LOCAL_ACCOUNT_ID = "000000000000"
+LOCAL_API_ID = "seglog"
+#: Bodies of these content types reach the handler as text; any other body is base64 (isBase64Encoded true),
+#: which is why a form post (application/x-www-form-urlencoded) arrives base64-encoded on HTTP APIs.
+TEXT_CONTENT_TYPES = ("application/json", "application/javascript", "application/xml", "application/yaml")
+INTERNAL_SERVER_ERROR = (500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}')
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+type Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+type Query = str | Mapping[str, str | Sequence[str]] | Iterable[tuple[str, str]]
+
+
+def http_api_event(method: str, path: str, *, query: Query | None = None, headers: Headers | None = None,
+                   body: bytes | str | None = None, path_parameters: Mapping[str, str] | None = None,
+                   route_key: str | None = None, stage: str = DEFAULT_STAGE,
+                   stage_variables: Mapping[str, str] | None = None, request_id: str | None = None,
+                   source_ip: str = "127.0.0.1", now: datetime | None = None, account_id: str = LOCAL_ACCOUNT_ID,
+                   api_id: str = LOCAL_API_ID, domain_name: str | None = None,
+                   protocol: str = "HTTP/1.1") -> dict[str, Any]:
+    """The event API Gateway sends to a Lambda integration for one HTTP request.
+
+    Args:
+        path: the request path as the client sent it (percent-encoding kept), without the query string.
+        query: the raw query string (``"a=1&a=2"``), or parameters to encode (a mapping, list values repeat
+            the name, or (name, value) pairs).
+        headers: request headers; a list of pairs may repeat a name. Names are lowercased.
+        body: bytes are passed as text when the content type is textual and they are UTF-8, else base64.
+        route_key: the matched route, e.g. ``"POST /logs/{log}"``; ``$default`` when None.
+        request_id: defaults to a fresh id shaped like API Gateway's.
+        now: when the request arrived (the clock seam); defaults to the current time.
+        domain_name: defaults to the Host header without its port, else ``localhost``.
+
+    Raises:
+        ValueError: ``path`` does not start with ``/`` or holds a query string.
+    """
+    if not path.startswith("/") or "?" in path:
+        raise ValueError(f"path must start with '/' and hold no query string (pass query=...), got {path!r}")
+    now = now or datetime.now(UTC)
+    route_key = route_key or DEFAULT_ROUTE_KEY
+    joined, cookies = _headers(headers or {})
+    raw_query = _raw_query(query)
+    domain = domain_name or joined.get("host", "localhost").rsplit(":", 1)[0] or "localhost"
+
+    event: dict[str, Any] = {"version": PAYLOAD_VERSION, "routeKey": route_key, "rawPath": path,
+                             "rawQueryString": raw_query}
+    if cookies:
+        event["cookies"] = cookies
+    event["headers"] = joined
+    parameters = _query_parameters(raw_query)
+    if parameters:
+        event["queryStringParameters"] = parameters
+    event["requestContext"] = {
+        "accountId": account_id,
+        "apiId": api_id,
+        "domainName": domain,
+        "domainPrefix": domain.split(".", 1)[0],
+        "http": {"method": method.upper(), "path": path, "protocol": protocol, "sourceIp": source_ip,
+                 "userAgent": joined.get("user-agent", "")},
+        "requestId": request_id or _request_id(),
+        "routeKey": route_key,
+        "stage": stage,
+        "time": _clf_time(now),
+        "timeEpoch": int(now.timestamp() * 1000),
+    }
+    text, encoded = _body(body, joined.get("content-type", ""))
+    if text is not None:
+        event["body"] = text
+    if path_parameters:
+        event["pathParameters"] = dict(path_parameters)
+    event["isBase64Encoded"] = encoded
+    if stage_variables:
+        event["stageVariables"] = dict(stage_variables)
+    return event
+
+
+def http_api_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The HTTP response API Gateway makes of a handler's return value (payload format 2.0).
+
+    A dict with ``statusCode`` is a full response: statusCode, headers, cookies (each becomes a ``set-cookie``
+    header), body and isBase64Encoded. Anything else is taken as the body of a 200 ``application/json`` response:
+    a str as it is, any other value as its JSON. A malformed response is answered as API Gateway answers it:
+    500 ``{"message":"Internal Server Error"}``.
+
+    Returns:
+        (status code, header pairs in order, body bytes).
+    """
+    if not (isinstance(result, Mapping) and "statusCode" in result):
+        if isinstance(result, str):
+            return 200, [("content-type", "application/json")], result.encode()
+        try:
+            text = json.dumps(result)
+        except (TypeError, ValueError):
+            return _internal_error()  # Lambda could not serialize the result: the invocation failed
+        return 200, [("content-type", "application/json")], text.encode()
+
+    status = result["statusCode"]
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        return _internal_error()
+    headers: list[tuple[str, str]] = []
+    for name, value in (result.get("headers") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            return _internal_error()
+        headers.append((str(name), str(value)))
+    cookies = result.get("cookies") or []
+    if not isinstance(cookies, list) or not all(isinstance(c, str) for c in cookies):
+        return _internal_error()
+    headers.extend(("set-cookie", cookie) for cookie in cookies)
+    body = result.get("body")
+    if body is None:
+        return status, headers, b""
+    if not isinstance(body, str):
+        return _internal_error()
+    if result.get("isBase64Encoded") is True:
+        try:
+            return status, headers, base64.b64decode(body, validate=True)
+        except binascii.Error:
+            return _internal_error()
+    return status, headers, body.encode()
+
+
+def _internal_error() -> tuple[int, list[tuple[str, str]], bytes]:
+    status, headers, body = INTERNAL_SERVER_ERROR
+    return status, list(headers), body
+
+
+def _headers(headers: Headers) -> tuple[dict[str, str], list[str]]:
+    """Lowercased headers with repeats joined by commas, and the cookies taken out of Cookie headers."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    joined: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in pairs:
+        key = name.lower()
+        if key == "cookie":
+            cookies.extend(c.strip() for c in value.split(";") if c.strip())
+            continue
+        joined[key] = f"{joined[key]},{value}" if key in joined else value
+    return joined, cookies
+
+
+def _raw_query(query: Query | None) -> str:
+    if query is None:
+        return ""
+    if isinstance(query, str):
+        return query.removeprefix("?")
+    pairs: list[tuple[str, str]] = []
+    items = query.items() if isinstance(query, Mapping) else query
+    for name, value in items:
+        if isinstance(value, str):
+            pairs.append((name, value))
+        else:
+            pairs.extend((name, v) for v in value)
+    return urlencode(pairs, quote_via=quote)
+
+
+def _query_parameters(raw_query: str) -> dict[str, str]:
+    parameters: dict[str, str] = {}
+    for name, value in parse_qsl(raw_query, keep_blank_values=True):
+        parameters[name] = f"{parameters[name]},{value}" if name in parameters else value
+    return parameters
+
+
+def _body(body: bytes | str | None, content_type: str) -> tuple[str | None, bool]:
+    """(the event's body or None, isBase64Encoded)."""
+    if body is None or len(body) == 0:
+        return None, False
+    if isinstance(body, str):
+        return body, False
+    if _is_text(content_type):
+        try:
+            return body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            pass
+    return to_base64(body), True
+
+
+def _is_text(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return (media.startswith("text/") or media in TEXT_CONTENT_TYPES or media.endswith("+json")
+            or media.endswith("+xml"))
+
+
+def _clf_time(now: datetime) -> str:
+    """``12/Mar/2020:19:03:58 +0000`` (always UTC; month names never from the locale)."""
+    t = now.astimezone(UTC)
+    return f"{t.day:02d}/{_MONTHS[t.month - 1]}/{t.year}:{t.hour:02d}:{t.minute:02d}:{t.second:02d} +0000"
+
+
+def _request_id() -> str:
+    # API Gateway's ids look like "JKJaXmPLvHcESHA=": 11 random bytes in base64.
+    return base64.b64encode(os.urandom(11)).decode("ascii")

@@ -1,0 +1,8 @@
+"""The snapshot pipeline's logic, free of Lambda and boto3: routing stream records, the worker protocol."""
+
+from __future__ import annotations
+
+from seglog_core.pipeline.router import RouteAction, route
+from seglog_core.pipeline.worker import CRASH_POINTS, InvalidJobError, Outcome, SnapshotWorker
+
+__all__ = ["CRASH_POINTS", "InvalidJobError", "Outcome", "RouteAction", "SnapshotWorker", "route"]

@@ -1,0 +1,291 @@
+"""The snapshot worker protocol (DESIGN §5, seed 001 "Snapshot Creation"), independent of Lambda and SQS.
+
+One call of :meth:`SnapshotWorker.process` handles one queue message, step by step:
+
+1. done already?   the Snapshot entry has ``R``: redo the completion steps a crash may have skipped, delete.
+2. pending upsert  create the pending item (or record our messageId as its claimer), conditionally. A loser
+                   whose messageId differs from the claimer's deletes its message (the claimer's message
+                   carries the work); one whose messageId matches is a redelivery of the only copy and goes on.
+3. order           an earlier pending item of this log, or an incomplete Snapshot entry between the previous
+                   completed snapshot and ours (given a pending item and a job of its own): defer by
+                   visibility with exponential backoff and jitter, keep the message.
+4. claim           Active, X + 1, M = now, when not active or when M is older than the takeover timeout;
+                   refused: hide the message for the time the active one has left.
+5. build           from the previous snapshot's chunks and the entries between; after each chunk checkpoint
+                   with the condition X = ours (else taken over: stop); near the time limit hand off.
+6. complete        ``R`` on the entry, ``S`` on the segment, delete the pending item, delete the message.
+
+Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
+
+    invocation A (m1, receipt r1)   pending item        invocation B (m1, receipt r2, visibility expired)
+      create, Q=m1 ------------->   {Q: m1, X: 0}
+      claim X=1, building ...                           create: exists; Q == m1: ours, do NOT delete
+      ...                                               claim refused (A active): hide m1 for time left
+      dies (kill -9)                                    ... m1 comes back after the timeout, takes over
+
+Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
+worker exactly there.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import msgspec
+import structlog
+
+from seglog_core import errors
+from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
+from seglog_core.schema import (
+    SNAPSHOT_JOB_DECODER,
+    Body,
+    Entry,
+    EntryType,
+    PendingSnapshot,
+    SnapshotJob,
+)
+from seglog_core.snapshot import SnapshotBuild
+
+log = structlog.get_logger("seglog.worker")
+
+CRASH_POINTS = (
+    "after_pending_upsert",
+    "after_claim",
+    "mid_chunk",
+    "after_root",
+    "after_segment_update",
+    "before_delete_message",
+)
+
+
+class Outcome(StrEnum):
+    """What one invocation did with its message. ``keeps_message`` ones must be reported as failures so the
+    Lambda integration does not delete the message."""
+
+    COMPLETED = "completed"
+    ALREADY_DONE = "already_done"
+    DUPLICATE = "duplicate"
+    DEFERRED = "deferred"
+    BUSY = "busy"
+    HANDED_OFF = "handed_off"
+    TAKEN_OVER = "taken_over"
+
+    @property
+    def keeps_message(self) -> bool:
+        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER)
+
+
+class InvalidJobError(errors.InvalidInputError):
+    """A queue message that is not a snapshot job, or names no Snapshot entry."""
+
+
+class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """Chunks before ``next_chunk`` are written; a resumed build must cut chunks the same way."""
+
+    next_chunk: int = 0
+    chunk_cells: int = 0
+
+
+_CHECKPOINT_ENCODER = msgspec.msgpack.Encoder()
+_CHECKPOINT_DECODER = msgspec.msgpack.Decoder(_Checkpoint)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    """What a build needs: the completed snapshot to start from and the entries after it, up to ours."""
+
+    base: Entry
+    between: list[Entry]
+    incomplete: list[Entry]
+
+
+@dataclass(kw_only=True)
+class SnapshotWorker:
+    """Builds snapshots from queue messages, exactly once in effect however messages are delivered.
+
+    Args:
+        takeover_after: seconds after which an active claim whose holder stopped checkpointing may be taken
+            over; must exceed the longest time between two checkpoints (one chunk).
+        defer_base, defer_cap: the backoff of deferrals, in seconds (full jitter).
+        handoff_margin: seconds before the function's time limit at which to hand off.
+        crash: called with each crash point's name; raises (or kills the process) to inject a crash.
+    """
+
+    store: LogStore
+    blobs: BlobStore
+    pending: PendingStore
+    queue: JobQueue
+    body_of: Callable[[Entry], Body]
+    clock: Callable[[], float] = time.time
+    rng: random.Random = field(default_factory=random.Random)
+    takeover_after: int = 60
+    defer_base: float = 2.0
+    defer_cap: float = 900.0
+    handoff_margin: float = 10.0
+    chunk_cells: int = 20_000
+    crash: Callable[[str], None] = lambda point: None
+
+    def process(self, message: QueueMessage, remaining: Callable[[], float] = lambda: 900.0) -> Outcome:
+        """Handle one message. ``remaining`` gives the seconds left before the function's time limit."""
+        job = self._job(message)
+        log_id = uuid.UUID(job.log)
+        with structlog.contextvars.bound_contextvars(log_id=job.log, segment=job.segment, entry=job.entry,
+                                                     message_id=message.message_id,
+                                                     attempt=message.receive_count):
+            outcome = self._process(message, log_id, job.segment, job.entry, remaining)
+            log.info("snapshot job", outcome=str(outcome))
+            return outcome
+
+    def _job(self, message: QueueMessage) -> SnapshotJob:
+        try:
+            job = SNAPSHOT_JOB_DECODER.decode(message.body)
+            uuid.UUID(job.log)
+        except (msgspec.DecodeError, ValueError) as exc:
+            raise InvalidJobError(f"message {message.message_id} is not a snapshot job: {exc}") from None
+        return job
+
+    def _process(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int,
+                 remaining: Callable[[], float]) -> Outcome:
+        snapshot = self.store.get_entry(log_id, segment, entry)
+        if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
+            raise InvalidJobError(f"log {log_id} has no Snapshot entry {segment}/{entry}")
+        # 1. Done already?
+        if snapshot.snapshot_root is not None:
+            self._complete(message, snapshot, snapshot.snapshot_root)
+            return Outcome.ALREADY_DONE
+        # 2. Pending upsert.
+        now = int(self.clock())
+        if not self._upsert(message, log_id, segment, entry, now):
+            self.queue.delete(message)
+            return Outcome.DUPLICATE
+        self.crash("after_pending_upsert")
+        # 3. Order.
+        plan = self._plan(snapshot)
+        earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+        if plan.incomplete or earlier:
+            self._ensure_predecessors(log_id, plan.incomplete, earlier, now)
+            return self._defer(message, log_id, segment, entry, now)
+        # 4. Claim.
+        increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
+                                       takeover_after=self.takeover_after)
+        if increment is None:
+            item = self.pending.get(log_id, segment, entry)
+            left = self.takeover_after if item is None else max(1, item.modified + self.takeover_after - now)
+            self.queue.change_visibility(message, int(left))
+            return Outcome.BUSY
+        self.crash("after_claim")
+        # 5. Build.
+        item = self.pending.get(log_id, segment, entry)
+        resumed = _CHECKPOINT_DECODER.decode(item.checkpoint) if item and item.checkpoint else _Checkpoint()
+        chunk_cells = resumed.chunk_cells or self.chunk_cells
+        build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
+                              [self.body_of(e) for e in plan.between if e.type not in _LOG_LEVEL],
+                              chunk_cells=chunk_cells)
+        for chunk in build.chunks(resumed.next_chunk):
+            self.blobs.put(chunk.key, chunk.data)
+            self.crash("mid_chunk")
+            state = _CHECKPOINT_ENCODER.encode(_Checkpoint(next_chunk=chunk.index + 1, chunk_cells=chunk_cells))
+            if not self.pending.checkpoint(log_id, segment, entry, increment=increment, state=state,
+                                           now=int(self.clock())):
+                return Outcome.TAKEN_OVER
+            if remaining() < self.handoff_margin:
+                if self.pending.release(log_id, segment, entry, increment=increment, now=int(self.clock())):
+                    self.queue.change_visibility(message, 0)
+                    return Outcome.HANDED_OFF
+                return Outcome.TAKEN_OVER
+        root_key, root_data = build.root()
+        self.blobs.put(root_key, root_data)
+        # 6. Complete, in order.
+        self._complete(message, snapshot, root_key)
+        return Outcome.COMPLETED
+
+    # ------------------------------------------------------------------------------------------- steps
+
+    def _upsert(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
+        """Make sure a pending item exists and names a claimer; False when our message is a duplicate."""
+        item = self.pending.get(log_id, segment, entry)
+        if item is None:
+            try:
+                self.pending.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=now,
+                                                    modified=now, claimer=message.message_id))
+                return True
+            except errors.ItemExistsError:
+                item = self.pending.get(log_id, segment, entry)
+        if item is not None and item.claimer is None:
+            try:
+                self.pending.set_claimer(log_id, segment, entry, message.message_id, increment=item.increment,
+                                         now=now)
+                return True
+            except errors.ItemExistsError:
+                item = self.pending.get(log_id, segment, entry)
+        if item is None:
+            # Completed and removed by another invocation in the meantime: step 1 next time says so.
+            return True
+        return item.claimer == message.message_id
+
+    def _plan(self, snapshot: Entry) -> _Plan:
+        """Find the completed snapshot before ``snapshot`` and the entries in between."""
+        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
+        between: list[Entry] = []
+        incomplete: list[Entry] = []
+        while True:
+            seg = next((s for s in self.store.latest_segments(log_id, 2) if s.num == segment), None)
+            if seg is None:
+                seg = next((s for s in self.store.segments(log_id) if s.num == segment), None)
+            start = seg.last_snapshot if seg and seg.last_snapshot is not None and seg.last_snapshot < entry else 0
+            run = [e for e in self.store.entries(log_id, segment, start) if e.num < entry]
+            for index in range(len(run) - 1, -1, -1):
+                e = run[index]
+                if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
+                    return _Plan(base=e, between=run[index + 1:] + between, incomplete=incomplete)
+                if e.type is EntryType.SNAPSHOT:
+                    incomplete.append(e)
+            between = run + between
+            if segment == 0:
+                raise errors.CorruptLogError(log_id, "no completed snapshot before this one")
+            segment, entry = segment - 1, 1 << 62
+
+    def _ensure_predecessors(self, log_id: uuid.UUID, incomplete: list[Entry], earlier: list[PendingSnapshot],
+                             now: int) -> None:
+        """Give every incomplete predecessor a pending item and, if nobody owns it, a job of its own (a
+        predecessor whose message was lost would otherwise hold this snapshot back for ever)."""
+        known = {(p.segment, p.entry): p for p in earlier}
+        for e in incomplete:
+            if (e.segment, e.num) not in known:
+                try:
+                    self.pending.create(PendingSnapshot(log_id=log_id, segment=e.segment, entry=e.num, created=now,
+                                                        modified=now))
+                except errors.ItemExistsError:
+                    continue
+                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))
+        for p in earlier:
+            if p.claimer is None and now - p.modified > self.takeover_after:
+                self.queue.send(SnapshotJob(log=str(log_id), segment=p.segment, entry=p.entry))
+
+    def _defer(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> Outcome:
+        try:
+            retries = self.pending.defer(log_id, segment, entry, now=now)
+        except errors.ItemExistsError:  # completed meanwhile by the claimer: step 1 will say so
+            retries = 0
+        ceiling = min(self.defer_cap, self.defer_base * 2 ** min(retries, 20))
+        self.queue.change_visibility(message, max(1, int(self.rng.uniform(ceiling / 2, ceiling))))
+        return Outcome.DEFERRED
+
+    def _complete(self, message: QueueMessage, snapshot: Entry, root: str) -> None:
+        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
+        if snapshot.snapshot_root is None:
+            self.store.set_snapshot_root(log_id, segment, entry, root)
+            self.crash("after_root")
+        self.store.advance_snapshot(log_id, segment, entry)
+        self.crash("after_segment_update")
+        self.pending.delete(log_id, segment, entry)
+        self.crash("before_delete_message")
+        self.queue.delete(message)
+
+
+_LOG_LEVEL = frozenset({EntryType.SNAPSHOT, EntryType.END_SEGMENT})

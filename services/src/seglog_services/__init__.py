@@ -1,0 +1,1 @@
+"""seglog's Lambda functions. Each module exposes ``handler(event, context)``."""

@@ -1,0 +1,335 @@
+"""The routes of the API and how each failure becomes a response (Powertools' APIGatewayHttpResolver).
+
+Every route decodes its input strictly, calls the core (EventLog, LogReader, SheetDocument) and answers JSON.
+The core's errors are mapped to statuses in one place, the exception handlers at the end of this module.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import uuid
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+import msgspec
+import structlog
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+
+from seglog_aws.backend import Backend
+from seglog_core import errors
+from seglog_core.document import SheetDocument
+from seglog_core.log import Appended, EventLog
+from seglog_core.reader import LogView
+from seglog_core.schema import Entry, EntryType
+from seglog_services import runtime
+from seglog_services.api import openapi
+from seglog_services.api.errors import ApiError, error_response, json_response
+from seglog_services.api.schemas import (
+    APPEND_DECODER,
+    COMPLETE_DECODER,
+    CREATE_DECODER,
+    UPLOAD_DECODER,
+    entry_json,
+    entry_ref,
+    pending_json,
+    position_json,
+    segment_json,
+    to_body,
+)
+from seglog_services.api.uploads import Uploads, check_upload_entry_id, default_entry_id, presign_client
+
+log = structlog.get_logger("seglog.api")
+
+#: Largest JSON request body; bigger entries take the upload flow (Lambda's own limit is 6 MB).
+MAX_REQUEST_BYTES = 1024 * 1024
+
+app = APIGatewayHttpResolver()
+
+
+@dataclass(kw_only=True)
+class Services:
+    """What the routes use, built once per container from the runtime's backend."""
+
+    backend: Backend
+    #: Appends of the API: no tail cache, so a repeated entry id right after its append is found by the
+    #: append's own latest-entry read (containers share no cache; a cached tail would write a second copy).
+    log: EventLog
+    #: Appends of completed uploads: every body goes to S3 (``E``), whatever its size.
+    external_log: EventLog
+    document: SheetDocument
+    uploads: Uploads
+
+    @classmethod
+    def build(cls, backend: Backend) -> Services:
+        every = int(os.environ.get("SEGLOG_SNAPSHOT_EVERY", "1000"))
+        return cls(
+            backend=backend,
+            log=backend.event_log(snapshot_every=every, cache_tail=False),
+            external_log=backend.event_log(snapshot_every=every, cache_tail=False, large_threshold=0),
+            document=backend.document(),
+            uploads=Uploads(s3=presign_client(), bucket=backend.resources.bucket, blobs=backend.blobs),
+        )
+
+
+_services: Services | None = None
+
+
+def services() -> Services:
+    """The container's services, rebuilt when the runtime's backend changes (tests clear its cache)."""
+    global _services
+    backend = runtime.backend()
+    if _services is None or _services.backend is not backend:
+        _services = Services.build(backend)
+    return _services
+
+
+# ----------------------------------------------------------------------------------------- input
+
+
+def log_id_of(text: str) -> uuid.UUID:
+    try:
+        log_id = uuid.UUID(text)
+    except ValueError:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_log_id",
+                       f"{text!r} is not a log id: use the log_id POST /sheets returned (a UUID)") from None
+    structlog.contextvars.bind_contextvars(log_id=str(log_id))
+    return log_id
+
+
+def upload_id_of(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_upload_id",
+                       f"{text!r} is not an upload id: use the upload_id POST .../uploads returned") from None
+
+
+def request_body[T](decoder: msgspec.json.Decoder[T], *, empty: T | None = None) -> T:
+    """The request's JSON body decoded strictly; ``empty`` stands for a missing body where one is optional."""
+    event = app.current_event
+    text = event.body or ""
+    try:
+        raw = base64.b64decode(text, validate=True) if event.is_base64_encoded else text.encode()
+    except binascii.Error:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "malformed_body", "the body is not valid base64") from None
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large",
+                       f"the request body is {len(raw)} bytes, the limit is {MAX_REQUEST_BYTES}: send large "
+                       "entries with POST /sheets/{log_id}/uploads")
+    if not raw.strip():
+        if empty is not None:
+            return empty
+        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_body", "the request needs a JSON body: see /openapi.json")
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request",
+                       f"{exc}: fix the request (the fields are in /openapi.json)") from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "malformed_json",
+                       f"the body is not valid JSON ({exc}): send one JSON object") from None
+
+
+def query_int(name: str) -> int:
+    value = (app.current_event.query_string_parameters or {}).get(name)
+    if value is None:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_parameter",
+                       f"query parameter {name!r} is required: pass the position the client last saw")
+    if not (value.isascii() and value.isdigit()) or len(value) > 19:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_parameter",
+                       f"query parameter {name!r} is {value!r}: give a whole number (0 or more)")
+    return int(value)
+
+
+def appended_json(appended: Appended) -> dict[str, Any]:
+    entry = appended.entry
+    data: dict[str, Any] = {"segment": entry.segment, "num": entry.num, "entry_id": str(entry.entry_id),
+                            "deduplicated": appended.deduplicated, "attempts": appended.attempts}
+    if entry.external is not None:
+        data["external"] = entry.external
+    return data
+
+
+# ----------------------------------------------------------------------------------------- routes
+
+
+@app.post("/sheets")
+def create_sheet() -> Response[str]:
+    request_body(CREATE_DECODER, empty=CREATE_DECODER.decode(b"{}"))
+    log_id = services().log.create()
+    structlog.contextvars.bind_contextvars(log_id=str(log_id))
+    return json_response(201, {"log_id": str(log_id)}, {"Location": f"/sheets/{log_id}"})
+
+
+@app.post("/sheets/<log_id>/entries")
+def append_entry(log_id: str) -> Response[str]:
+    lid = log_id_of(log_id)
+    request = request_body(APPEND_DECODER)
+    body = to_body(request.entry)
+    check_from = None if request.since is None else request.since + 1
+    appended = services().log.append(lid, body, entry_id=request.entry_id, expected=request.expected,
+                                     check_from=check_from)
+    return json_response(200, appended_json(appended))
+
+
+@app.get("/sheets/<log_id>")
+def load_sheet(log_id: str) -> Response[str]:
+    lid = log_id_of(log_id)
+    sheet, view = services().document.load(lid)
+    snapshot = view.snapshot
+    return json_response(200, {
+        "snapshot": {"segment": snapshot.segment, "num": snapshot.num, "root": snapshot.snapshot_root},
+        "rows": sheet.rows(),
+        "position": position_json(view),
+    })
+
+
+@app.get("/sheets/<log_id>/entries")
+def sync_entries(log_id: str) -> Response[str]:
+    lid = log_id_of(log_id)
+    segment, after = query_int("segment"), query_int("after")
+    # The view stands for what the client holds; LogReader.update swaps its snapshot when it had to reload.
+    held = Entry(log_id=lid, segment=segment, num=after, created=0, type=EntryType.SNAPSHOT)
+    view = LogView(log_id=lid, snapshot=held, segment=segment, num=after)
+    new = services().document.reader.update(view)
+    if view.snapshot is not held:
+        return json_response(200, {"reload": True})
+    entries = [entry_json(e, None if e.external is not None else e.decoded()) for e in new]
+    return json_response(200, {"reload": False, "entries": entries, "position": position_json(view)})
+
+
+@app.get("/sheets/<log_id>/snapshots")
+def snapshot_status(log_id: str) -> Response[str]:
+    lid = log_id_of(log_id)
+    backend = services().backend
+    segments = list(backend.store.segments(lid))
+    if not segments:
+        raise errors.LogNotFoundError(lid)
+    completed = [s for s in segments if s.last_snapshot is not None]
+    latest = {"segment": completed[-1].num, "num": completed[-1].last_snapshot} if completed else None
+    return json_response(200, {
+        "latest": latest,
+        "segments": [segment_json(s) for s in segments],
+        "pending": [pending_json(p) for p in backend.pending.for_log(lid)],
+    })
+
+
+@app.post("/sheets/<log_id>/uploads")
+def start_upload(log_id: str) -> Response[str]:
+    lid = log_id_of(log_id)
+    request = request_body(UPLOAD_DECODER)
+    svc = services()
+    if not svc.backend.store.latest_segments(lid, 1):
+        raise errors.LogNotFoundError(lid)
+    upload = svc.uploads.presign(lid, request)
+    structlog.contextvars.bind_contextvars(upload_id=upload["upload_id"])
+    return json_response(201, upload)
+
+
+@app.post("/sheets/<log_id>/uploads/<upload_id>/complete")
+def complete_upload(log_id: str, upload_id: str) -> Response[str]:
+    lid, uid = log_id_of(log_id), upload_id_of(upload_id)
+    structlog.contextvars.bind_contextvars(upload_id=str(uid))
+    request = request_body(COMPLETE_DECODER)
+    entry_id = request.entry_id or default_entry_id(uid)
+    check_upload_entry_id(uid, entry_id)
+    svc = services()
+    body = svc.uploads.read(lid, uid, request.type)
+    check_from = None if request.since is None else request.since + 1
+    appended = svc.external_log.append(lid, body, entry_id=entry_id, check_from=check_from)
+    return json_response(200, {**appended_json(appended), "upload_id": str(uid)})
+
+
+@app.get("/openapi.json")
+def openapi_document() -> Response[str]:
+    return json_response(200, openapi.document())
+
+
+# ----------------------------------------------------------------------------------------- failures
+
+
+@app.not_found
+def not_found(_: NotFoundError) -> Response[str]:
+    event = app.current_event
+    path, method = event.path, event.http_method.upper()
+    allowed = sorted({r.method for r in (*app._static_routes, *app._dynamic_routes) if r.rule.match(path)})
+    if allowed:
+        return error_response(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
+                              f"{method} is not supported on {path}: use {' or '.join(allowed)}",
+                              headers={"Allow": ", ".join(allowed)})
+    return error_response(HTTPStatus.NOT_FOUND, "route_not_found",
+                          f"no route {method} {path}: the routes are listed in /openapi.json")
+
+
+@app.exception_handler(ApiError)
+def api_error(exc: ApiError) -> Response[str]:
+    return error_response(exc.status, exc.code, exc.message, **exc.details)
+
+
+@app.exception_handler(errors.LogNotFoundError)
+def log_not_found(exc: errors.LogNotFoundError) -> Response[str]:
+    return error_response(HTTPStatus.NOT_FOUND, "log_not_found", str(exc))
+
+
+@app.exception_handler(errors.VersionConflictError)
+def version_conflict(exc: errors.VersionConflictError) -> Response[str]:
+    return error_response(HTTPStatus.CONFLICT, "version_conflict", str(exc), entry=entry_ref(exc.existing)
+                          or {"segment": exc.segment, "num": exc.num})
+
+
+@app.exception_handler(errors.InvalidCellRefError)
+def invalid_cell_ref(exc: errors.InvalidCellRefError) -> Response[str]:
+    return error_response(HTTPStatus.BAD_REQUEST, "invalid_cell_ref", str(exc))
+
+
+@app.exception_handler(errors.ValueTooLargeError)
+def value_too_large(exc: errors.ValueTooLargeError) -> Response[str]:
+    return error_response(HTTPStatus.BAD_REQUEST, "value_too_large", str(exc), limit=exc.limit, unit=exc.unit)
+
+
+@app.exception_handler(errors.ImportFileError)
+def import_file(exc: errors.ImportFileError) -> Response[str]:
+    return error_response(HTTPStatus.BAD_REQUEST, "invalid_import", str(exc))
+
+
+@app.exception_handler(errors.InvalidInputError)
+def invalid_input(exc: errors.InvalidInputError) -> Response[str]:
+    return error_response(HTTPStatus.BAD_REQUEST, "invalid_input", str(exc))
+
+
+@app.exception_handler([errors.UnknownEntryTypeError, errors.BodyVersionError])
+def log_too_new(exc: errors.InvalidInputError) -> Response[str]:
+    # Requests cannot name an unknown type (the decoder refuses it first): these come from reading a log that
+    # newer code wrote. The server must be upgraded, the client can do nothing.
+    log.error("log too new", error=str(exc))
+    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "log_too_new", str(exc))
+
+
+@app.exception_handler(errors.AppendContentionError)
+def contention(exc: errors.AppendContentionError) -> Response[str]:
+    return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "contention", str(exc))
+
+
+@app.exception_handler(errors.StoreError)
+def storage(exc: errors.StoreError) -> Response[str]:
+    log.warning("storage error", error=type(exc).__name__, code=exc.code, detail=str(exc))
+    return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable",
+                          "the storage did not answer as expected; retry in a moment (repeat an append with the "
+                          "same entry_id: it is never applied twice)", storage_code=exc.code)
+
+
+@app.exception_handler(errors.CorruptLogError)
+def corrupt_log(exc: errors.CorruptLogError) -> Response[str]:
+    log.error("corrupt log", error=str(exc))
+    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "corrupt_log", str(exc))
+
+
+@app.exception_handler(Exception)
+def unexpected(exc: Exception) -> Response[str]:
+    log.exception("unhandled error")
+    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error",
+                          "the API failed unexpectedly; retry later, and report the request id if it persists")

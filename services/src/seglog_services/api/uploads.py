@@ -1,0 +1,166 @@
+"""The large-entry flow (DESIGN §3): a presigned S3 PUT, the client's upload, then the entry.
+
+1. ``POST .../uploads`` answers a presigned PUT URL for ``entries/{log}/{upload_id}``. Size, content type and
+   the ``discardable=true`` tag are signed headers (SigV4 query auth: ``X-Amz-SignedHeaders`` lists
+   ``content-length;content-type;host;x-amz-tagging``), so S3 refuses a PUT of another size or type, or one
+   without the tag: the object carries the tag from its first byte and expires unless an entry claims it.
+2. The client PUTs the bytes with the headers it was given.
+3. ``POST .../uploads/{upload_id}/complete`` checks the object (HeadObject), reads and parses it, and the
+   route appends the entry with its body stored in S3 (``E``).
+
+A presigned URL cannot bound a size range (only a POST policy's ``content-length-range`` can); signing the
+exact Content-Length is the PUT equivalent (Amazon S3 User Guide, "Uploading objects with presigned URLs").
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Final
+
+import boto3
+import msgspec
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from seglog_aws.clients import region
+from seglog_aws.errors import translate
+from seglog_aws.s3_blob_store import DISCARDABLE_TAG
+from seglog_core.log import MAX_BODY, external_body_key
+from seglog_core.ports import BlobStore
+from seglog_core.schema import Body, Import, SetRange
+from seglog_core.sheet import parse_ref, read_import
+from seglog_services.api.errors import ApiError
+from seglog_services.api.schemas import RANGE_UPLOAD_DECODER, UploadRequest
+
+XLSX: Final = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+#: The content types an upload may have, and the entry type each one can become.
+CONTENT_TYPES: Final = {"application/json": "setrng", "text/csv": "imp", XLSX: "imp"}
+#: The file name read_import sees, which picks the parser by extension.
+IMPORT_EXTENSIONS: Final = {"text/csv": ".csv", XLSX: ".xlsx"}
+#: Largest upload: the largest body an entry may have.
+MAX_UPLOAD_BYTES: Final = MAX_BODY
+#: How long a presigned URL stays valid, at most (and by default).
+MAX_EXPIRES_SECONDS: Final = 900
+TAGGING: Final = f"{DISCARDABLE_TAG}=true"
+#: Namespace of the entry id derived from an upload id when the client gives none, so that repeating a
+#: completion names the same entry (and is deduplicated) instead of appending it twice.
+UPLOAD_ENTRY_NAMESPACE: Final = uuid.UUID("6d1b2f0e-3c35-5b8e-9a6c-2f4c1e7b9a10")
+
+
+def upload_key(log_id: uuid.UUID, upload_id: uuid.UUID) -> str:
+    """Where an upload goes: the large-body layout of DESIGN §2, ``entries/{log}/{id}``."""
+    return external_body_key(log_id, upload_id)
+
+
+def default_entry_id(upload_id: uuid.UUID) -> uuid.UUID:
+    return uuid.uuid5(UPLOAD_ENTRY_NAMESPACE, str(upload_id))
+
+
+def media_type(content_type: str) -> str:
+    """``text/csv; charset=utf-8`` -> ``text/csv``."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def presign_client() -> Any:
+    """An S3 client that presigns with SigV4 (botocore would pick SigV2 for us-east-1, which signs no headers)."""
+    local = any(name.startswith("AWS_ENDPOINT_URL") for name in os.environ)
+    config = Config(region_name=region(), signature_version="s3v4",
+                    s3={"addressing_style": "path"} if local else {}, retries={"mode": "standard"})
+    return boto3.Session().client("s3", config=config)
+
+
+@dataclass(kw_only=True)
+class Uploads:
+    """Presigns uploads and turns uploaded objects into entry bodies."""
+
+    s3: Any
+    bucket: str
+    blobs: BlobStore
+    expires_in: int = MAX_EXPIRES_SECONDS
+
+    def presign(self, log_id: uuid.UUID, request: UploadRequest) -> dict[str, Any]:
+        """Step 1: a presigned PUT for a new upload id, and the headers the PUT must carry."""
+        if request.size <= 0:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_size",
+                           f"size is {request.size}: give the upload's size in bytes (at least 1)")
+        if request.size > MAX_UPLOAD_BYTES:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large",
+                           f"size is {request.size} bytes, the limit is {MAX_UPLOAD_BYTES}: split the data into "
+                           "several entries")
+        content_type = media_type(request.content_type)
+        if content_type not in CONTENT_TYPES:
+            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_content_type",
+                           f"content_type {request.content_type!r} is not accepted: use one of "
+                           f"{', '.join(CONTENT_TYPES)}")
+        upload_id = uuid.uuid4()
+        key = upload_key(log_id, upload_id)
+        params = {"Bucket": self.bucket, "Key": key, "ContentType": content_type,
+                  "ContentLength": request.size, "Tagging": TAGGING}
+        try:
+            url = self.s3.generate_presigned_url("put_object", Params=params, ExpiresIn=self.expires_in)
+        except Exception as exc:  # credentials could not be resolved, for one
+            raise translate(exc, what="S3 presign PutObject", write=False) from exc
+        headers = {"Content-Type": content_type, "Content-Length": str(request.size), "x-amz-tagging": TAGGING}
+        return {"upload_id": str(upload_id), "key": key, "url": url, "method": "PUT", "headers": headers,
+                "expires_in": self.expires_in}
+
+    def read(self, log_id: uuid.UUID, upload_id: uuid.UUID, entry_type: str) -> Body:
+        """Step 3: the body of an uploaded object, checked and parsed (CSV/XLSX import, or a JSON range).
+
+        Raises:
+            ApiError: no such upload (404), too large (413), a content type that does not fit ``entry_type``.
+            InvalidInputError: content that does not parse, cells out of range or too large.
+            StoreError: S3 failed.
+        """
+        key = upload_key(log_id, upload_id)
+        head = self._head(key, upload_id)
+        size = int(head.get("ContentLength", 0))
+        content_type = media_type(str(head.get("ContentType", "")))
+        if size > MAX_UPLOAD_BYTES:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large",
+                           f"upload {upload_id} is {size} bytes, the limit is {MAX_UPLOAD_BYTES}: split the data")
+        if CONTENT_TYPES.get(content_type) != entry_type:
+            fitting = [t for t, kind in CONTENT_TYPES.items() if kind == entry_type]
+            raise ApiError(HTTPStatus.BAD_REQUEST, "content_type_mismatch",
+                           f"upload {upload_id} has content type {content_type or 'none'!r}, a {entry_type!r} "
+                           f"entry needs {' or '.join(fitting)}: upload the file again with a fitting type")
+        data = self.blobs.get(key)
+        if entry_type == "imp":
+            fmt, rows = read_import(f"{upload_id}{IMPORT_EXTENSIONS[content_type]}", data)
+            return Import(source=key, format=fmt, rows=rows)
+        try:
+            upload = RANGE_UPLOAD_DECODER.decode(data)
+        except msgspec.DecodeError as exc:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_upload",
+                           f"the uploaded JSON is not a range ({exc}): upload an object "
+                           '{"ref": "A1", "values": [[...], ...]}') from None
+        row, col = parse_ref(upload.ref)
+        return SetRange(row=row, col=col, values=upload.values)
+
+    def _head(self, key: str, upload_id: uuid.UUID) -> dict[str, Any]:
+        try:
+            head: dict[str, Any] = self.s3.head_object(Bucket=self.bucket, Key=key)
+            return head
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                raise ApiError(HTTPStatus.NOT_FOUND, "upload_not_found",
+                               f"no upload {upload_id} for this sheet: PUT the file to the url step 1 gave "
+                               "(before it expires), then complete") from None
+            raise translate(exc, what=f"S3 HeadObject {key}", write=False) from exc
+        except Exception as exc:
+            translated = translate(exc, what=f"S3 HeadObject {key}", write=False)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+
+def check_upload_entry_id(upload_id: uuid.UUID, entry_id: uuid.UUID) -> None:
+    """The entry's own body goes to ``entries/{log}/{entry id}``: that must not be the upload's key."""
+    if entry_id == upload_id:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_entry_id",
+                       "entry_id must differ from the upload id (the upload keeps its own object): "
+                       "leave entry_id out or pass a fresh UUID")
+

@@ -1,0 +1,57 @@
+"""snapshot_worker: builds snapshots from the queue (DESIGN §5), one message at a time.
+
+A message the protocol keeps (deferred, busy, handed off, taken over) is reported as a batch item failure,
+so the Lambda integration does not delete it; its visibility was already set by the worker. Completed and
+duplicate messages were deleted by the worker itself, in the protocol's order (AWS Lambda Developer Guide,
+services-sqs-errorhandling: ReportBatchItemFailures).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from seglog_core.document import SheetDocument
+from seglog_core.pipeline import Outcome, SnapshotWorker
+from seglog_core.ports import QueueMessage
+from seglog_services import runtime
+
+
+class MessageKept(Exception):
+    """Not an error: the protocol keeps this message for a later delivery."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        super().__init__(f"message kept: {outcome}")
+
+
+def worker() -> SnapshotWorker:
+    backend = runtime.backend()
+    document = SheetDocument(reader=backend.reader(), blobs=backend.blobs)
+    return SnapshotWorker(
+        store=backend.store, blobs=backend.blobs, pending=backend.pending, queue=backend.queue,
+        body_of=document.body, takeover_after=int(os.environ.get("SEGLOG_TAKEOVER_SECONDS", "60")),
+        chunk_cells=int(os.environ.get("SEGLOG_CHUNK_CELLS", "20000")),
+    )
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    records = event.get("Records", [])
+    runtime.bind("snapshot_worker", context, batch_size=len(records))
+    snapshots = worker()
+
+    def record_handler(record: SQSRecord) -> None:
+        message = QueueMessage(message_id=record.message_id, receipt_handle=record.receipt_handle,
+                               body=record.body,
+                               receive_count=int(record.attributes.approximate_receive_count or 1))
+        outcome = snapshots.process(message, remaining=lambda: runtime.remaining_seconds(context))
+        if outcome.keeps_message:
+            raise MessageKept(outcome)
+
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    response = process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                        context=context)
+    return dict(response)

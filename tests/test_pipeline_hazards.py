@@ -1,0 +1,216 @@
+"""Every hazard of seed 001 against the real local stack (DESIGN §5, §6): duplicates (also concurrent),
+reverse order, a crash after each protocol step, takeover, handoff, a predecessor never enqueued. Each ends
+with verify (I1-I6, quiescent) passing and exactly one set of chunk objects per snapshot."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from pipeline_support import Crash, PipelineDriver
+from seglog_aws.local import LocalDeployment
+from seglog_core.pipeline import CRASH_POINTS, Outcome
+from seglog_core.schema import SetCell, SetRange, SnapshotJob
+from seglog_core.snapshot import snapshot_keys
+from seglog_core.verify import verify_log
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture
+def driver(deployment: LocalDeployment) -> Iterator[PipelineDriver]:
+    d = PipelineDriver(deployment)
+    yield d
+    d.close()
+
+
+def _sheet_with_snapshots(driver: PipelineDriver, snapshots: int, *, rows: int = 12) -> uuid.UUID:
+    """A log whose entries fill ``rows`` x 5 cells before each of ``snapshots`` Snapshot entries."""
+    log_id = driver.create_log()
+    log = driver.event_log()
+    for s in range(snapshots):
+        log.append(log_id, SetRange(row=1 + s * rows, col=1, values=[[f"{s}:{r}:{c}" for c in range(5)]
+                                                                     for r in range(rows)]))
+        log.append(log_id, SetCell(row=1, col=7, value=s))
+        log.append_snapshot(log_id)
+    return log_id
+
+
+def _assert_verified(driver: PipelineDriver, log_id: uuid.UUID) -> None:
+    backend = driver.backend
+    report = verify_log(backend.store, log_id, blobs=backend.blobs, pending=backend.pending, quiescent=True)
+    assert report.violations == []
+    assert report.completed == report.snapshots
+    # Exactly one set of chunk objects per snapshot: what is stored is what the roots reference.
+    owned: set[str] = set()
+    for entry in backend.reader().all_entries(log_id):
+        if entry.snapshot_root and entry.snapshot_root != "empty":
+            owned |= snapshot_keys(backend.blobs, entry.snapshot_root)
+    assert set(backend.blobs.keys(f"snapshots/{log_id}/")) == owned
+    assert driver.queue.depth() == 0
+
+
+def _crash_at(point: str, *, once: bool = True) -> object:
+    fired: list[str] = []
+
+    def crash(name: str) -> None:
+        if name == point and not (once and fired):
+            fired.append(name)
+            raise Crash(name)
+
+    crash.fired = fired  # type: ignore[attr-defined]
+    return crash
+
+
+def test_the_same_message_twice_builds_once(driver: PipelineDriver) -> None:
+    log_id = _sheet_with_snapshots(driver, 1)
+    driver.route_new()
+    message, = driver.receive()
+    worker = driver.worker()
+    assert worker.process(message) is Outcome.COMPLETED
+    assert worker.process(message) is Outcome.ALREADY_DONE
+    _assert_verified(driver, log_id)
+
+
+def test_duplicate_messages_for_one_snapshot_are_absorbed(driver: PipelineDriver) -> None:
+    """A second message for a snapshot another message is building is deleted; the build completes once."""
+    log_id = _sheet_with_snapshots(driver, 1)
+    driver.route_new()
+    snapshot = [e for e in driver.backend.reader().all_entries(log_id) if e.type == "snap"][-1]
+    driver.queue.send(SnapshotJob(log=str(log_id), segment=snapshot.segment, entry=snapshot.num))  # a 2nd copy
+    first, second = driver.receive(1), driver.receive(1)
+    claimed, release = threading.Event(), threading.Event()
+
+    def slow(point: str) -> None:
+        if point == "after_claim":
+            claimed.set()
+            release.wait(10)
+
+    outcomes: list[Outcome] = []
+    a = threading.Thread(target=lambda: outcomes.append(driver.worker(crash=slow).process(first[0])))
+    a.start()
+    assert claimed.wait(10)
+    assert driver.worker().process(second[0]) is Outcome.DUPLICATE
+    release.set()
+    a.join()
+    assert outcomes == [Outcome.COMPLETED]
+    assert driver.queue.depth() == 0
+    _assert_verified(driver, log_id)
+
+
+def test_a_concurrent_redelivery_of_the_same_message_does_not_strand_it(driver: PipelineDriver) -> None:
+    """Visibility expires while the first invocation builds: the second holds the only copy and keeps it."""
+    log_id = _sheet_with_snapshots(driver, 1)
+    driver.route_new()
+    first, = driver.receive(visibility=1)
+    claimed, release = threading.Event(), threading.Event()
+
+    def slow(point: str) -> None:
+        if point == "after_claim":
+            claimed.set()
+            release.wait(10)
+
+    outcomes: list[Outcome] = []
+    a = threading.Thread(target=lambda: outcomes.append(driver.worker(crash=slow).process(first)))
+    a.start()
+    assert claimed.wait(10)
+    again = driver.receive_one()
+    assert again.message_id == first.message_id
+    assert driver.worker().process(again) is Outcome.BUSY  # same messageId: not deleted, hidden for the time left
+    release.set()
+    a.join()
+    assert outcomes == [Outcome.COMPLETED]
+    # A deleted with its older receipt handle: SQS may or may not have deleted the message (LocalStack does);
+    # if it is still there, its next delivery finds the snapshot done.
+    driver.queue.change_visibility(again, 0)
+    driver.drain()
+    _assert_verified(driver, log_id)
+
+
+def test_messages_delivered_in_reverse_order_complete_in_log_order(driver: PipelineDriver) -> None:
+    log_id = _sheet_with_snapshots(driver, 3)
+    driver.route_new()
+    messages = []
+    while len(messages) < 3:
+        messages += driver.receive(10, visibility=1)
+    order = sorted(messages, key=lambda m: int(m.body.split('"entry":')[1].rstrip("}")), reverse=True)
+    worker = driver.worker()
+    outcomes = [worker.process(m) for m in order]
+    assert outcomes[:2] == [Outcome.DEFERRED, Outcome.DEFERRED]
+    assert outcomes[2] is Outcome.COMPLETED
+    driver.drain()
+    _assert_verified(driver, log_id)
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_a_crash_after_each_step_is_recovered_by_redelivery(driver: PipelineDriver, point: str) -> None:
+    log_id = _sheet_with_snapshots(driver, 2, rows=30)  # 150 cells a snapshot: several 50-cell chunks
+    driver.route_new()
+    crash = _crash_at(point)
+    crashing = driver.worker(crash=crash, takeover_after=1)
+    with pytest.raises(Crash):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for message in driver.receive(10, visibility=1):
+                crashing.process(message)
+            time.sleep(0.2)
+    assert crash.fired == [point]  # type: ignore[attr-defined]
+    time.sleep(1.1)  # the dead invocation's message and claim time out
+    driver.drain(driver.worker(takeover_after=1))
+    _assert_verified(driver, log_id)
+
+
+def test_a_stale_claim_is_taken_over_after_the_timeout(driver: PipelineDriver) -> None:
+    log_id = _sheet_with_snapshots(driver, 1)
+    driver.route_new()
+    message, = driver.receive(visibility=1)
+    with pytest.raises(Crash):
+        driver.worker(crash=_crash_at("after_claim"), takeover_after=2).process(message)
+    again = driver.receive_one()
+    assert driver.worker(takeover_after=2).process(again) is Outcome.BUSY
+    time.sleep(2.1)
+    item = driver.backend.pending.get(log_id, 0, 3)
+    assert item is not None
+    assert (item.active, item.increment) == (True, 1)
+    driver.queue.change_visibility(again, 0)
+    third = driver.receive_one()
+    assert driver.worker(takeover_after=2).process(third) is Outcome.COMPLETED
+    _assert_verified(driver, log_id)
+
+
+def test_a_build_near_the_time_limit_hands_off_and_resumes_from_its_checkpoint(driver: PipelineDriver) -> None:
+    log_id = _sheet_with_snapshots(driver, 1, rows=40)  # 200 cells: 4+ chunks of 50
+    driver.route_new()
+    message, = driver.receive()
+    assert driver.worker(handoff_margin=10).process(message, remaining=lambda: 5.0) is Outcome.HANDED_OFF
+    item = driver.backend.pending.get(log_id, 0, 3)
+    assert item is not None
+    assert item.checkpoint is not None
+    assert not item.active
+    written = set(driver.backend.blobs.keys(f"snapshots/{log_id}/"))
+    assert len(written) == 1  # one chunk, then the handoff
+    again = driver.receive_one()  # visible at once: the handoff set visibility 0
+    assert again.message_id == message.message_id
+    puts: list[str] = []
+    worker = driver.worker()
+    original = worker.blobs.put
+    worker.blobs.put = lambda key, data, **kw: (puts.append(key), original(key, data, **kw))[1]  # type: ignore[method-assign]
+    assert worker.process(again) is Outcome.COMPLETED
+    assert not written & set(puts)  # the resumed build did not rewrite the checkpointed chunk
+    _assert_verified(driver, log_id)
+
+
+def test_a_snapshot_whose_predecessor_was_never_enqueued_gets_it_built(driver: PipelineDriver) -> None:
+    log_id = _sheet_with_snapshots(driver, 2)
+    later = [e for e in driver.backend.reader().all_entries(log_id) if e.type == "snap"][-1]
+    driver.queue.send(SnapshotJob(log=str(log_id), segment=later.segment, entry=later.num))  # no router run
+    message, = driver.receive(visibility=1)
+    assert driver.worker().process(message) is Outcome.DEFERRED
+    pending = [(p.segment, p.entry) for p in driver.backend.pending.for_log(log_id)]
+    assert pending == [(0, 3), (0, 6)]
+    driver.drain()
+    _assert_verified(driver, log_id)
