@@ -21,7 +21,8 @@ from seglog_core import logs
 @functools.cache
 def backend() -> Backend:
     """Clients and stores, built on first use and reused by later invocations of the same container."""
-    logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"))
+    if not structlog.is_configured():  # in Lambda; a host process (the demo, tests) configured its own
+        logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"))
     return Backend.connect(Resources.from_env())
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from seglog_core.errors import SeglogError
 
-class StackError(Exception):
+
+class StackError(SeglogError):
     """Root of every local stack failure (install, start, health, stop)."""
 
 
