@@ -22,7 +22,9 @@ from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPend
 from seglog_core.ports import BlobStore, LogStore, PendingStore
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
-TEST_PORTS = {"dynamodb-local": (4640, 8040), "localstack": (4650, 8050)}
+#: SEGLOG_TEST_PORT_BASE moves them, so two test sessions can run side by side.
+_BASE = int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
+TEST_PORTS = {"dynamodb-local": (_BASE, _BASE + 3400), "localstack": (_BASE + 10, _BASE + 3410)}
 PROFILES = tuple(p for p in TEST_PORTS if p in os.environ.get("SEGLOG_TEST_PROFILES", ",".join(TEST_PORTS)))
 BACKENDS = ("memory", *PROFILES)
 REPO = Path(__file__).resolve().parent.parent

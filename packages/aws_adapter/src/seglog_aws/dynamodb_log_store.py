@@ -75,6 +75,20 @@ class DynamoDBLogStore:
                                 ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ConsistentRead=True):
             yield item_to_segment(item)
 
+    def log_ids(self) -> Iterator[uuid.UUID]:
+        seen: set[uuid.UUID] = set()
+        params: dict[str, Any] = {"TableName": self.segments_table, "ProjectionExpression": "L"}
+        while True:
+            response = self._call("Scan", write=False, **params)
+            for item in response.get("Items", []):
+                log_id = uuid.UUID(bytes=bytes(item["L"]["B"]))
+                if log_id not in seen:
+                    seen.add(log_id)
+                    yield log_id
+            if not response.get("LastEvaluatedKey"):
+                return
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         response = self._call(
             "Query", write=False, TableName=self.entries_table, KeyConditionExpression="G = :g",

@@ -72,6 +72,11 @@ class InMemoryLogStore:
             items = [segs[n] for n in sorted(segs)]
         yield from items
 
+    def log_ids(self) -> Iterator[uuid.UUID]:
+        with self._lock:
+            ids = [log_id for log_id, segs in self._segments.items() if segs]
+        yield from ids
+
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         with self._lock:
             nums = self._nums.get((log_id, segment))

@@ -40,6 +40,10 @@ class LogStore(Protocol):
         """Every segment, oldest first (paged)."""
         ...
 
+    def log_ids(self) -> Iterator[uuid.UUID]:
+        """Every log's id (a paged Scan of the Segments table: for manual fallbacks, not hot paths)."""
+        ...
+
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         """The highest-numbered entry of a segment (eventually consistent Query, Limit 1, descending).
 

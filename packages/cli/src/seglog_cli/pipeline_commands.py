@@ -1,0 +1,63 @@
+"""seglog reprocess / rebuild: the manual fallbacks of the snapshot pipeline (seed 001 "Manual Fallback")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import click
+
+from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
+from seglog_core.pipeline.fallback import rebuild as rebuild_log
+from seglog_core.pipeline.fallback import reprocess as reprocess_logs
+from seglog_core.snapshot import DEFAULT_CHUNK_CELLS
+
+
+def _parse_since(value: str) -> float:
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date: write 2026-11-22 or 2026-11-22T10:30") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
+
+
+@click.command()
+@click.option("--since", required=True, help="ISO date or time (UTC unless it says otherwise).")
+@click.option("--log", "logs", multiple=True, help="Only these logs (default: every log).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@reports_errors
+def reprocess(ctx: click.Context, since: str, logs: tuple[str, ...], as_json: bool) -> None:
+    """Re-enqueue every incomplete Snapshot entry since a date and untag the large bodies entries reference.
+
+    Safe while the pipeline runs: duplicate jobs are absorbed by the worker."""
+    backend = settings(ctx).backend()
+    report = reprocess_logs(backend.store, backend.blobs, backend.queue, since=_parse_since(since),
+                            log_ids=[parse_log_id(x) for x in logs] or None)
+    if as_json:
+        echo_json({"logs": report.logs, "entries": report.entries, "enqueued": report.enqueued,
+                   "kept": report.kept})
+        return
+    click.echo(f"{report.logs} logs, {report.entries} entries since {since}: {len(report.enqueued)} snapshot jobs "
+               f"enqueued, {len(report.kept)} large bodies untagged")
+
+
+@click.command()
+@click.argument("log")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@reports_errors
+def rebuild(ctx: click.Context, log: str, as_json: bool) -> None:
+    """Recreate every snapshot of a log from the log, in order (safe while the pipeline runs)."""
+    backend = settings(ctx).backend()
+    document = backend.document()
+    chunk_cells = int(os.environ.get("SEGLOG_CHUNK_CELLS", DEFAULT_CHUNK_CELLS))
+    report = rebuild_log(backend.store, backend.blobs, backend.pending, parse_log_id(log), body_of=document.body,
+                         chunk_cells=chunk_cells)
+    if as_json:
+        echo_json({"snapshots": report.snapshots, "completed": report.completed, "strays": report.strays})
+        return
+    click.echo(f"rebuilt {report.snapshots} snapshots; completed {len(report.completed)} that were not; "
+               f"{len(report.strays)} stray objects (from another chunk size) left for review")
