@@ -8,14 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipeline_support import PipelineDriver
 from seglog_aws.events.dynamodb_stream import ShardIteratorType, stream_event
 from seglog_aws.events.sqs import sqs_event
 from seglog_aws.local import LocalDeployment
 from seglog_core.pipeline.fallback import rebuild, reprocess
 from seglog_core.schema import SetCell, SetRange
 from seglog_core.verify import verify_log
-
-from pipeline_support import PipelineDriver
 
 pytestmark = pytest.mark.stack
 

@@ -265,71 +265,46 @@ def not_found(_: NotFoundError) -> Response[str]:
                           f"no route {method} {path}: the routes are listed in /openapi.json")
 
 
-@app.exception_handler(ApiError)
-def api_error(exc: ApiError) -> Response[str]:
-    return error_response(exc.status, exc.code, exc.message, **exc.details)
-
-
-@app.exception_handler(errors.LogNotFoundError)
-def log_not_found(exc: errors.LogNotFoundError) -> Response[str]:
-    return error_response(HTTPStatus.NOT_FOUND, "log_not_found", str(exc))
-
-
-@app.exception_handler(errors.VersionConflictError)
-def version_conflict(exc: errors.VersionConflictError) -> Response[str]:
-    return error_response(HTTPStatus.CONFLICT, "version_conflict", str(exc), entry=entry_ref(exc.existing)
-                          or {"segment": exc.segment, "num": exc.num})
-
-
-@app.exception_handler(errors.InvalidCellRefError)
-def invalid_cell_ref(exc: errors.InvalidCellRefError) -> Response[str]:
-    return error_response(HTTPStatus.BAD_REQUEST, "invalid_cell_ref", str(exc))
-
-
-@app.exception_handler(errors.ValueTooLargeError)
-def value_too_large(exc: errors.ValueTooLargeError) -> Response[str]:
-    return error_response(HTTPStatus.BAD_REQUEST, "value_too_large", str(exc), limit=exc.limit, unit=exc.unit)
-
-
-@app.exception_handler(errors.ImportFileError)
-def import_file(exc: errors.ImportFileError) -> Response[str]:
-    return error_response(HTTPStatus.BAD_REQUEST, "invalid_import", str(exc))
-
-
-@app.exception_handler(errors.InvalidInputError)
-def invalid_input(exc: errors.InvalidInputError) -> Response[str]:
-    return error_response(HTTPStatus.BAD_REQUEST, "invalid_input", str(exc))
-
-
-@app.exception_handler([errors.UnknownEntryTypeError, errors.BodyVersionError])
-def log_too_new(exc: errors.InvalidInputError) -> Response[str]:
-    # Requests cannot name an unknown type (the decoder refuses it first): these come from reading a log that
-    # newer code wrote. The server must be upgraded, the client can do nothing.
-    log.error("log too new", error=str(exc))
-    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "log_too_new", str(exc))
-
-
-@app.exception_handler(errors.AppendContentionError)
-def contention(exc: errors.AppendContentionError) -> Response[str]:
-    return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "contention", str(exc))
-
-
-@app.exception_handler(errors.StoreError)
-def storage(exc: errors.StoreError) -> Response[str]:
-    log.warning("storage error", error=type(exc).__name__, code=exc.code, detail=str(exc))
-    return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable",
-                          "the storage did not answer as expected; retry in a moment (repeat an append with the "
-                          "same entry_id: it is never applied twice)", storage_code=exc.code)
-
-
-@app.exception_handler(errors.CorruptLogError)
-def corrupt_log(exc: errors.CorruptLogError) -> Response[str]:
-    log.error("corrupt log", error=str(exc))
-    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "corrupt_log", str(exc))
-
-
-@app.exception_handler(Exception)
-def unexpected(exc: Exception) -> Response[str]:
+def failure(exc: Exception) -> Response[str]:
+    """The response to an exception a route raised: the core's errors mapped to statuses, in one place."""
+    match exc:
+        case ApiError():
+            return error_response(exc.status, exc.code, exc.message, **exc.details)
+        case errors.LogNotFoundError():
+            return error_response(HTTPStatus.NOT_FOUND, "log_not_found", str(exc))
+        case errors.VersionConflictError():
+            held = entry_ref(exc.existing) or {"segment": exc.segment, "num": exc.num}
+            return error_response(HTTPStatus.CONFLICT, "version_conflict", str(exc), entry=held)
+        case errors.InvalidCellRefError():
+            return error_response(HTTPStatus.BAD_REQUEST, "invalid_cell_ref", str(exc))
+        case errors.ValueTooLargeError():
+            return error_response(HTTPStatus.BAD_REQUEST, "value_too_large", str(exc), limit=exc.limit,
+                                  unit=exc.unit)
+        case errors.ImportFileError():
+            return error_response(HTTPStatus.BAD_REQUEST, "invalid_import", str(exc))
+        case errors.UnknownEntryTypeError() | errors.BodyVersionError():
+            # Requests cannot name an unknown type (the decoder refuses it first): these come from reading a
+            # log that newer code wrote. The server must be upgraded; the client can do nothing.
+            log.error("log too new", error=str(exc))
+            return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "log_too_new", str(exc))
+        case errors.InvalidInputError():
+            return error_response(HTTPStatus.BAD_REQUEST, "invalid_input", str(exc))
+        case errors.AppendContentionError():
+            return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "contention", str(exc))
+        case errors.StoreError():
+            log.warning("storage error", error=type(exc).__name__, code=exc.code, detail=str(exc))
+            return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable",
+                                  "the storage did not answer as expected; retry in a moment (repeat an append "
+                                  "with the same entry_id: it is never applied twice)", storage_code=exc.code)
+        case errors.CorruptLogError():
+            log.error("corrupt log", error=str(exc))
+            return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "corrupt_log", str(exc))
+        case errors.SeglogError():  # e.g. the function's environment lacks a resource name
+            log.error("server error", error=str(exc))
+            return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "server_error", str(exc))
     log.exception("unhandled error")
     return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error",
                           "the API failed unexpectedly; retry later, and report the request id if it persists")
+
+
+app.exception_handler(Exception)(failure)
