@@ -1,4 +1,5 @@
-"""All benchmarks: append cost, append latency, contention (per profile, each on its own stack), then the fold.
+"""All benchmarks: append cost, latency, contention, load time (per profile, each on its own stack), then the
+fold rate and the snapshot builder's peak memory.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -14,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from bench import bench_append, bench_contention, bench_fold, bench_latency
+from bench import bench_append, bench_contention, bench_fold, bench_latency, bench_load, bench_snapshot_rss
 from bench.support import Headline, local_backend, options, profiles, quiet_logs
 
 FOLD_TARGET = 200_000
@@ -61,10 +62,11 @@ def main() -> None:
     for profile in profiles(args.profile):
         print(f"\n# profile {profile}{' (quick)' if args.quick else ''}", flush=True)
         with local_backend(profile) as backend:
-            for bench in (bench_append.run, bench_latency.run, bench_contention.run):
+            for bench in (bench_append.run, bench_latency.run, bench_contention.run, bench_load.run):
                 lines += [h.line(profile) for h in bench(backend, args.quick)]
                 sys.stdout.flush()
     lines += [h.line() for h in fold(args.quick)]
+    lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "
           f"load average {load} on {os.cpu_count()} CPUs) ==")

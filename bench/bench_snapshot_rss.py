@@ -227,3 +227,15 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def headlines(quick: bool) -> list[object]:
+    """The summary line for ``python -m bench``: peak RSS of the two builds (each in fresh processes)."""
+    from bench.support import Headline
+
+    small, large = (10_000, 200_000) if quick else (10_000, 1_000_000)
+    peaks = [int(str(run_case(cells, 1000, False)["peak_kb"])) / 1024 for cells in (small, large)]
+    ratio = peaks[1] / peaks[0]
+    return [Headline(name=f"snapshot build peak RSS {large:,} / {small:,} cells",
+                     figure=f"{ratio:.2f} ({peaks[1]:.1f} MB vs {peaks[0]:.1f} MB)", target=f"<= {TARGET}",
+                     met=ratio <= TARGET)]
