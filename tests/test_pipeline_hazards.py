@@ -214,3 +214,29 @@ def test_a_snapshot_whose_predecessor_was_never_enqueued_gets_it_built(driver: P
     assert pending == [(0, 3), (0, 6)]
     driver.drain()
     _assert_verified(driver, log_id)
+
+
+def test_a_builder_that_was_taken_over_stops_at_its_next_checkpoint(driver: PipelineDriver) -> None:
+    """Checkpoints are guarded by the increment: the slow first builder must not carry on after a takeover."""
+    log_id = _sheet_with_snapshots(driver, 1, rows=40)
+    driver.route_new()
+    message = driver.receive_one(visibility=1)
+    paused, resume = threading.Event(), threading.Event()
+
+    def stall(point: str) -> None:
+        if point == "mid_chunk" and not paused.is_set():
+            paused.set()
+            resume.wait(20)
+
+    outcomes: list[Outcome] = []
+    slow = threading.Thread(target=lambda: outcomes.append(
+        driver.worker(crash=stall, takeover_after=1).process(message)))
+    slow.start()
+    assert paused.wait(10)
+    time.sleep(1.1)  # the slow builder's claim is now stale
+    again = driver.receive_one()
+    assert driver.worker(takeover_after=1).process(again) is Outcome.COMPLETED
+    resume.set()
+    slow.join()
+    assert outcomes == [Outcome.TAKEN_OVER]
+    _assert_verified(driver, log_id)
