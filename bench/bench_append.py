@@ -89,7 +89,7 @@ def table(costs: list[Cost]) -> str:
         row += f"{c.per(c.failed_puts):>11.2f}{c.per(c.rcu):>8.2f}{c.per(c.wcu):>8.2f}{c.per(c.attempts):>10.2f}"
         rows.append(row)
     note = "(calls, RCU and WCU per append, as the meter saw them. A failed conditional PutItem returns no\n" \
-           " ConsumedCapacity, so its write units are not in WCU; DynamoDB bills them, 1 WRU each for this item)"
+           " ConsumedCapacity; the meter counts the 1 WRU DynamoDB bills for it on this item)"
     return "\n".join(rows) + "\n" + note
 
 
@@ -119,7 +119,7 @@ def run(backend: Backend, quick: bool) -> list[Headline]:
                  met=cached_met),
         Headline(name="cached-tail append, other writer between", figure=f"{_calls(c_conflict)}, "
                  f"{c_conflict.per(c_conflict.rcu):g} RCU, {c_conflict.per(c_conflict.wcu):g} WCU metered "
-                 f"(+{c_conflict.per(c_conflict.failed_puts):g} failed PutItem, billed but unmetered), "
+                 f"(+{c_conflict.per(c_conflict.failed_puts):g} failed PutItem, metered at the 1 WRU it is billed), "
                  f"{c_conflict.per(c_conflict.attempts):g} attempts", target="none, context", met=None),
     ]
 

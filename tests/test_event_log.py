@@ -150,3 +150,18 @@ def test_retention_archives_old_segments_but_never_the_two_latest(stores: tuple[
     assert read_archive(blobs, f"archive/{log_id}/0") == kept_before
     assert apply_retention(store, blobs, log_id, RetentionPolicy(keep=1)) == []
     assert verify_log(store, log_id).ok
+
+
+def test_a_retried_large_append_does_not_put_the_discardable_tag_back(stores: tuple[LogStore, BlobStore]) -> None:
+    """Once the router kept a landed entry's body, a retry of the same entry id must not re-tag it: no new
+    stream record would untag it again and the lifecycle rule would expire a referenced body."""
+    log = _log(stores, large_threshold=256)
+    log_id = log.create()
+    entry_id = uuid.uuid4()
+    body = SetRange(row=1, col=1, values=[["y" * 64] * 8])
+    first = log.append(log_id, body, entry_id=entry_id).entry
+    assert first.external is not None
+    stores[1].keep(first.external)  # what the stream router does
+    again = _log(stores, large_threshold=256).append(log_id, body, entry_id=entry_id, check_from=0)
+    assert again.deduplicated
+    assert not stores[1].is_discardable(first.external)

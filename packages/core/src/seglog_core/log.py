@@ -218,7 +218,14 @@ class EventLog:
             return None
         key = external_body_key(log_id, entry_id)
         # Written before the entry and tagged discardable: if the append never lands, the lifecycle rule
-        # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4).
+        # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4). A retry of an
+        # append that already landed and was routed finds the object kept: writing it again would put the tag
+        # back with no new stream record to remove it, and the body would expire under its entry.
+        try:
+            if not self._with_retries(log_id, "check large body", lambda: self.blobs.is_discardable(key)):
+                return key
+        except errors.BlobNotFoundError:
+            pass
         self._with_retries(log_id, "put large body", lambda: self.blobs.put(key, data, discardable=True))
         return key
 

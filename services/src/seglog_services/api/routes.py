@@ -33,6 +33,7 @@ from seglog_services.api.schemas import (
     COMPLETE_DECODER,
     CREATE_DECODER,
     UPLOAD_DECODER,
+    CreateRequest,
     entry_json,
     entry_ref,
     pending_json,
@@ -145,6 +146,18 @@ def query_int(name: str) -> int:
     return int(value)
 
 
+def keep_body(svc: Services, appended: Appended) -> None:
+    """After a repeated append of a large entry: keep the body the entry references.
+
+    EventLog.append writes the body (tagged discardable) before it finds the earlier try in the log; if the
+    stream router had already untagged the first write, that rewrite tagged it again and the bucket's lifecycle
+    rule would expire the body of a landed entry. No INSERT follows a deduplicated append, so the router will
+    not untag it again: this does.
+    """
+    if appended.deduplicated and appended.entry.external is not None:
+        svc.uploads.keep(appended.entry.external)
+
+
 def appended_json(appended: Appended) -> dict[str, Any]:
     entry = appended.entry
     data: dict[str, Any] = {"segment": entry.segment, "num": entry.num, "entry_id": str(entry.entry_id),
@@ -159,7 +172,7 @@ def appended_json(appended: Appended) -> dict[str, Any]:
 
 @app.post("/sheets")
 def create_sheet() -> Response[str]:
-    request_body(CREATE_DECODER, empty=CREATE_DECODER.decode(b"{}"))
+    request_body(CREATE_DECODER, empty=CreateRequest())
     log_id = services().log.create()
     structlog.contextvars.bind_contextvars(log_id=str(log_id))
     return json_response(201, {"log_id": str(log_id)}, {"Location": f"/sheets/{log_id}"})
@@ -171,8 +184,10 @@ def append_entry(log_id: str) -> Response[str]:
     request = request_body(APPEND_DECODER)
     body = to_body(request.entry)
     check_from = None if request.since is None else request.since + 1
-    appended = services().log.append(lid, body, entry_id=request.entry_id, expected=request.expected,
-                                     check_from=check_from)
+    svc = services()
+    appended = svc.log.append(lid, body, entry_id=request.entry_id, expected=request.expected,
+                              check_from=check_from)
+    keep_body(svc, appended)
     return json_response(200, appended_json(appended))
 
 
@@ -241,6 +256,7 @@ def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     body = svc.uploads.read(lid, uid, request.type)
     check_from = None if request.since is None else request.since + 1
     appended = svc.external_log.append(lid, body, entry_id=entry_id, check_from=check_from)
+    keep_body(svc, appended)
     return json_response(200, {**appended_json(appended), "upload_id": str(uid)})
 
 

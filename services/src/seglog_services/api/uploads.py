@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from seglog_aws.clients import region
 from seglog_aws.errors import translate
 from seglog_aws.s3_blob_store import DISCARDABLE_TAG
+from seglog_core import errors
 from seglog_core.log import MAX_BODY, external_body_key
 from seglog_core.ports import BlobStore
 from seglog_core.schema import Body, Import, SetRange
@@ -127,6 +128,7 @@ class Uploads:
             raise ApiError(HTTPStatus.BAD_REQUEST, "content_type_mismatch",
                            f"upload {upload_id} has content type {content_type or 'none'!r}, a {entry_type!r} "
                            f"entry needs {' or '.join(fitting)}: upload the file again with a fitting type")
+        self.mark_discardable(key)
         data = self.blobs.get(key)
         if entry_type == "imp":
             fmt, rows = read_import(f"{upload_id}{IMPORT_EXTENSIONS[content_type]}", data)
@@ -140,18 +142,38 @@ class Uploads:
         row, col = parse_ref(upload.ref)
         return SetRange(row=row, col=col, values=upload.values)
 
+    def mark_discardable(self, key: str) -> None:
+        """Tag an upload ``discardable=true`` (again).
+
+        The tag is a signed header of the PUT, so on AWS the object has it already; S3 implementations that
+        skip signature checks (LocalStack) accept a PUT without it, and an untagged upload would never expire.
+        """
+        self._call("PutObjectTagging", key, True, self.s3.put_object_tagging, Key=key,
+                   Tagging={"TagSet": [{"Key": DISCARDABLE_TAG, "Value": "true"}]})
+
+    def keep(self, key: str) -> None:
+        """Remove the discardable tag of a body a landed entry references (PutObjectTagging, empty set)."""
+        self._call("PutObjectTagging", key, True, self.s3.put_object_tagging, Key=key, Tagging={"TagSet": []})
+
     def _head(self, key: str, upload_id: uuid.UUID) -> dict[str, Any]:
         try:
-            head: dict[str, Any] = self.s3.head_object(Bucket=self.bucket, Key=key)
-            return head
+            return self._call("HeadObject", key, False, self.s3.head_object, Key=key)
+        except errors.BlobNotFoundError:
+            raise ApiError(HTTPStatus.NOT_FOUND, "upload_not_found",
+                           f"no upload {upload_id} for this sheet: PUT the file to the url step 1 gave "
+                           "(before it expires), then complete") from None
+
+    def _call(self, what: str, key: str, write: bool, method: Any, **params: Any) -> dict[str, Any]:
+        """One S3 call, its failures translated into the core's errors (as S3BlobStore does)."""
+        try:
+            response: dict[str, Any] = method(Bucket=self.bucket, **params)
+            return response
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                raise ApiError(HTTPStatus.NOT_FOUND, "upload_not_found",
-                               f"no upload {upload_id} for this sheet: PUT the file to the url step 1 gave "
-                               "(before it expires), then complete") from None
-            raise translate(exc, what=f"S3 HeadObject {key}", write=False) from exc
+                raise errors.BlobNotFoundError(key) from exc
+            raise translate(exc, what=f"S3 {what} {key}", write=write) from exc
         except Exception as exc:
-            translated = translate(exc, what=f"S3 HeadObject {key}", write=False)
+            translated = translate(exc, what=f"S3 {what} {key}", write=write)
             if translated is exc:
                 raise
             raise translated from exc

@@ -1,0 +1,221 @@
+"""The API's OpenAPI 3.1 document, written as data next to the routes it describes.
+
+A test walks the resolver's routes and checks each one is here, so the two cannot drift apart silently.
+JSON Schema 2020-12 is OpenAPI 3.1's schema dialect: ``type: [..., "null"]`` for nullable values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from seglog_core.log import MAX_BODY
+from seglog_core.sheet import MAX_CELL_BYTES
+
+VERSION: Final = "0.1.0"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    text = {400: "Bad request: malformed JSON, unknown fields or types, bad cell references, values too large",
+            404: "No such sheet (or upload)", 409: "Expected-version conflict: `error.entry` holds that num",
+            413: "Payload too large", 415: "Content type not accepted",
+            503: "Storage unavailable or contended: retry after `Retry-After` seconds with the same entry_id"}
+    return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
+
+
+LOG_ID: Final = {"name": "log_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+CELL: Final = {"type": ["string", "integer", "number", "boolean", "null"],
+               "description": f"A cell value; text up to {MAX_CELL_BYTES} bytes of UTF-8, integers in 64 bits."}
+ROW: Final = {"type": "array", "items": CELL}
+ROWS: Final = {"type": "array", "items": ROW}
+REF: Final = {"type": "string", "pattern": "^[A-Za-z]{1,3}[1-9][0-9]*$", "examples": ["A1", "BC12"]}
+NUM: Final = {"type": "integer", "minimum": 0}
+POSITION: Final = {"type": "object", "required": ["segment", "num"],
+                   "properties": {"segment": NUM, "num": NUM}}
+
+SCHEMAS: Final[dict[str, Any]] = {
+    "Error": {
+        "type": "object", "required": ["error"],
+        "properties": {"error": {
+            "type": "object", "required": ["code", "message"],
+            "properties": {"code": {"type": "string"},
+                           "message": {"type": "string", "description": "What is wrong and what to do."},
+                           "entry": _ref("EntryRef")},
+            "additionalProperties": True}},
+    },
+    "EntryRef": {"type": "object", "required": ["segment", "num"],
+                 "properties": {"segment": NUM, "num": NUM, "type": {"type": "string"},
+                                "entry_id": {"type": ["string", "null"], "format": "uuid"}}},
+    "SetCell": {"type": "object", "additionalProperties": False, "required": ["type", "ref", "value"],
+                "properties": {"type": {"const": "set"}, "ref": REF, "value": CELL}},
+    "SetRange": {"type": "object", "additionalProperties": False, "required": ["type", "ref", "values"],
+                 "properties": {"type": {"const": "setrng"}, "ref": REF, "values": ROWS}},
+    "InsertRow": {"type": "object", "additionalProperties": False, "required": ["type", "after"],
+                  "properties": {"type": {"const": "insrow"}, "after": NUM, "values": ROW}},
+    "DeleteRow": {"type": "object", "additionalProperties": False, "required": ["type", "row"],
+                  "properties": {"type": {"const": "delrow"}, "row": {"type": "integer", "minimum": 1}}},
+    "EntryBody": {"oneOf": [_ref("SetCell"), _ref("SetRange"), _ref("InsertRow"), _ref("DeleteRow")],
+                  "discriminator": {"propertyName": "type"}},
+    "AppendRequest": {
+        "type": "object", "additionalProperties": False, "required": ["entry"],
+        "properties": {
+            "entry": _ref("EntryBody"),
+            "entry_id": {"type": "string", "format": "uuid",
+                         "description": "The client's id of this entry: repeating it never adds a second entry."},
+            "expected": {**NUM, "description": "The num the entry must get (one write); 409 if taken."},
+            "since": {**NUM, "description": "The num the client last saw: a retry looks for entry_id after it."},
+        },
+    },
+    "Appended": {
+        "type": "object", "required": ["segment", "num", "entry_id", "deduplicated", "attempts"],
+        "properties": {"segment": NUM, "num": NUM, "entry_id": {"type": "string", "format": "uuid"},
+                       "deduplicated": {"type": "boolean"}, "attempts": {"type": "integer", "minimum": 1},
+                       "external": {"type": "string", "description": "S3 key of the body, when stored there"},
+                       "upload_id": {"type": "string", "format": "uuid"}},
+    },
+    "Entry": {
+        "type": "object", "required": ["segment", "num", "type", "entry_id", "created"],
+        "properties": {
+            "segment": NUM, "num": NUM,
+            "type": {"type": "string", "enum": ["snap", "end", "imp", "insrow", "delrow", "set", "setrng"]},
+            "entry_id": {"type": ["string", "null"], "format": "uuid"},
+            "created": {"type": "integer", "description": "Epoch seconds."},
+            "body": {"type": "object", "description": "The body's fields (set/setrng also carry `ref`)."},
+            "external": {"type": "string", "description": "S3 key of a body too large to send inline; "
+                                                          "GET /sheets/{log_id} folds it in."},
+            "root": {"type": "string", "description": "Snapshot entries: the root of the completed snapshot."},
+        },
+    },
+    "Sheet": {
+        "type": "object", "required": ["snapshot", "rows", "position"],
+        "properties": {
+            "snapshot": {"type": "object", "required": ["segment", "num", "root"],
+                         "properties": {"segment": NUM, "num": NUM, "root": {"type": ["string", "null"]}}},
+            "rows": {**ROWS, "description": "Row 1 first, each from column A; trailing empty cells left out."},
+            "position": POSITION,
+        },
+    },
+    "Sync": {
+        "type": "object", "required": ["reload"],
+        "properties": {"reload": {"type": "boolean",
+                                  "description": "true: the client fell behind both latest segments; load again"},
+                       "entries": {"type": "array", "items": _ref("Entry")}, "position": POSITION},
+    },
+    "SnapshotStatus": {
+        "type": "object", "required": ["latest", "segments", "pending"],
+        "properties": {
+            "latest": {"oneOf": [POSITION, {"type": "null"}]},
+            "segments": {"type": "array", "items": {
+                "type": "object", "required": ["segment", "created", "last_snapshot"],
+                "properties": {"segment": NUM, "created": {"type": "integer"},
+                               "last_snapshot": {"type": ["integer", "null"]},
+                               "archive": {"type": ["string", "null"]}}}},
+            "pending": {"type": "array", "items": {
+                "type": "object", "required": ["segment", "entry", "retries", "active", "modified"],
+                "properties": {"segment": NUM, "entry": NUM, "retries": NUM, "active": {"type": "boolean"},
+                               "created": {"type": "integer"}, "modified": {"type": "integer"}}}},
+        },
+    },
+    "UploadRequest": {
+        "type": "object", "additionalProperties": False, "required": ["size", "content_type"],
+        "properties": {
+            "size": {"type": "integer", "minimum": 1, "maximum": MAX_BODY},
+            "content_type": {"type": "string", "enum": [
+                "application/json", "text/csv",
+                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"]},
+        },
+    },
+    "Upload": {
+        "type": "object", "required": ["upload_id", "key", "url", "method", "headers", "expires_in"],
+        "properties": {
+            "upload_id": {"type": "string", "format": "uuid"}, "key": {"type": "string"},
+            "url": {"type": "string", "format": "uri", "description": "Presigned S3 PUT URL."},
+            "method": {"const": "PUT"},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "Send exactly these headers with the PUT (they are signed)."},
+            "expires_in": {"type": "integer", "maximum": 900},
+        },
+    },
+    "CompleteRequest": {
+        "type": "object", "additionalProperties": False, "required": ["type"],
+        "properties": {
+            "type": {"type": "string", "enum": ["imp", "setrng"],
+                     "description": "imp: the upload is CSV or XLSX; setrng: JSON {\"ref\", \"values\"}."},
+            "entry_id": {"type": "string", "format": "uuid"},
+            "since": NUM,
+        },
+    },
+}
+
+PATHS: Final[dict[str, Any]] = {
+    "/sheets": {"post": {
+        "operationId": "createSheet", "summary": "Create a sheet (a new log)",
+        "requestBody": {"required": False, "content": {"application/json": {"schema": {
+            "type": "object", "additionalProperties": False}}}},
+        "responses": {"201": _json({"type": "object", "required": ["log_id"],
+                                    "properties": {"log_id": {"type": "string", "format": "uuid"}}}, "Created"),
+                      **_errors(400, 413, 503)},
+    }},
+    "/sheets/{log_id}": {"get": {
+        "operationId": "loadSheet", "summary": "Load: the latest snapshot folded with the entries after it",
+        "parameters": [LOG_ID],
+        "responses": {"200": _json(_ref("Sheet"), "The sheet"), **_errors(400, 404, 503)},
+    }},
+    "/sheets/{log_id}/entries": {
+        "post": {
+            "operationId": "appendEntry", "summary": "Append an entry",
+            "parameters": [LOG_ID],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("AppendRequest")}}},
+            "responses": {"200": _json(_ref("Appended"), "Appended (or found already appended)"),
+                          **_errors(400, 404, 409, 413, 503)},
+        },
+        "get": {
+            "operationId": "syncEntries", "summary": "Sync: the entries after a position",
+            "parameters": [LOG_ID,
+                           {"name": "segment", "in": "query", "required": True, "schema": NUM},
+                           {"name": "after", "in": "query", "required": True, "schema": NUM}],
+            "responses": {"200": _json(_ref("Sync"), "New entries, or reload"), **_errors(400, 404, 503)},
+        },
+    },
+    "/sheets/{log_id}/snapshots": {"get": {
+        "operationId": "snapshotStatus", "summary": "Completed snapshots per segment and pending builds",
+        "parameters": [LOG_ID],
+        "responses": {"200": _json(_ref("SnapshotStatus"), "Snapshot status"), **_errors(400, 404, 503)},
+    }},
+    "/sheets/{log_id}/uploads": {"post": {
+        "operationId": "startUpload", "summary": "Large entry, step 1: a presigned S3 PUT URL",
+        "description": "Step 2: PUT the bytes to `url` with `headers`. Step 3: POST .../complete.",
+        "parameters": [LOG_ID],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("UploadRequest")}}},
+        "responses": {"201": _json(_ref("Upload"), "Presigned upload"), **_errors(400, 404, 413, 415, 503)},
+    }},
+    "/sheets/{log_id}/uploads/{upload_id}/complete": {"post": {
+        "operationId": "completeUpload", "summary": "Large entry, step 3: append the uploaded body",
+        "parameters": [LOG_ID, {"name": "upload_id", "in": "path", "required": True,
+                                "schema": {"type": "string", "format": "uuid"}}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("CompleteRequest")}}},
+        "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"), **_errors(400, 404, 413, 503)},
+    }},
+    "/openapi.json": {"get": {
+        "operationId": "openapi", "summary": "This document",
+        "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1 document")},
+    }},
+}
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the API."""
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "seglog sheets API", "version": VERSION,
+                 "description": "An append-only, gap-free event log per spreadsheet (DESIGN §1, §3)."},
+        "paths": PATHS,
+        "components": {"schemas": SCHEMAS},
+    }

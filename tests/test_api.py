@@ -1,0 +1,383 @@
+"""The api function: each route through API Gateway HTTP API 2.0 events, against the local stack (both profiles).
+
+Requests are built with :func:`seglog_aws.events.http_api_event`, the event API Gateway sends ("Create AWS Lambda
+proxy integrations for HTTP APIs in API Gateway", payload format 2.0), and answered by ``handler(event, context)``
+with the deployment's environment, as the deployed function is.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from seglog_aws.events import http_api_event
+from seglog_aws.local import LocalDeployment
+from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot
+from seglog_services import runtime
+from seglog_services.api import app, handler, openapi
+
+stack = pytest.mark.stack
+
+
+class Context:
+    """The parts of the Lambda context the function reads."""
+
+    function_name = "api"
+
+    def __init__(self) -> None:
+        self.aws_request_id = str(uuid.uuid4())
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 15_000
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    json: Any
+
+    @property
+    def error(self) -> dict[str, Any]:
+        error: dict[str, Any] = self.json["error"]
+        return error
+
+
+class Api:
+    """Calls the handler as API Gateway would, and decodes its answer."""
+
+    def call(self, method: str, path: str, body: Any = None, *, raw: str | bytes | None = None,
+             query: dict[str, str] | None = None) -> Reply:
+        data = raw if raw is not None else (None if body is None else json.dumps(body))
+        event = http_api_event(method, path, query=query, body=data, headers={"content-type": "application/json"})
+        response = handler(event, Context())
+        text = response.get("body") or ""
+        assert "Traceback" not in text
+        return Reply(response["statusCode"], dict(response.get("headers") or {}), json.loads(text) if text else None)
+
+    def create(self) -> str:
+        reply = self.call("POST", "/sheets")
+        assert 201 == reply.status, reply.json
+        log_id: str = reply.json["log_id"]
+        return log_id
+
+    def append(self, log_id: str, entry: dict[str, Any], **fields: Any) -> Reply:
+        return self.call("POST", f"/sheets/{log_id}/entries", {"entry": entry, **fields})
+
+
+def use_deployment(deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
+    """Point the function at the deployment, as the template's environment does, with fresh clients."""
+    for key, value in {**deployment.env(), "SEGLOG_SNAPSHOT_EVERY": "1000", **env}.items():
+        monkeypatch.setenv(key, value)
+    runtime.backend.cache_clear()
+
+
+@pytest.fixture
+def api(deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
+    use_deployment(deployment, monkeypatch)
+    yield Api()
+    runtime.backend.cache_clear()
+
+
+def assert_error(reply: Reply, status: int, code: str) -> None:
+    """A refusal: the status, the code, and a message that says what to do (never a traceback)."""
+    assert (status, code) == (reply.status, reply.error["code"]), reply.json
+    assert reply.error["message"]
+
+
+# ----------------------------------------------------------------------------------------- create, load
+
+
+@stack
+def test_a_new_sheet_loads_empty_at_its_creation_snapshot(api: Api) -> None:
+    reply = api.call("POST", "/sheets")
+    assert 201 == reply.status
+    log_id = reply.json["log_id"]
+    assert f"/sheets/{log_id}" == reply.headers["Location"]
+
+    loaded = api.call("GET", f"/sheets/{log_id}")
+
+    assert 200 == loaded.status
+    assert {"snapshot": {"segment": 0, "num": 0, "root": EMPTY_SNAPSHOT_ROOT}, "rows": [],
+            "position": {"segment": 0, "num": 0}} == loaded.json
+
+
+@stack
+def test_every_entry_type_appends_in_order_and_load_folds_them(api: Api) -> None:
+    log_id = api.create()
+    entries = [
+        {"type": "set", "ref": "A1", "value": 42},
+        {"type": "setrng", "ref": "A2", "values": [["x", 1.5], [True, None, "z"]]},
+        {"type": "insrow", "after": 0, "values": ["head"]},
+        {"type": "delrow", "row": 3},
+    ]
+
+    replies = [api.append(log_id, entry) for entry in entries]
+
+    assert [200] * 4 == [r.status for r in replies]
+    assert [(0, n, False) for n in (1, 2, 3, 4)] == [
+        (r.json["segment"], r.json["num"], r.json["deduplicated"]) for r in replies]
+    assert all(r.json["attempts"] >= 1 and uuid.UUID(r.json["entry_id"]) for r in replies)
+    loaded = api.call("GET", f"/sheets/{log_id}")
+    assert [["head"], [42], [True, None, "z"]] == loaded.json["rows"]
+    assert {"segment": 0, "num": 4} == loaded.json["position"]
+
+
+# ----------------------------------------------------------------------------------------- sync
+
+
+@stack
+def test_sync_answers_the_entries_after_a_position_and_the_new_position(api: Api) -> None:
+    log_id = api.create()
+    api.append(log_id, {"type": "set", "ref": "B2", "value": "one"})
+    second = api.append(log_id, {"type": "setrng", "ref": "C3", "values": [[1, 2]]}).json
+
+    reply = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "1"})
+
+    assert 200 == reply.status
+    assert False is reply.json["reload"]
+    assert {"segment": 0, "num": 2} == reply.json["position"]
+    (entry,) = reply.json["entries"]
+    assert isinstance(entry.pop("created"), int)
+    assert {"segment": 0, "num": 2, "type": "setrng", "entry_id": second["entry_id"],
+            "body": {"row": 3, "col": 3, "values": [[1, 2]], "ref": "C3"}} == entry
+    everything = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "0"}).json
+    assert [1, 2] == [e["num"] for e in everything["entries"]]
+    caught_up = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "2"}).json
+    assert {"reload": False, "entries": [], "position": {"segment": 0, "num": 2}} == caught_up
+
+
+@stack
+def test_sync_asks_a_client_behind_both_latest_segments_to_reload(api: Api, deployment: LocalDeployment) -> None:
+    log_id = api.create()
+    lid = uuid.UUID(log_id)
+    backend = deployment.backend()
+    writer = backend.event_log()
+    writer.start_segment(lid)
+    # Nothing was appended, so the empty document is the true state at segment 1's snapshot entry.
+    backend.store.complete_snapshot(lid, 1, 0, EMPTY_SNAPSHOT_ROOT)
+    writer.start_segment(lid)
+
+    behind = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "0"})
+    current = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "1", "after": "0"})
+
+    assert (200, {"reload": True}) == (behind.status, behind.json)
+    # Entry 0 of a new segment is its Snapshot entry, which a client that follows the log already holds.
+    assert [(1, 1, "end")] == [(e["segment"], e["num"], e["type"]) for e in current.json["entries"]]
+    assert {"segment": 1, "num": 1} == current.json["position"]
+    assert {"segment": 1, "num": 0, "root": EMPTY_SNAPSHOT_ROOT} == api.call("GET", f"/sheets/{log_id}").json[
+        "snapshot"]
+
+
+# ----------------------------------------------------------------------------------------- idempotence, conflicts
+
+
+@stack
+def test_the_same_entry_id_twice_is_one_entry(api: Api) -> None:
+    log_id = api.create()
+    entry_id = str(uuid.uuid4())
+    entry = {"type": "set", "ref": "A1", "value": 1}
+
+    first = api.append(log_id, entry, entry_id=entry_id, since=0)
+    again = api.append(log_id, entry, entry_id=entry_id, since=0)
+    api.append(log_id, {"type": "set", "ref": "A2", "value": 2})
+    late_retry = api.append(log_id, entry, entry_id=entry_id, since=0)
+
+    assert (200, False, 1) == (first.status, first.json["deduplicated"], first.json["num"])
+    for retry in (again, late_retry):
+        assert (200, True, 1, entry_id) == (retry.status, retry.json["deduplicated"], retry.json["num"],
+                                            retry.json["entry_id"])
+    nums = [e["num"] for e in api.call("GET", f"/sheets/{log_id}/entries",
+                                       query={"segment": "0", "after": "0"}).json["entries"]]
+    assert [1, 2] == nums
+
+
+@stack
+def test_a_repeat_of_the_latest_entry_is_found_without_since(api: Api) -> None:
+    log_id = api.create()
+    entry_id = str(uuid.uuid4())
+    first = api.append(log_id, {"type": "set", "ref": "B1", "value": 3}, entry_id=entry_id)
+
+    repeat = api.append(log_id, {"type": "set", "ref": "B1", "value": 3}, entry_id=entry_id)
+
+    assert (True, first.json["num"]) == (repeat.json["deduplicated"], repeat.json["num"])
+
+
+@stack
+def test_an_expected_version_conflict_answers_409_with_the_entry_that_holds_the_num(api: Api) -> None:
+    log_id = api.create()
+    winner = api.append(log_id, {"type": "set", "ref": "A1", "value": "mine"}, expected=1)
+
+    loser = api.append(log_id, {"type": "set", "ref": "A1", "value": "theirs"}, expected=1)
+    next_one = api.append(log_id, {"type": "set", "ref": "A2", "value": "next"}, expected=2)
+
+    assert (200, 1, 1) == (winner.status, winner.json["num"], winner.json["attempts"])
+    assert_error(loser, 409, "version_conflict")
+    assert {"segment": 0, "num": 1, "type": "set", "entry_id": winner.json["entry_id"]} == loser.error["entry"]
+    assert (200, 2) == (next_one.status, next_one.json["num"])
+    assert [["mine"], ["next"]] == api.call("GET", f"/sheets/{log_id}").json["rows"]
+
+
+@stack
+def test_a_conflict_with_its_own_entry_id_is_the_earlier_append(api: Api) -> None:
+    log_id = api.create()
+    entry_id = str(uuid.uuid4())
+    api.append(log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=entry_id, expected=1)
+
+    retry = api.append(log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=entry_id, expected=1)
+
+    assert (200, True, 1) == (retry.status, retry.json["deduplicated"], retry.json["num"])
+
+
+# ----------------------------------------------------------------------------------------- snapshots
+
+
+@stack
+def test_snapshot_status_lists_completed_snapshots_per_segment_and_pending_builds(
+        api: Api, deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_deployment(deployment, monkeypatch, SEGLOG_SNAPSHOT_EVERY="2")
+    log_id = api.create()
+    lid = uuid.UUID(log_id)
+    api.append(log_id, {"type": "set", "ref": "A1", "value": 1})
+    api.append(log_id, {"type": "set", "ref": "A2", "value": 2})  # num 2: the policy appends Snapshot entry 3
+    backend = deployment.backend()
+    backend.pending.create(PendingSnapshot(log_id=lid, segment=0, entry=3, created=100, modified=100))
+
+    reply = api.call("GET", f"/sheets/{log_id}/snapshots")
+
+    assert 200 == reply.status
+    assert {"segment": 0, "num": 0} == reply.json["latest"]
+    (segment,) = reply.json["segments"]
+    assert (0, 0, None) == (segment["segment"], segment["last_snapshot"], segment["archive"])
+    assert [{"segment": 0, "entry": 3, "retries": 0, "active": False, "created": 100, "modified": 100}] == reply.json[
+        "pending"]
+    snap = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "2"}).json["entries"]
+    assert [(3, "snap", None)] == [(e["num"], e["type"], e["entry_id"]) for e in snap]
+
+
+# ----------------------------------------------------------------------------------------- refusals
+
+
+def _set(value: Any, ref: str = "A1") -> dict[str, Any]:
+    return {"entry": {"type": "set", "ref": ref, "value": value}}
+
+
+BAD_APPENDS = [
+    pytest.param("{", 400, "malformed_json", id="malformed-json"),
+    pytest.param("[1, 2]", 400, "invalid_request", id="not-an-object"),
+    pytest.param("", 400, "missing_body", id="no-body"),
+    pytest.param({**_set(1), "colour": "red"}, 400, "invalid_request", id="unknown-field"),
+    pytest.param({"entry": {"type": "set", "ref": "A1", "value": 1, "x": 0}}, 400, "invalid_request",
+                 id="unknown-entry-field"),
+    pytest.param({"entry": {"type": "paint", "ref": "A1"}}, 400, "invalid_request", id="unknown-type"),
+    pytest.param({"entry": {"type": "snap"}}, 400, "invalid_request", id="log-level-type"),
+    pytest.param({"entry": {"type": "set", "ref": "A1"}}, 400, "invalid_request", id="missing-value"),
+    pytest.param({"entry": {"type": "set", "ref": "A1", "value": {"a": 1}}}, 400, "invalid_request",
+                 id="value-of-wrong-type"),
+    pytest.param(_set(1, ref="1A"), 400, "invalid_cell_ref", id="bad-ref"),
+    pytest.param(_set(1, ref="XFE1"), 400, "invalid_cell_ref", id="ref-past-last-column"),
+    pytest.param({"entry": {"type": "setrng", "ref": "XFD1", "values": [[1, 2]]}}, 400, "invalid_cell_ref",
+                 id="range-past-last-column"),
+    pytest.param({"entry": {"type": "delrow", "row": 0}}, 400, "invalid_request", id="row-zero"),
+    pytest.param(_set("x" * (32 * 1024 + 1)), 400, "value_too_large", id="text-too-large"),
+    pytest.param(_set(2**64), 400, "value_too_large", id="integer-too-large"),
+    pytest.param({**_set(1), "entry_id": "not-a-uuid"}, 400, "invalid_request", id="bad-entry-id"),
+    pytest.param({**_set(1), "expected": -1}, 400, "invalid_request", id="negative-expected"),
+    pytest.param({"entry": {"type": "setrng", "ref": "A1", "values": [["y" * 1000] * 1100]}}, 413,
+                 "payload_too_large", id="request-too-large"),
+]
+
+
+@stack
+@pytest.mark.parametrize(("body", "status", "code"), BAD_APPENDS)
+def test_a_bad_append_is_refused_with_what_to_do_and_nothing_is_written(
+        api: Api, body: Any, status: int, code: str) -> None:
+    log_id = api.create()
+    raw = body if isinstance(body, str) else None
+
+    reply = api.call("POST", f"/sheets/{log_id}/entries", None if raw is not None else body, raw=raw)
+
+    assert_error(reply, status, code)
+    assert {"segment": 0, "num": 0} == api.call("GET", f"/sheets/{log_id}").json["position"]
+
+
+@stack
+def test_an_unknown_sheet_is_404_on_every_route(api: Api) -> None:
+    missing = str(uuid.uuid4())
+    calls = [
+        api.call("GET", f"/sheets/{missing}"),
+        api.append(missing, {"type": "set", "ref": "A1", "value": 1}),
+        api.call("GET", f"/sheets/{missing}/entries", query={"segment": "0", "after": "0"}),
+        api.call("GET", f"/sheets/{missing}/snapshots"),
+        api.call("POST", f"/sheets/{missing}/uploads", {"size": 10, "content_type": "text/csv"}),
+    ]
+    for reply in calls:
+        assert_error(reply, 404, "log_not_found")
+
+
+@stack
+def test_bad_ids_parameters_routes_and_methods_are_refused(api: Api) -> None:
+    log_id = api.create()
+    assert_error(api.call("GET", "/sheets/not-a-uuid"), 400, "invalid_log_id")
+    assert_error(api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0"}), 400, "missing_parameter")
+    assert_error(api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "-1"}), 400,
+                 "invalid_parameter")
+    assert_error(api.call("POST", "/sheets", {"name": "budget"}), 400, "invalid_request")
+    assert_error(api.call("GET", "/spreadsheets"), 404, "route_not_found")
+    wrong_method = api.call("DELETE", f"/sheets/{log_id}")
+    assert_error(wrong_method, 405, "method_not_allowed")
+    assert "GET" == wrong_method.headers["Allow"]
+
+
+@stack
+def test_a_storage_failure_is_503_with_retry_advice(deployment: LocalDeployment,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    use_deployment(deployment, monkeypatch, SEGLOG_SEGMENTS_TABLE=f"missing-{uuid.uuid4().hex[:8]}")
+    try:
+        reply = Api().call("GET", f"/sheets/{uuid.uuid4()}")
+    finally:
+        runtime.backend.cache_clear()
+
+    assert_error(reply, 503, "storage_unavailable")
+    assert "retry" in reply.error["message"]
+    assert "1" == reply.headers["Retry-After"]
+
+
+# ----------------------------------------------------------------------------------------- logs, OpenAPI
+
+
+@stack
+def test_each_request_logs_one_line_with_method_path_status_and_log_id(api: Api) -> None:
+    log_id = api.create()
+    with capture_logs() as logs:
+        api.append(log_id, {"type": "set", "ref": "A1", "value": 1})
+        api.call("GET", "/sheets/nope")
+
+    requests = [line for line in logs if line["event"] == "request"]
+    assert [("POST", f"/sheets/{log_id}/entries", 200, log_id), ("GET", "/sheets/nope", 400, None)] == [
+        (r["method"], r["path"], r["status"], r["log_id"]) for r in requests]
+
+
+def test_the_openapi_document_describes_every_route() -> None:
+    reply = Api().call("GET", "/openapi.json")
+    document = reply.json
+
+    routes = {(route.openapi_path, route.method.lower()) for route in (*app._static_routes, *app._dynamic_routes)}
+    described = {(path, method) for path, operations in document["paths"].items() for method in operations}
+    assert 200 == reply.status
+    assert "3.1.0" == document["openapi"]
+    assert routes == described
+    assert openapi.document() == document
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            for status, response in operation["responses"].items():
+                schema = response["content"]["application/json"]["schema"]
+                ref = schema.get("$ref", "")
+                assert not ref or ref.removeprefix("#/components/schemas/") in document["components"]["schemas"], (
+                    path, status)
