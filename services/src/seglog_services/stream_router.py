@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from seglog_aws.items import item_to_entry
+from seglog_core.errors import InvalidInputError
 from seglog_core.pipeline import route
 from seglog_services import runtime
 
@@ -35,8 +36,17 @@ def record_handler(record: DynamoDBRecord) -> None:
     raw = record.raw_event
     if raw.get("eventName") != "INSERT" or "NewImage" not in raw.get("dynamodb", {}):
         return
-    entry = item_to_entry(image_to_item(raw["dynamodb"]["NewImage"]))
+    item = image_to_item(raw["dynamodb"]["NewImage"])
     backend = runtime.backend()
+    try:
+        entry = item_to_entry(item)
+    except InvalidInputError as exc:
+        # Written by newer code (an unknown type or version): still keep its large body so it never expires
+        # under its entry, and never block the shard on a record this version cannot read.
+        if "E" in item:
+            backend.blobs.keep(item["E"]["S"])
+        log.warning("record not understood: body kept, no job", error=str(exc))
+        return
     with structlog.contextvars.bound_contextvars(log_id=str(entry.log_id), segment=entry.segment,
                                                  entry=entry.num, sequence_number=record.dynamodb.sequence_number
                                                  if record.dynamodb else None):
