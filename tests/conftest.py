@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from seglog_aws import local
 from seglog_aws.backend import Backend
@@ -76,6 +77,15 @@ class _Stacks:
             StackManager(config).down()
         for compose in self.composes:
             compose.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Iterator[None]:
+    """Every test starts from structlog's defaults: a CLI test configures level filtering that would hide the
+    lines another test captures with structlog.testing.capture_logs."""
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,405 @@
+"""LambdaInvoker: runs one function's handler in separate worker processes, the way Lambda runs it.
+
+Each worker process is one execution environment (AWS Lambda Developer Guide, lambda-runtime-environment):
+started on demand (a cold start), it imports the handler's module once with the function's environment set
+and then serves invocations one at a time, warm, until it times out, crashes or the invoker closes. At most
+``concurrency`` invocations run at once; idle workers wait in a pool and the most recently used is reused
+first, so a steady trickle of invocations keeps landing on a warm one.
+
+Why ``subprocess`` with JSON lines on stdin/stdout rather than ``multiprocessing`` "spawn":
+
+- The function's environment (SDK endpoints, resource names, Lambda's reserved variables) is the process's
+  environment from exec on, before the interpreter imports anything, as in Lambda. A spawned
+  ``multiprocessing`` child inherits the parent's ``os.environ`` instead, which threads cannot change safely.
+- The messages are what Lambda's Runtime API carries: a JSON event in, a JSON result out. A return value that
+  is not JSON fails as it fails on Lambda (Runtime.MarshalError); pickle would let it through.
+- A worker killed with SIGKILL shows up as a plain end of file on its stdout — unambiguous, with no shared
+  locks or semaphores left behind, and no re-import of the supervisor's ``__main__`` in the child.
+
+The protocol itself is described in :mod:`seglog_emulator.worker_process`.
+
+Faults: :meth:`LambdaInvoker.kill` and :meth:`LambdaInvoker.workers` let a fault injector kill -9 a worker at
+will; ``invoke(..., crash_points=...)`` arms named crash points in the worker for one invocation
+(:mod:`seglog_emulator.crash`). A killed or crashed worker is never reused; the next invocation starts a new one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import IO, Any, Self
+
+import structlog
+
+from seglog_core.errors import SeglogError
+from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
+
+log = structlog.get_logger("seglog.invoker")
+
+#: Lambda's Init phase may take up to 10 seconds before the first invocation (AWS Lambda Developer Guide,
+#: lambda-runtime-environment); a longer function timeout extends it, as Lambda retries Init with it.
+INIT_TIMEOUT_SECONDS = 10.0
+#: The account id in emulated ARNs (LocalStack's default account).
+LOCAL_ACCOUNT_ID = "000000000000"
+
+
+class Outcome(StrEnum):
+    """How an invocation ended."""
+
+    SUCCESS = "success"
+    ERROR = "error"  # the handler raised (or could not be loaded, or returned what is not JSON)
+    TIMEOUT = "timeout"  # past the function's timeout; the worker was killed
+    CRASHED = "crashed"  # the worker died mid-invocation (kill -9, os._exit, a crash point, a segfault)
+
+
+class InvokerClosedError(SeglogError):
+    """``invoke`` was called after ``close``: build a new invoker to invoke the function again."""
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        super().__init__(f"the invoker of {function!r} is closed: create a new LambdaInvoker to invoke it again")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FunctionSpec:
+    """What the emulator needs to know of one function (the template's FunctionName, Handler, Timeout,
+    MemorySize, Environment and ReservedConcurrentExecutions).
+
+    Args:
+        name: the function's name.
+        handler: ``module.function``; the module may be dotted (``seglog_services.api.handler``).
+        timeout: seconds an invocation may run before it is killed (Lambda's default is 3).
+        memory_size: MB, informational: reported by the context, not enforced.
+        environment: variables set over the invoker's own environment in every worker.
+        max_concurrency: how many invocations may run at once (None: no limit of the function's own).
+    """
+
+    name: str
+    handler: str
+    timeout: float = 3.0
+    memory_size: int = 128
+    environment: Mapping[str, str] = field(default_factory=dict)
+    max_concurrency: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvocationResult:
+    """What one invocation gave: the handler's return value, or why there is none.
+
+    ``duration_ms`` runs from sending the event to the outcome; for a failed Init it is the Init's time.
+    ``init_duration_ms`` is set on cold starts (process start and module import, Lambda's "Init Duration").
+    """
+
+    outcome: Outcome
+    function: str
+    request_id: str
+    pid: int
+    duration_ms: float
+    cold_start: bool
+    init_duration_ms: float | None = None
+    payload: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    stack_trace: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.SUCCESS
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerInfo:
+    """One live worker process, as a fault injector sees it."""
+
+    pid: int
+    busy: bool
+    request_id: str | None
+    invocations: int
+
+
+class _InitFailedError(Exception):
+    """A new worker's Init failed; carries what the invocation reports instead."""
+
+    def __init__(self, outcome: Outcome, pid: int, init_ms: float, error_type: str, message: str,
+                 stack: Iterable[str] = ()) -> None:
+        self.outcome, self.pid, self.init_ms = outcome, pid, init_ms
+        self.error_type, self.message, self.stack = error_type, message, tuple(stack)
+        super().__init__(message)
+
+
+class LambdaInvoker:
+    """Invokes one function in pooled worker processes; ``invoke`` is blocking and thread-safe.
+
+    Args:
+        function: the function to run.
+        concurrency: at most this many invocations at once (callers beyond it wait); by default the function's
+            ``max_concurrency``, and never more than it. 1 when neither says.
+        stderr: where workers' standard error (their JSON log lines and prints) goes; inherited by default.
+    """
+
+    def __init__(self, function: FunctionSpec, *, concurrency: int | None = None,
+                 stderr: int | IO[Any] | None = None) -> None:
+        limits = [n for n in (concurrency, function.max_concurrency) if n is not None]
+        self.concurrency = min(limits) if limits else 1
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency of {function.name!r} must be at least 1, got {self.concurrency}")
+        self.function = function
+        self._stderr = stderr
+        self._region = (function.environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
+                        or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+        self.arn = f"arn:aws:lambda:{self._region}:{LOCAL_ACCOUNT_ID}:function:{function.name}"
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._lock = threading.Condition()
+        self._idle: list[WorkerProcess] = []  # most recently used last
+        self._workers: dict[int, WorkerProcess] = {}
+        self._in_flight = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------------------------------- invoke
+
+    def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
+               crash_points: Iterable[str] = ()) -> InvocationResult:
+        """Run the handler on ``event`` in a worker and wait for the outcome.
+
+        Args:
+            event: the event, as AWS sends it (JSON-serializable).
+            attempt: which delivery of this event this is (1 for the first), for the log line.
+            source: what sent it (an event source mapping's name, "api", ...), for the log line.
+            crash_points: named points at which the worker kills itself during this invocation.
+
+        Raises:
+            InvokerClosedError: after :meth:`close`.
+            TypeError: the event is not JSON-serializable.
+        """
+        event_json = json.dumps(event)  # once, and here: a bad event is the caller's error, not a worker fault
+        body = {"invoked_function_arn": self.arn, "crash_points": sorted(set(crash_points))}
+        request_id = str(uuid.uuid4())
+        self._enter()
+        try:
+            result = self._invoke(request_id, body, event_json)
+        finally:
+            self._leave()
+        line: dict[str, Any] = {
+            "function": self.function.name, "request_id": request_id, "source": source, "attempt": attempt,
+            "outcome": str(result.outcome), "duration_ms": round(result.duration_ms, 1), "pid": result.pid,
+            "cold_start": result.cold_start}
+        if isinstance(event.get("Records"), list):
+            line["batch_size"] = len(event["Records"])
+        if result.init_duration_ms is not None:
+            line["init_duration_ms"] = round(result.init_duration_ms, 1)
+        if result.ok:
+            log.info("invocation", **line)
+        else:
+            log.warning("invocation", **line, error_type=result.error_type, error_message=result.error_message)
+        return result
+
+    def _invoke(self, request_id: str, body: dict[str, Any], event_json: str) -> InvocationResult:
+        try:
+            worker, init_ms = self._checkout()
+        except _InitFailedError as exc:
+            return InvocationResult(outcome=exc.outcome, function=self.function.name, request_id=request_id,
+                                    pid=exc.pid, duration_ms=exc.init_ms, cold_start=True,
+                                    init_duration_ms=exc.init_ms, error_type=exc.error_type,
+                                    error_message=exc.message, stack_trace=exc.stack)
+        cold = init_ms is not None
+        timeout = self.function.timeout
+        started = time.monotonic()
+        # Lambda's runtime API hands the runtime a wall-clock deadline (Lambda-Runtime-Deadline-Ms); the
+        # context counts down to it while this process enforces the same limit on its monotonic clock.
+        request = {"request_id": request_id, "deadline_ms": int((time.time() + timeout) * 1000), **body}
+        worker.request_id = request_id
+        worker.invocations += 1
+
+        def result(outcome: Outcome, **fields: Any) -> InvocationResult:
+            return InvocationResult(outcome=outcome, function=self.function.name, request_id=request_id,
+                                    pid=worker.pid, duration_ms=(time.monotonic() - started) * 1000,
+                                    cold_start=cold, init_duration_ms=init_ms, **fields)
+
+        try:
+            worker.send(request, event_json=event_json)
+            reply = worker.receive(started + timeout)
+        except TimeoutError:
+            worker.kill()
+            self._discard(worker)
+            return result(Outcome.TIMEOUT, error_type="Sandbox.Timedout",
+                          error_message=f"Task timed out after {timeout:.2f} seconds")
+        except WorkerDiedError:
+            self._discard(worker, grace=EXIT_GRACE_SECONDS)  # let it finish dying, to learn how it ended
+            return result(Outcome.CRASHED, error_type="Runtime.ExitError",
+                          error_message=f"RequestId: {request_id} Error: Runtime exited with error: "
+                                        f"{worker.exit_status()}")
+        except BaseException:  # a garbled reply, or the caller interrupted: the worker's state is unknown
+            worker.kill()
+            self._discard(worker)
+            raise
+        if reply.get("request_id") != request_id:  # cannot happen with a sound worker: do not trust it again
+            worker.kill()
+            self._discard(worker)
+            return result(Outcome.CRASHED, error_type="Runtime.InvalidResponse",
+                          error_message=f"the worker answered {reply.get('request_id')!r}, not {request_id!r}")
+        self._checkin(worker)
+        if reply["status"] == "success":
+            return result(Outcome.SUCCESS, payload=reply.get("payload"))
+        return result(Outcome.ERROR, error_type=reply["error_type"], error_message=reply["error_message"],
+                      stack_trace=tuple(reply.get("stack_trace", ())))
+
+    # ------------------------------------------------------------------------------------------- pool
+
+    def _enter(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise InvokerClosedError(self.function.name)
+            self._in_flight += 1
+        self._slots.acquire()
+        if self._closed:  # closed while this caller waited for a slot
+            self._leave()
+            raise InvokerClosedError(self.function.name)
+
+    def _leave(self) -> None:
+        self._slots.release()
+        with self._lock:
+            self._in_flight -= 1
+            self._lock.notify_all()
+
+    def _checkout(self) -> tuple[WorkerProcess, float | None]:
+        """A warm idle worker (init time None), else a new one after its Init (init time in ms).
+
+        Raises:
+            _InitFailedError: the new worker's Init failed, timed out or crashed.
+        """
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive():
+                    return worker, None
+                self._workers.pop(worker.pid, None)
+                worker.reap()  # killed while idle: the next invocation gets a new environment
+        return self._start()
+
+    def _checkin(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            worker.request_id = None
+            if self._closed or not worker.alive():
+                self._workers.pop(worker.pid, None)
+            else:
+                self._idle.append(worker)
+                return
+        worker.reap(EXIT_GRACE_SECONDS)
+
+    def _discard(self, worker: WorkerProcess, grace: float = 0.0) -> None:
+        with self._lock:
+            self._workers.pop(worker.pid, None)
+        worker.reap(grace)
+
+    def _start(self) -> tuple[WorkerProcess, float]:
+        """Start a worker and wait for its Init; returns it and the Init's time in ms.
+
+        Raises:
+            _InitFailedError: the Init failed (Lambda's error), timed out, or the process died in it.
+        """
+        started = time.monotonic()
+        worker = WorkerProcess.start(self._environment(), stderr=self._stderr)
+        with self._lock:
+            self._workers[worker.pid] = worker
+        init_timeout = max(INIT_TIMEOUT_SECONDS, self.function.timeout)
+        try:
+            ready = worker.receive(started + init_timeout)
+        except TimeoutError:
+            worker.kill()
+            self._discard(worker)
+            raise _InitFailedError(Outcome.TIMEOUT, worker.pid, init_timeout * 1000, "Runtime.InitTimeout",
+                                   f"Init timed out after {init_timeout:.2f} seconds") from None
+        except WorkerDiedError:
+            self._discard(worker, grace=EXIT_GRACE_SECONDS)
+            raise _InitFailedError(Outcome.CRASHED, worker.pid, (time.monotonic() - started) * 1000,
+                                   "Runtime.ExitError",
+                                   f"Init: Runtime exited with error: {worker.exit_status()}") from None
+        except BaseException:  # a garbled line, or the caller interrupted: do not keep the process
+            worker.kill()
+            self._discard(worker)
+            raise
+        init_ms = (time.monotonic() - started) * 1000
+        if ready.get("type") != "ready":
+            self._discard(worker, grace=EXIT_GRACE_SECONDS)
+            raise _InitFailedError(Outcome.ERROR, worker.pid, init_ms, ready.get("error_type", "Runtime.Unknown"),
+                                   ready.get("error_message", ""), ready.get("stack_trace", ()))
+        return worker, init_ms
+
+    def _environment(self) -> dict[str, str]:
+        """The invoker's environment, the function's over it, and Lambda's reserved variables over both
+        (AWS Lambda Developer Guide, configuration-envvars: reserved variables cannot be overridden)."""
+        env = {k: v for k, v in os.environ.items() if k != "SEGLOG_CRASH_POINTS"}
+        env["PYTHONUNBUFFERED"] = "1"  # prints reach the log as they happen, as on Lambda
+        env.update(self.function.environment)
+        stream = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
+        env.update({
+            "_HANDLER": self.function.handler,
+            "AWS_LAMBDA_FUNCTION_NAME": self.function.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function.memory_size),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function.name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": stream,
+            "AWS_REGION": self._region,
+        })
+        env.setdefault("AWS_DEFAULT_REGION", self._region)
+        return env
+
+    # ------------------------------------------------------------------------------------------- faults
+
+    def workers(self) -> list[WorkerInfo]:
+        """The live worker processes, busy or idle."""
+        with self._lock:
+            idle = {w.pid for w in self._idle}
+            return [WorkerInfo(pid=w.pid, busy=w.pid not in idle, request_id=w.request_id,
+                               invocations=w.invocations) for w in self._workers.values() if w.alive()]
+
+    def kill(self, pid: int) -> None:
+        """kill -9 one of this invoker's workers; its invocation in flight, if any, ends ``crashed``.
+
+        Raises:
+            KeyError: ``pid`` is not one of this invoker's live workers.
+        """
+        with self._lock:
+            worker = self._workers.get(pid)
+            if worker is None:
+                raise KeyError(f"process {pid} is not a worker of {self.function.name!r}: see workers()")
+            worker.kill()
+
+    # ------------------------------------------------------------------------------------------- close
+
+    def close(self, grace: float = 30.0) -> None:
+        """Stop taking invocations, wait up to ``grace`` seconds for those in flight, then stop every worker.
+
+        Invocations still running after the grace period are killed and end ``crashed``. Idle workers exit on
+        their own when their stdin closes, as an environment Lambda shuts down. Callers still waiting for a
+        slot get InvokerClosedError when one frees::
+
+            caller A  ──invoke──[ running ........................ ]── result (or crashed, if past grace)
+            caller B  ──invoke──[ waits for a slot ]── InvokerClosedError
+            close()          ──closed──[ wait ≤ grace for A and B ]──kill busy, close idle──[ wait for reaping ]
+        """
+        with self._lock:
+            self._closed = True
+            self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace)
+            idle, self._idle = self._idle, []
+            for worker in idle:
+                self._workers.pop(worker.pid, None)
+            for worker in self._workers.values():  # still busy: their invoking threads reap them
+                worker.kill()
+        for worker in idle:
+            worker.reap(EXIT_GRACE_SECONDS)
+        with self._lock:
+            self._lock.wait_for(lambda: self._in_flight == 0, timeout=EXIT_GRACE_SECONDS + 5)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

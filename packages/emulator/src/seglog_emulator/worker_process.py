@@ -1,0 +1,285 @@
+"""The worker process: one warm Lambda execution environment for one function, driven over stdin/stdout.
+
+Started by :class:`seglog_emulator.invoker.LambdaInvoker` as ``python -m seglog_emulator.worker_process`` with
+the function's environment already in place (``_HANDLER`` names the handler, as Lambda's runtime reads it).
+Like Lambda's execution environment lifecycle (AWS Lambda Developer Guide, lambda-runtime-environment) it
+runs an Init phase once — import the handler's module — then any number of Invoke phases that reuse the
+imported module, its globals and its clients.
+
+Protocol, one JSON object per line (the same data Lambda's Runtime API carries):
+
+    worker -> invoker   {"type": "ready", "pid": 123, "init_ms": 41.2}
+                        {"type": "init_error", "error_type": ..., "error_message": ..., "stack_trace": [...]}
+    invoker -> worker   {"request_id": ..., "event": {...}, "deadline_ms": 1700000000000,
+                         "invoked_function_arn": ..., "crash_points": ["after_claim"]}
+    worker -> invoker   {"request_id": ..., "status": "success", "payload": ...}
+                        {"request_id": ..., "status": "error", "error_type": ..., "error_message": ...,
+                         "stack_trace": [...]}
+
+The invoker's end of the protocol is :class:`WorkerProcess`, at the bottom of this module.
+
+The worker keeps private duplicates of the original stdin and stdout; file descriptors 0 and 1 are then
+pointed at /dev/null and at standard error, so a handler that prints or reads standard input cannot corrupt
+it (Lambda sends a function's standard output to its logs, too). The worker exits when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+import structlog
+
+from seglog_core import logs
+from seglog_emulator import crash
+
+log = structlog.get_logger("seglog.worker")
+
+#: Frames kept in an error's stack trace (the innermost ones).
+STACK_FRAMES = 30
+#: How long a worker gets to exit on its own (stdin closed, or dying) before it is killed.
+EXIT_GRACE_SECONDS = 1.0
+
+Handler = Callable[[Any, Any], Any]
+
+
+class LambdaContext:
+    """The context object Lambda's Python runtime passes to a handler (AWS Lambda Developer Guide,
+    python-context): identity of the function and the invocation, and the time left."""
+
+    def __init__(self, *, request_id: str, deadline_ms: int, invoked_function_arn: str) -> None:
+        self.function_name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
+        self.function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        self.invoked_function_arn = invoked_function_arn
+        self.memory_limit_in_mb = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        self.aws_request_id = request_id
+        self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", f"/aws/lambda/{self.function_name}")
+        self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self.identity: Any = None
+        self.client_context: Any = None
+        self._deadline_ms = deadline_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the invoker kills this invocation (never negative)."""
+        return max(0, self._deadline_ms - int(time.time() * 1000))
+
+
+class InitError(Exception):
+    """The handler could not be loaded; carries Lambda's error type (Runtime.ImportModuleError, ...)."""
+
+    def __init__(self, error_type: str, message: str, stack_trace: list[str] | None = None) -> None:
+        self.error_type = error_type
+        self.message = message
+        self.stack_trace = stack_trace or []
+        super().__init__(message)
+
+
+def load_handler(spec: str) -> Handler:
+    """Import ``module.function`` (the module may be dotted) the way Lambda's Python runtime does.
+
+    Raises:
+        InitError: with the error type Lambda's Python runtime reports for the same failure.
+    """
+    module_name, _, function_name = spec.rpartition(".")
+    if not module_name or not function_name:
+        raise InitError("Runtime.MalformedHandlerName", f"Bad handler '{spec}': not enough values to unpack")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InitError("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}",
+                        _stack(exc)) from exc
+    except SyntaxError as exc:
+        raise InitError("Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}",
+                        _stack(exc)) from exc
+    except Exception as exc:  # module-level code raised: Lambda reports the exception itself
+        raise InitError(type(exc).__name__, str(exc), _stack(exc)) from exc
+    handler = getattr(module, function_name, None)
+    if not callable(handler):
+        raise InitError("Runtime.HandlerNotFound", f"Handler '{function_name}' missing on module '{module_name}'")
+    return handler  # type: ignore[no-any-return]
+
+
+def invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
+    """Run one invocation and return the reply to send (never raises for the handler's exceptions)."""
+    request_id = str(request["request_id"])
+    context = LambdaContext(request_id=request_id, deadline_ms=int(request["deadline_ms"]),
+                            invoked_function_arn=str(request.get("invoked_function_arn", "")))
+    structlog.contextvars.clear_contextvars()  # handlers bind their own ids; these name the invocation till then
+    structlog.contextvars.bind_contextvars(function_name=context.function_name, request_id=request_id)
+    crash.arm(request.get("crash_points") or ())
+    try:
+        payload = handler(request["event"], context)
+    except Exception as exc:
+        log.error("invocation failed", request_id=request_id, error_type=type(exc).__name__, exc_info=True)
+        return _error(request_id, type(exc).__name__, str(exc), _stack(exc, skip=1))
+    finally:
+        crash.disarm()
+        structlog.contextvars.clear_contextvars()
+    try:
+        # Lambda serializes the return value as JSON; what cannot be serialized fails the invocation.
+        encoded = json.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        return _error(request_id, "Runtime.MarshalError", f"Unable to marshal response: {exc}", [])
+    return {"request_id": request_id, "status": "success", "payload": json.loads(encoded)}
+
+
+def main() -> int:
+    """Init once, then serve invocations until stdin closes."""
+    requests, replies = _protocol_streams()
+    logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
+    started = time.perf_counter()
+    try:
+        handler = load_handler(os.environ["_HANDLER"])
+    except InitError as exc:
+        log.error("init failed", error_type=exc.error_type, error_message=exc.message)
+        _send(replies, {"type": "init_error", "error_type": exc.error_type, "error_message": exc.message,
+                        "stack_trace": exc.stack_trace})
+        return 1
+    _send(replies, {"type": "ready", "pid": os.getpid(), "init_ms": (time.perf_counter() - started) * 1000})
+    for line in requests:
+        if line.strip():
+            _send(replies, invoke(handler, json.loads(line)))
+    return 0
+
+
+def _protocol_streams() -> tuple[IO[bytes], IO[bytes]]:
+    """Take fds 0 and 1 for the protocol; leave the handler /dev/null as stdin and stderr as stdout."""
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return requests, replies
+
+
+def _send(stream: IO[bytes], message: dict[str, Any]) -> None:
+    stream.write(json.dumps(message).encode() + b"\n")
+    stream.flush()
+
+
+def _error(request_id: str, error_type: str, message: str, stack: list[str]) -> dict[str, Any]:
+    return {"request_id": request_id, "status": "error", "error_type": error_type, "error_message": message,
+            "stack_trace": stack}
+
+
+def _stack(exc: BaseException, *, skip: int = 0) -> list[str]:
+    """Lambda's ``stackTrace``: one formatted frame per entry, innermost last; ``skip`` drops our own frames."""
+    frames = traceback.extract_tb(exc.__traceback__)[skip:]
+    return traceback.format_list(frames[-STACK_FRAMES:])
+
+
+# ------------------------------------------------------------------------------------------- invoker side
+
+
+class WorkerDiedError(Exception):
+    """The worker's stdout closed: the process is gone."""
+
+
+class WorkerProcess:
+    """The invoker's handle on one worker process: its end of the protocol. Used by one thread at a time."""
+
+    @classmethod
+    def start(cls, env: Mapping[str, str], *, stderr: int | IO[Any] | None = None) -> WorkerProcess:
+        """Start ``python -m seglog_emulator.worker_process`` with exactly ``env`` as its environment.
+
+        A new session keeps the terminal's Ctrl-C away from workers: the invoker decides when they stop.
+        """
+        proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.worker_process"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
+                                start_new_session=True)
+        return cls(proc)
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc = proc
+        self.pid = proc.pid
+        self.stdin: IO[bytes] = proc.stdin
+        self._fd = proc.stdout.fileno()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._fd, selectors.EVENT_READ)
+        self._buffer = bytearray()
+        self.invocations = 0
+        self.request_id: str | None = None
+        self.killed = False
+
+    def alive(self) -> bool:
+        return not self.killed and self.proc.poll() is None
+
+    def send(self, message: Mapping[str, Any], *, event_json: str | None = None) -> None:
+        """Write one line, with ``event_json`` (already encoded) as its "event".
+
+        Raises:
+            WorkerDiedError: the worker is gone.
+        """
+        line = json.dumps(message)
+        if event_json is not None:
+            line = f'{line[:-1]}{", " if message else ""}"event": {event_json}}}'
+        try:
+            self.stdin.write(line.encode() + b"\n")
+            self.stdin.flush()
+        except (BrokenPipeError, ValueError) as exc:  # ValueError: reap() closed the pipe
+            raise WorkerDiedError from exc
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        """Read one line before ``deadline`` (time.monotonic()).
+
+        Raises:
+            TimeoutError: the deadline passed first.
+            WorkerDiedError: end of file, the worker is gone.
+        """
+        while (end := self._buffer.find(b"\n")) < 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._selector.select(left):
+                raise TimeoutError
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                raise WorkerDiedError
+            self._buffer += chunk
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def kill(self) -> None:
+        self.killed = True
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            self.proc.send_signal(signal.SIGKILL)
+
+    def reap(self, grace: float = 0.0) -> None:
+        """Wait for the process (killing it after ``grace`` seconds) and close its pipes."""
+        for stream in (self.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:  # a broken pipe on close's flush: the process is gone already
+                pass
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.proc.wait()
+        self._selector.close()
+
+    def exit_status(self) -> str:
+        """How the process ended, in the words Lambda uses for Runtime.ExitError."""
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:  # "signal: killed", "signal: segmentation fault", as Lambda words it
+            return f"signal: {(signal.strsignal(-code) or str(-code)).lower()}"
+        return f"exit status {code}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Handlers for test_invoker.py, run in the invoker's worker processes (this directory is on PYTHONPATH)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from seglog_emulator import crash
+
+#: Counts invocations served by this process: survives between invocations only in a warm worker.
+invocations = 0
+
+
+def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global invocations
+    invocations += 1
+    return {"event": event, "pid": os.getpid(), "invocations": invocations}
+
+
+def trivial(event: dict[str, Any], context: Any) -> None:
+    return None
+
+
+def fail(event: dict[str, Any], context: Any) -> None:
+    raise ValueError(f"bad record {event['id']}")
+
+
+def sleep(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    before = context.get_remaining_time_in_millis()
+    time.sleep(event["seconds"])
+    return {"before": before, "after": context.get_remaining_time_in_millis(), "pid": os.getpid()}
+
+
+def environment(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"env": {name: os.environ.get(name) for name in event["names"]},
+            "context": {name: getattr(context, name) for name in (
+                "function_name", "function_version", "invoked_function_arn", "memory_limit_in_mb",
+                "aws_request_id", "log_group_name", "log_stream_name")}}
+
+
+def steps(event: dict[str, Any], context: Any) -> list[str]:
+    """Walks named steps, calling the crash hook at each, as the snapshot worker does."""
+    done = []
+    for point in event["steps"]:
+        crash.should_crash(point)
+        done.append(point)
+    return done
+
+
+def exit_process(event: dict[str, Any], context: Any) -> None:
+    os._exit(3)
+
+
+def not_json(event: dict[str, Any], context: Any) -> object:
+    return object()
+
+
+def segfault(event: dict[str, Any], context: Any) -> None:
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def noisy(event: dict[str, Any], context: Any) -> str:
+    """Prints to stdout and reads stdin, which must not disturb the invoker's protocol."""
+    print("a line a handler prints", flush=True)
+    return f"stdin gave {sys.stdin.read()!r}"

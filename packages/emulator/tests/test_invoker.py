@@ -1,0 +1,351 @@
+"""LambdaInvoker runs handlers in real worker processes the way Lambda runs them in execution environments.
+
+AWS Lambda Developer Guide pages: lambda-runtime-environment (Init, Invoke, reuse, timeouts), python-context,
+python-exceptions, configuration-envvars, configuration-concurrency. The handlers live in handlers/, put on
+the workers' PYTHONPATH through the function's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from seglog_emulator.invoker import (
+    FunctionSpec,
+    InvocationResult,
+    InvokerClosedError,
+    LambdaInvoker,
+    Outcome,
+)
+
+HANDLERS = Path(__file__).resolve().parent / "handlers"
+
+MakeInvoker = Callable[..., LambdaInvoker]
+
+
+@pytest.fixture
+def make_invoker() -> Iterator[MakeInvoker]:
+    """Builds invokers of handlers in handlers/invoker_probe.py and closes them after the test."""
+    invokers: list[LambdaInvoker] = []
+
+    def make(function: str, *, timeout: float = 5.0, concurrency: int = 1, memory_size: int = 128,
+             environment: dict[str, str] | None = None) -> LambdaInvoker:
+        spec = FunctionSpec(name=f"probe-{function}", handler=f"invoker_probe.{function}", timeout=timeout,
+                            memory_size=memory_size, environment={"PYTHONPATH": str(HANDLERS), **(environment or {})})
+        invoker = LambdaInvoker(spec, concurrency=concurrency)
+        invokers.append(invoker)
+        return invoker
+
+    yield make
+    for invoker in invokers:
+        invoker.close(grace=0)
+
+
+def in_background(invoker: LambdaInvoker, event: dict[str, Any], **kwargs: Any) -> tuple[threading.Thread, list[
+        InvocationResult]]:
+    results: list[InvocationResult] = []
+    thread = threading.Thread(target=lambda: results.append(invoker.invoke(event, **kwargs)))
+    thread.start()
+    return thread, results
+
+
+def busy_pid(invoker: LambdaInvoker, within: float = 5.0) -> int:
+    """The pid of the worker running an invocation, once there is one."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        busy = [w.pid for w in invoker.workers() if w.busy and w.request_id]
+        if busy:
+            return busy[0]
+        time.sleep(0.01)
+    raise AssertionError(f"no busy worker within {within} s")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------ outcomes
+
+
+def test_invocation_returns_the_handlers_json_value(make_invoker: MakeInvoker) -> None:
+    """The handler's return value comes back JSON-decoded, under a fresh uuid request id."""
+    result = make_invoker("echo").invoke({"Records": [{"n": 1}]})
+
+    assert Outcome.SUCCESS == result.outcome
+    assert {"Records": [{"n": 1}]} == result.payload["event"]
+    assert result.pid == result.payload["pid"] != os.getpid()
+    assert str(uuid.UUID(result.request_id)) == result.request_id
+    assert result.cold_start and result.init_duration_ms is not None
+
+
+def test_handler_exception_is_a_function_error_and_keeps_the_environment(make_invoker: MakeInvoker) -> None:
+    """An exception from the handler gives errorType/errorMessage/stackTrace (python-exceptions); the
+    execution environment survives it and serves the next invocation warm."""
+    invoker = make_invoker("fail")
+
+    first = invoker.invoke({"id": 7})
+    second = invoker.invoke({"id": 8})
+
+    assert (Outcome.ERROR, "ValueError", "bad record 7") == (first.outcome, first.error_type, first.error_message)
+    assert "in fail" in first.stack_trace[-1]
+    assert (first.pid, False) == (second.pid, second.cold_start)
+
+
+@pytest.mark.parametrize(("function", "error_type"), [
+    ("no_such_function", "Runtime.HandlerNotFound"),
+    ("not_json", "Runtime.MarshalError"),
+])
+def test_runtime_errors_carry_lambdas_error_types(make_invoker: MakeInvoker, function: str, error_type: str) -> None:
+    """A handler missing from its module, or a return value that is not JSON, fails as Lambda reports it."""
+    result = make_invoker(function).invoke({})
+
+    assert (Outcome.ERROR, error_type) == (result.outcome, result.error_type)
+
+
+def test_unimportable_module_is_an_init_error() -> None:
+    """A module that cannot be imported fails the invocation with Runtime.ImportModuleError."""
+    spec = FunctionSpec(name="missing", handler="no_such_module_xyz.handler", environment={})
+    with LambdaInvoker(spec) as invoker:
+        result = invoker.invoke({})
+
+    assert (Outcome.ERROR, "Runtime.ImportModuleError") == (result.outcome, result.error_type)
+    assert "no_such_module_xyz" in (result.error_message or "")
+
+
+def test_function_timeout_kills_the_invocation_and_the_next_one_starts_cold(make_invoker: MakeInvoker) -> None:
+    """Past its timeout an invocation is stopped and counts as failed (lambda-runtime-environment); the
+    environment is not reused, so the next invocation is a cold start in a new process."""
+    invoker = make_invoker("sleep", timeout=1.0)
+
+    timed_out = invoker.invoke({"seconds": 5})
+    after = invoker.invoke({"seconds": 0})
+
+    assert (Outcome.TIMEOUT, "Task timed out after 1.00 seconds") == (timed_out.outcome, timed_out.error_message)
+    assert 1000 <= timed_out.duration_ms < 1900
+    assert not pid_alive(timed_out.pid)
+    assert (Outcome.SUCCESS, True) == (after.outcome, after.cold_start)
+    assert after.pid != timed_out.pid
+
+
+@pytest.mark.parametrize("killer", ["kill -9 from outside", "LambdaInvoker.kill"])
+def test_worker_killed_mid_invocation_crashes_it(make_invoker: MakeInvoker, killer: str) -> None:
+    """kill -9 of the process running an invocation ends it crashed; the next one gets a new worker."""
+    invoker = make_invoker("sleep", timeout=10.0)
+    thread, results = in_background(invoker, {"seconds": 5})
+    pid = busy_pid(invoker)
+
+    if killer == "LambdaInvoker.kill":
+        invoker.kill(pid)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    thread.join(timeout=5)
+    after = invoker.invoke({"seconds": 0})
+
+    [crashed] = results
+    assert (Outcome.CRASHED, pid) == (crashed.outcome, crashed.pid)
+    assert crashed.error_message is not None and crashed.error_message.endswith("signal: killed")
+    assert crashed.duration_ms < 4000
+    assert (Outcome.SUCCESS, True) == (after.outcome, after.cold_start)
+    assert pid != after.pid
+
+
+@pytest.mark.parametrize(("function", "status"), [
+    ("exit_process", "exit status 3"),
+    ("segfault", "signal: segmentation fault"),
+])
+def test_handler_ending_the_process_crashes_the_invocation(make_invoker: MakeInvoker, function: str,
+                                                           status: str) -> None:
+    """os._exit or a segfault in a handler ends the environment: Runtime.ExitError with how it ended."""
+    result = make_invoker(function).invoke({})
+
+    assert (Outcome.CRASHED, "Runtime.ExitError") == (result.outcome, result.error_type)
+    assert result.error_message is not None and result.error_message.endswith(status)
+
+
+def test_handler_output_goes_to_the_log_not_the_protocol(make_invoker: MakeInvoker) -> None:
+    """A handler may print and read stdin (empty, as on Lambda) without disturbing its invocation."""
+    invoker = make_invoker("noisy")
+
+    results = [invoker.invoke({}) for _ in range(2)]
+
+    assert [(Outcome.SUCCESS, "stdin gave ''")] * 2 == [(r.outcome, r.payload) for r in results]
+
+
+def test_idle_worker_killed_gives_a_cold_start_not_a_failure(make_invoker: MakeInvoker) -> None:
+    """A worker killed between invocations is replaced on the next invocation, which runs normally."""
+    invoker = make_invoker("echo")
+    first = invoker.invoke({})
+    invoker.kill(first.pid)
+
+    after = invoker.invoke({})
+
+    assert (Outcome.SUCCESS, True, 1) == (after.outcome, after.cold_start, after.payload["invocations"])
+
+
+# ------------------------------------------------------------------------------------------------ crash points
+
+
+def test_armed_crash_point_kills_the_worker_at_that_point(make_invoker: MakeInvoker) -> None:
+    """An invocation armed with a named crash point dies there (SIGKILL, nothing after it runs); points are
+    armed for that invocation only, so the next invocation runs every step."""
+    invoker = make_invoker("steps")
+    steps = {"steps": ["after_pending_upsert", "after_claim", "mid_chunk"]}
+
+    unhit = invoker.invoke(steps, crash_points={"before_delete_message"})
+    crashed = invoker.invoke(steps, crash_points={"after_claim"})
+    after = invoker.invoke(steps)
+
+    assert (Outcome.SUCCESS, steps["steps"]) == (unhit.outcome, unhit.payload)
+    assert (Outcome.CRASHED, unhit.pid) == (crashed.outcome, crashed.pid)
+    assert (Outcome.SUCCESS, steps["steps"], True) == (after.outcome, after.payload, after.cold_start)
+
+
+def test_armed_crash_points_are_mirrored_in_the_environment(make_invoker: MakeInvoker) -> None:
+    """SEGLOG_CRASH_POINTS lists the armed points during the invocation and is gone after it."""
+    invoker = make_invoker("environment")
+    names = {"names": ["SEGLOG_CRASH_POINTS"]}
+
+    armed = invoker.invoke(names, crash_points={"mid_chunk", "after_root"})
+    unarmed = invoker.invoke(names)
+
+    assert "after_root,mid_chunk" == armed.payload["env"]["SEGLOG_CRASH_POINTS"]
+    assert unarmed.payload["env"]["SEGLOG_CRASH_POINTS"] is None
+
+
+# ------------------------------------------------------------------------------------------------ environment
+
+
+def test_function_environment_over_the_invokers_and_lambdas_reserved_variables(
+        make_invoker: MakeInvoker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The function's variables override the invoker's own; Lambda's reserved variables are set
+    (configuration-envvars); the context describes the function and the invocation (python-context)."""
+    monkeypatch.setenv("SEGLOG_FROM_PARENT", "parent")
+    monkeypatch.setenv("SEGLOG_TABLE", "parent-table")
+    invoker = make_invoker("environment", memory_size=256, environment={
+        "SEGLOG_TABLE": "entries", "AWS_ENDPOINT_URL": "http://localhost:4566", "AWS_REGION": "eu-west-1"})
+
+    result = invoker.invoke({"names": ["SEGLOG_FROM_PARENT", "SEGLOG_TABLE", "AWS_ENDPOINT_URL",
+                                       "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "_HANDLER"]})
+
+    assert {"SEGLOG_FROM_PARENT": "parent", "SEGLOG_TABLE": "entries", "AWS_ENDPOINT_URL": "http://localhost:4566",
+            "AWS_LAMBDA_FUNCTION_NAME": "probe-environment", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+            "_HANDLER": "invoker_probe.environment"} == result.payload["env"]
+    context = result.payload["context"]
+    assert {"function_name": "probe-environment", "function_version": "$LATEST",
+            "invoked_function_arn": "arn:aws:lambda:eu-west-1:000000000000:function:probe-environment",
+            "memory_limit_in_mb": "256", "aws_request_id": result.request_id,
+            "log_group_name": "/aws/lambda/probe-environment"} == {k: v for k, v in context.items()
+                                                                   if k != "log_stream_name"}
+    assert "[$LATEST]" in context["log_stream_name"]
+
+
+def test_remaining_time_counts_down_from_the_timeout(make_invoker: MakeInvoker) -> None:
+    """context.get_remaining_time_in_millis starts near the timeout and decreases as the handler runs."""
+    result = make_invoker("sleep", timeout=3.0).invoke({"seconds": 0.3})
+
+    before, after = result.payload["before"], result.payload["after"]
+    assert 2500 < before <= 3000
+    assert 250 <= before - after < 1000
+
+
+# ------------------------------------------------------------------------------------------------ reuse, concurrency
+
+
+def test_warm_invocations_reuse_the_process_and_its_module(make_invoker: MakeInvoker) -> None:
+    """Lambda reuses an execution environment: same process, module globals kept, only the first is cold."""
+    invoker = make_invoker("echo")
+
+    results = [invoker.invoke({}) for _ in range(3)]
+
+    assert [(results[0].pid, n) for n in (1, 2, 3)] == [(r.pid, r.payload["invocations"]) for r in results]
+    assert [True, False, False] == [r.cold_start for r in results]
+    assert [r.init_duration_ms is not None for r in results] == [True, False, False]
+
+
+def test_concurrency_two_runs_two_slow_invocations_in_parallel(make_invoker: MakeInvoker) -> None:
+    """With concurrency 2, two invocations run at once in two environments."""
+    invoker = make_invoker("sleep", concurrency=2)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: invoker.invoke({"seconds": 1.0}), range(2)))
+    elapsed = time.monotonic() - started
+
+    assert [Outcome.SUCCESS] * 2 == [r.outcome for r in results]
+    assert 2 == len({r.pid for r in results})
+    assert elapsed < 1.9
+
+
+def test_concurrency_limits_invocations_at_once(make_invoker: MakeInvoker) -> None:
+    """A third invocation waits for a free slot (configuration-concurrency) and reuses a warm worker."""
+    invoker = make_invoker("sleep", concurrency=2)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: invoker.invoke({"seconds": 0.5}), range(3)))
+    elapsed = time.monotonic() - started
+
+    assert 2 == len({r.pid for r in results})
+    assert [False, True, True] == sorted(r.cold_start for r in results)
+    assert elapsed >= 1.0
+
+
+# ------------------------------------------------------------------------------------------------ logs, close
+
+
+def test_one_log_line_per_invocation(make_invoker: MakeInvoker) -> None:
+    """Each invocation logs one line with the ids and figures a reader needs (STYLE "Logging")."""
+    invoker = make_invoker("echo")
+
+    with capture_logs() as logs:
+        result = invoker.invoke({"Records": [{}, {}]}, attempt=2, source="EntriesStreamMapping")
+
+    [line] = [entry for entry in logs if entry["event"] == "invocation"]
+    assert {"function": "probe-echo", "request_id": result.request_id, "source": "EntriesStreamMapping",
+            "batch_size": 2, "attempt": 2, "outcome": "success", "pid": result.pid, "cold_start": True,
+            } == {k: line[k] for k in ("function", "request_id", "source", "batch_size", "attempt", "outcome",
+                                       "pid", "cold_start")}
+    assert line["duration_ms"] >= 0
+
+
+def test_close_drains_invocations_in_flight_then_stops_workers(make_invoker: MakeInvoker) -> None:
+    """close waits for the invocation in flight, stops every worker, and refuses new invocations."""
+    invoker = make_invoker("sleep")
+    invoker.invoke({"seconds": 0})
+    thread, results = in_background(invoker, {"seconds": 0.5})
+    pid = busy_pid(invoker)
+
+    invoker.close(grace=5.0)
+    thread.join(timeout=5)
+
+    assert [Outcome.SUCCESS] == [r.outcome for r in results]
+    assert ([], False) == (invoker.workers(), pid_alive(pid))
+    with pytest.raises(InvokerClosedError):
+        invoker.invoke({"seconds": 0})
+
+
+def test_close_kills_invocations_still_running_after_the_grace_period(make_invoker: MakeInvoker) -> None:
+    invoker = make_invoker("sleep", timeout=10.0)
+    thread, results = in_background(invoker, {"seconds": 5})
+    busy_pid(invoker)
+
+    started = time.monotonic()
+    invoker.close(grace=0.2)
+    thread.join(timeout=5)
+
+    assert [Outcome.CRASHED] == [r.outcome for r in results]
+    assert time.monotonic() - started < 3
