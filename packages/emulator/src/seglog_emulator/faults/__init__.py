@@ -1,0 +1,27 @@
+"""A seeded, replayable fault schedule for chaos runs (DESIGN §7).
+
+* :class:`FaultPlan` — which kinds fire, how often, with what parameters, and the seed (a file or flags);
+* :class:`FaultSchedule` — ``decide(kind, key)``: a pure function of (seed, kind, key), and the log of what fired;
+* :class:`BotocoreFaultInjector` — the DynamoDB and S3 kinds, injected into boto3 clients.
+
+The other kinds (SQS delivery, crashes, timeouts, restarts) are decided here and carried out by the supervisor.
+"""
+
+from seglog_emulator.faults.botocore_injector import BotocoreFaultInjector
+from seglog_emulator.faults.kinds import AMOUNTS, CRASH_POINTS, ERROR_CODES, FaultKind
+from seglog_emulator.faults.plan import FaultPlan, FaultPlanError, FaultSpec
+from seglog_emulator.faults.schedule import Decision, FaultSchedule, InjectedFault
+
+__all__ = [
+    "AMOUNTS",
+    "CRASH_POINTS",
+    "ERROR_CODES",
+    "BotocoreFaultInjector",
+    "Decision",
+    "FaultKind",
+    "FaultPlan",
+    "FaultPlanError",
+    "FaultSchedule",
+    "FaultSpec",
+    "InjectedFault",
+]

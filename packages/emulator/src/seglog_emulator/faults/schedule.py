@@ -1,0 +1,141 @@
+"""Seeded, replayable fault decisions (DESIGN §7).
+
+Each decision is a pure function of (seed, kind, key): a BLAKE2b hash of the three, read as a number in
+[0, 1), fires the fault when it falls below the kind's rate; further hashes with other salts draw the
+parameters. No RNG stream is shared, so which thread asks first changes nothing: the same seed and the same
+decision sites give the same faults, in any interleaving, and a run is replayed from its seed alone.
+
+The key names the decision site, and must be stable across runs: ``f"sqs:{message_id}:{attempt}"``,
+``f"invoke:{message_id}:{attempt}"``, ``f"poller:{name}:{batch_no}"``. A site asked about twice gets the same
+answer twice (and is recorded twice): to roll again, change the key (the attempt number, a counter).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from seglog_emulator.faults.kinds import AMOUNTS, ERROR_CODES, FaultKind
+from seglog_emulator.faults.plan import FaultPlan
+
+log = structlog.get_logger("seglog.emulator.faults")
+
+_SCALE = float(1 << 64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """One fault to inject at one site, with its parameters.
+
+    Attributes:
+        amount: the kind's amount (``kinds.AMOUNTS`` names it: ``latency_ms``, ``delay_ms``, ``after_ms``,
+            ``copies``, ``items_behind``), or ``None`` for kinds without one.
+        crash_point: for worker_crash, the named point to kill the worker at.
+        error_code, http_status: for error kinds, AWS's error code and its HTTP status.
+    """
+
+    kind: FaultKind
+    key: str
+    amount: int | None = None
+    crash_point: str | None = None
+    error_code: str | None = None
+    http_status: int | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters by name, as the log records them."""
+        params: dict[str, Any] = {}
+        if self.amount is not None:
+            params[AMOUNTS[self.kind][0]] = self.amount
+        if self.crash_point is not None:
+            params["crash_point"] = self.crash_point
+        if self.error_code is not None:
+            params["error_code"] = self.error_code
+            params["http_status"] = self.http_status
+        return params
+
+
+@dataclass(frozen=True, kw_only=True)
+class InjectedFault:
+    """One entry of the injection log: what fired where, and when (the schedule's clock)."""
+
+    kind: FaultKind
+    key: str
+    params: dict[str, Any]
+    at: float
+
+
+class FaultSchedule:
+    """The decisions of one :class:`FaultPlan`, and the thread-safe log of the faults injected.
+
+    Args:
+        plan: which kinds fire, how often, and the seed.
+        clock: the time recorded with each injected fault (seconds).
+    """
+
+    def __init__(self, plan: FaultPlan, *, clock: Callable[[], float] = time.time) -> None:
+        self.plan = plan
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._log: list[InjectedFault] = []
+
+    def peek(self, kind: FaultKind, key: str) -> Decision | None:
+        """The decision for ``kind`` at site ``key``, without recording it."""
+        spec = self.plan.specs.get(kind)
+        if spec is None or self._unit(kind, key, "fire") >= spec.rate:
+            return None
+        amount = crash_point = error_code = status = None
+        if spec.amount is not None:
+            low, high = spec.amount
+            amount = low + self._draw(kind, key, "amount") % (high - low + 1)
+        if spec.crash_points:
+            crash_point = spec.crash_points[self._draw(kind, key, "crash_point") % len(spec.crash_points)]
+        codes = ERROR_CODES.get(kind)
+        if codes:
+            error_code, status = codes[self._draw(kind, key, "code") % len(codes)]
+        return Decision(kind=kind, key=key, amount=amount, crash_point=crash_point, error_code=error_code,
+                        http_status=status)
+
+    def decide(self, kind: FaultKind, key: str) -> Decision | None:
+        """The decision for ``kind`` at site ``key`` (``None``: no fault); a fault returned is recorded."""
+        decision = self.peek(kind, key)
+        if decision is not None:
+            self.record(decision)
+        return decision
+
+    def record(self, decision: Decision) -> None:
+        """Add ``decision`` to the log (``decide`` does; call it for a peeked decision acted on later)."""
+        entry = InjectedFault(kind=decision.kind, key=decision.key, params=decision.params, at=self._clock())
+        with self._lock:
+            self._log.append(entry)
+        log.info("fault injected", fault=str(decision.kind), key=decision.key, seed=self.plan.seed,
+                 **decision.params)
+
+    def injected(self) -> list[InjectedFault]:
+        """Every fault recorded so far, in the order recorded."""
+        with self._lock:
+            return list(self._log)
+
+    def fingerprint(self) -> list[tuple[str, str, tuple[tuple[str, Any], ...]]]:
+        """The recorded faults without their times, sorted: equal for two runs that injected the same faults
+        whatever order their threads asked in."""
+        return sorted((str(f.kind), f.key, tuple(sorted(f.params.items()))) for f in self.injected())
+
+    def summary(self) -> dict[FaultKind, int]:
+        """How many faults of each kind were recorded: every kind of the plan, in FaultKind order."""
+        counts = Counter(f.kind for f in self.injected())
+        return {kind: counts[kind] for kind in FaultKind if kind in self.plan.specs or counts[kind]}
+
+    def _draw(self, kind: FaultKind, key: str, salt: str) -> int:
+        material = f"{self.plan.seed}\x00{kind}\x00{key}\x00{salt}".encode()
+        return int.from_bytes(hashlib.blake2b(material, digest_size=8).digest(), "big")
+
+    def _unit(self, kind: FaultKind, key: str, salt: str) -> float:
+        return self._draw(kind, key, salt) / _SCALE
