@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from seglog_core.errors import InvalidCellRefError, InvalidInputError, UnknownEntryTypeError
+from seglog_core.errors import InvalidInputError, UnknownEntryTypeError
 from seglog_core.schema import (
     Body,
     CellValue,
@@ -29,6 +29,7 @@ from seglog_core.schema import (
     SnapshotMarker,
 )
 from seglog_core.sheet.refs import MAX_COL, MAX_ROW, format_ref
+from seglog_core.sheet.validate import out_of_range
 
 Row = dict[int, CellValue]
 
@@ -51,14 +52,6 @@ def _row_from_values(values: Sequence[CellValue], first_col: int = 1) -> Row | N
     """The dict of a row whose cells from ``first_col`` on are ``values``; ``None`` if all are empty."""
     row: Row = {col: v for col, v in enumerate(values, first_col) if v is not None}
     return row or None
-
-
-def _out_of_range(body: Body, row: int, col: int = 1) -> InvalidCellRefError:
-    return InvalidCellRefError(
-        f"row {row}, column {col}",
-        f"{type(body).__name__} addresses a cell outside A1..XFD{MAX_ROW}; the append path should have "
-        "refused it (validate_body)",
-    )
 
 
 class Sheet:
@@ -92,7 +85,7 @@ class Sheet:
         if type(body) is SetCell:
             row, col, value = body.row, body.col, body.value
             if not (0 < row <= MAX_ROW and 0 < col <= MAX_COL):
-                raise _out_of_range(body, row, col)
+                raise out_of_range(body, row, col)
             rows = self._rows
             if value is None:
                 if row <= len(rows):
@@ -118,12 +111,12 @@ class Sheet:
     def _set_range(self, body: SetRange) -> None:
         top, left = body.row, body.col
         if not (0 < top <= MAX_ROW and 0 < left <= MAX_COL):
-            raise _out_of_range(body, top, left)
+            raise out_of_range(body, top, left)
         if top + len(body.values) - 1 > MAX_ROW:
-            raise _out_of_range(body, top + len(body.values) - 1, left)
+            raise out_of_range(body, top + len(body.values) - 1, left)
         for offset, values in enumerate(body.values):
             if left + len(values) - 1 > MAX_COL:
-                raise _out_of_range(body, top + offset, left + len(values) - 1)
+                raise out_of_range(body, top + offset, left + len(values) - 1)
         rows = self._rows
         for row, values in enumerate(body.values, top):
             if not values:
@@ -144,9 +137,9 @@ class Sheet:
     def _insert_row(self, body: InsertRow) -> None:
         after = body.after
         if not 0 <= after < MAX_ROW:
-            raise _out_of_range(body, after + 1)
+            raise out_of_range(body, after + 1)
         if len(body.values) > MAX_COL:
-            raise _out_of_range(body, after + 1, len(body.values))
+            raise out_of_range(body, after + 1, len(body.values))
         rows = self._rows
         new = _row_from_values(body.values)
         if after >= len(rows):
@@ -159,16 +152,16 @@ class Sheet:
 
     def _delete_row(self, body: DeleteRow) -> None:
         if not 0 < body.row <= MAX_ROW:
-            raise _out_of_range(body, body.row)
+            raise out_of_range(body, body.row)
         if body.row <= len(self._rows):
             del self._rows[body.row - 1]
 
     def _import(self, body: Import) -> None:
         if len(body.rows) > MAX_ROW:
-            raise _out_of_range(body, len(body.rows))
+            raise out_of_range(body, len(body.rows))
         for number, values in enumerate(body.rows, 1):
             if len(values) > MAX_COL:
-                raise _out_of_range(body, number, len(values))
+                raise out_of_range(body, number, len(values))
         self._rows = [_row_from_values(values) for values in body.rows]
 
     def _ignore(self, body: Body) -> None:

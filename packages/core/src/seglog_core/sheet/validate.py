@@ -23,6 +23,16 @@ from seglog_core.schema import (
 from seglog_core.sheet.refs import MAX_COL, MAX_ROW, check_value, column_letters, format_ref
 
 
+def out_of_range(body: Body, row: int, col: int = 1) -> InvalidCellRefError:
+    """The error the fold raises for a body addressing a cell outside the worksheet (shared by the model's
+    fold and the snapshot builder, which must refuse exactly what the fold refuses)."""
+    return InvalidCellRefError(
+        f"row {row}, column {col}",
+        f"{type(body).__name__} addresses a cell outside A1..XFD{MAX_ROW}; the append path should have "
+        "refused it (validate_body)",
+    )
+
+
 def _check_cell(row: int, col: int) -> None:
     if not 1 <= row <= MAX_ROW:
         raise InvalidCellRefError(f"row {row}", f"rows are 1..{MAX_ROW}")

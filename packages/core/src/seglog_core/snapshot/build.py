@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
-from seglog_core.errors import InvalidCellRefError, UnknownEntryTypeError
+from seglog_core.errors import UnknownEntryTypeError
 from seglog_core.ports import BlobStore
 from seglog_core.schema import (
     EMPTY_SNAPSHOT_ROOT,
@@ -51,6 +51,7 @@ from seglog_core.schema import (
     SnapshotMarker,
 )
 from seglog_core.sheet.refs import MAX_COL, MAX_ROW
+from seglog_core.sheet.validate import out_of_range
 from seglog_core.snapshot.format import DEFAULT_CHUNK_CELLS, Chunk, RowCells, iter_row_cells, root_key
 from seglog_core.snapshot.rowmap import RowMap
 from seglog_core.snapshot.writer import ChunkWriter
@@ -59,14 +60,6 @@ from seglog_core.snapshot.writer import ChunkWriter
 _Edits = dict[int, CellValue]
 
 _LOG_LEVEL_TYPES: Final = (SnapshotMarker, EndSegment)
-
-
-def _out_of_range(body: Body, row: int, col: int = 1) -> InvalidCellRefError:
-    return InvalidCellRefError(
-        f"row {row}, column {col}",
-        f"{type(body).__name__} addresses a cell outside A1..XFD{MAX_ROW}; the append path should have "
-        "refused it (validate_body)",
-    )
 
 
 def check_foldable(body: Body) -> None:
@@ -81,30 +74,30 @@ def check_foldable(body: Body) -> None:
     """
     if isinstance(body, SetCell):
         if not (0 < body.row <= MAX_ROW and 0 < body.col <= MAX_COL):
-            raise _out_of_range(body, body.row, body.col)
+            raise out_of_range(body, body.row, body.col)
     elif isinstance(body, SetRange):
         top, left = body.row, body.col
         if not (0 < top <= MAX_ROW and 0 < left <= MAX_COL):
-            raise _out_of_range(body, top, left)
+            raise out_of_range(body, top, left)
         if top + len(body.values) - 1 > MAX_ROW:
-            raise _out_of_range(body, top + len(body.values) - 1, left)
+            raise out_of_range(body, top + len(body.values) - 1, left)
         for offset, values in enumerate(body.values):
             if left + len(values) - 1 > MAX_COL:
-                raise _out_of_range(body, top + offset, left + len(values) - 1)
+                raise out_of_range(body, top + offset, left + len(values) - 1)
     elif isinstance(body, InsertRow):
         if not 0 <= body.after < MAX_ROW:
-            raise _out_of_range(body, body.after + 1)
+            raise out_of_range(body, body.after + 1)
         if len(body.values) > MAX_COL:
-            raise _out_of_range(body, body.after + 1, len(body.values))
+            raise out_of_range(body, body.after + 1, len(body.values))
     elif isinstance(body, DeleteRow):
         if not 0 < body.row <= MAX_ROW:
-            raise _out_of_range(body, body.row)
+            raise out_of_range(body, body.row)
     elif isinstance(body, Import):
         if len(body.rows) > MAX_ROW:
-            raise _out_of_range(body, len(body.rows))
+            raise out_of_range(body, len(body.rows))
         for number, values in enumerate(body.rows, 1):
             if len(values) > MAX_COL:
-                raise _out_of_range(body, number, len(values))
+                raise out_of_range(body, number, len(values))
     elif isinstance(body, _LOG_LEVEL_TYPES):
         pass
     elif isinstance(body, Body):
