@@ -240,3 +240,19 @@ def test_a_builder_that_was_taken_over_stops_at_its_next_checkpoint(driver: Pipe
     slow.join()
     assert outcomes == [Outcome.TAKEN_OVER]
     _assert_verified(driver, log_id)
+
+
+def test_snapshots_across_a_segment_boundary_fold_the_previous_segments_tail(driver: PipelineDriver) -> None:
+    """A new segment's Snapshot entry 0 builds from the previous segment's last snapshot plus its tail."""
+    log_id = _sheet_with_snapshots(driver, 1)
+    driver.drain()
+    log = driver.event_log()
+    log.append(log_id, SetCell(row=50, col=1, value="tail of segment 0"))
+    log.start_segment(log_id)
+    log.append(log_id, SetCell(row=51, col=1, value="head of segment 1"))
+    log.append_snapshot(log_id)
+    driver.drain()
+    _assert_verified(driver, log_id)
+    state, view = driver.document.load(log_id)
+    assert (view.snapshot.segment, view.snapshot.num) == (1, 2)
+    assert (state.get(50, 1), state.get(51, 1)) == ("tail of segment 0", "head of segment 1")
