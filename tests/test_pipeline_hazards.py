@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -54,6 +54,21 @@ def _assert_verified(driver: PipelineDriver, log_id: uuid.UUID) -> None:
     assert driver.queue.depth() == 0
 
 
+def _background(call: Callable[[], Outcome], outcomes: list[object]) -> threading.Thread:
+    """Run one invocation in a thread, keeping its outcome or its exception (never an unhandled one that
+    would surface in a later test)."""
+
+    def run() -> None:
+        try:
+            outcomes.append(call())
+        except Exception as exc:
+            outcomes.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def _crash_at(point: str, *, once: bool = True) -> object:
     fired: list[str] = []
 
@@ -90,9 +105,8 @@ def test_duplicate_messages_for_one_snapshot_are_absorbed(driver: PipelineDriver
             claimed.set()
             release.wait(10)
 
-    outcomes: list[Outcome] = []
-    a = threading.Thread(target=lambda: outcomes.append(driver.worker(crash=slow).process(first[0])))
-    a.start()
+    outcomes: list[object] = []
+    a = _background(lambda: driver.worker(crash=slow).process(first[0]), outcomes)
     assert claimed.wait(10)
     assert driver.worker().process(second[0]) is Outcome.DUPLICATE
     release.set()
@@ -114,9 +128,8 @@ def test_a_concurrent_redelivery_of_the_same_message_does_not_strand_it(driver: 
             claimed.set()
             release.wait(10)
 
-    outcomes: list[Outcome] = []
-    a = threading.Thread(target=lambda: outcomes.append(driver.worker(crash=slow).process(first)))
-    a.start()
+    outcomes: list[object] = []
+    a = _background(lambda: driver.worker(crash=slow).process(first), outcomes)
     assert claimed.wait(10)
     again = driver.receive_one()
     assert again.message_id == first.message_id
@@ -228,16 +241,16 @@ def test_a_builder_that_was_taken_over_stops_at_its_next_checkpoint(driver: Pipe
             paused.set()
             resume.wait(20)
 
-    outcomes: list[Outcome] = []
-    slow = threading.Thread(target=lambda: outcomes.append(
-        driver.worker(crash=stall, takeover_after=1).process(message)))
-    slow.start()
-    assert paused.wait(10)
-    time.sleep(1.1)  # the slow builder's claim is now stale
-    again = driver.receive_one()
-    assert driver.worker(takeover_after=1).process(again) is Outcome.COMPLETED
-    resume.set()
-    slow.join()
+    outcomes: list[object] = []
+    slow = _background(lambda: driver.worker(crash=stall, takeover_after=1).process(message), outcomes)
+    try:
+        assert paused.wait(10)
+        time.sleep(2.1)  # stale: claims are stamped in whole seconds, so wait past the next one
+        again = driver.receive_one()
+        assert driver.worker(takeover_after=1).process(again) is Outcome.COMPLETED
+    finally:
+        resume.set()
+        slow.join(30)
     assert outcomes == [Outcome.TAKEN_OVER]
     _assert_verified(driver, log_id)
 
