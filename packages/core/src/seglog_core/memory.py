@@ -282,13 +282,11 @@ class InMemoryJobQueue:
         self.clock = clock or time.time
         #: message id -> [body, visible_at, receive_count, receipt handle]
         self._messages: dict[str, list[Any]] = {}
-        self.sent = 0
 
     def send(self, job: SnapshotJob) -> str:
         message_id = str(uuid.uuid4())
         with self._lock:
             self._messages[message_id] = [SNAPSHOT_JOB_ENCODER.encode(job).decode(), 0.0, 0, None]
-            self.sent += 1
         return message_id
 
     def receive(self, max_messages: int = 1) -> list[QueueMessage]:

@@ -126,12 +126,6 @@ class BlobStore(Protocol):
         ...
 
 
-class Clock(Protocol):
-    """Seconds since the epoch; injected so tests and the emulator can drive time."""
-
-    def __call__(self) -> float: ...
-
-
 
 @runtime_checkable
 class PendingStore(Protocol):

@@ -73,8 +73,10 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
         report.violations.append(Violation(invariant="I1", message="the log has no segments"))
         return report
     ids: Counter[uuid.UUID] = Counter()
+    everything: list[Entry] = []
     for index, segment in enumerate(segments):
         entries = [] if segment.archive else list(store.entries(log_id, segment.num))
+        everything += entries
         report.entries += len(entries)
         _check_segment(report, segment, entries, final=index == len(segments) - 1)
         if index > 0 and segment.num != segments[index - 1].num + 1:
@@ -88,7 +90,6 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
     for entry_id in acknowledged:
         if ids[entry_id] == 0:
             report.violations.append(Violation(invariant="I2", message=f"acknowledged entry id {entry_id} is missing"))
-    everything = [e for seg in segments if not seg.archive for e in store.entries(log_id, seg.num)]
     _check_order(report, segments, everything)
     if pending is not None:
         report.pending = [{"segment": p.segment, "entry": p.entry, "retries": p.retries, "active": p.active}
