@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from seglog_aws.errors import translate
+from seglog_aws.dynamodb_calls import ConditionError, DynamoDBCalls
 from seglog_aws.items import entry_key, entry_to_item, item_to_entry, item_to_segment, segment_to_item
 from seglog_aws.meter import Meter
 from seglog_core import errors
@@ -28,30 +28,14 @@ class DynamoDBLogStore:
 
     def __init__(self, client: Any, *, segments_table: str, entries_table: str, meter: Meter | None = None):
         self._ddb = client
+        self._calls = DynamoDBCalls(client, meter)
+        self.meter = self._calls.meter
         self.segments_table = segments_table
         self.entries_table = entries_table
-        self.meter = meter or Meter()
 
-    def _call(self, operation: str, *, write: bool, on_condition: Callable[[dict[str, Any]], Exception]
-              | None = None, **params: Any) -> dict[str, Any]:
-        method = getattr(self._ddb, _SNAKE[operation])
-        try:
-            response: dict[str, Any] = method(ReturnConsumedCapacity="TOTAL", **params)
-        except Exception as exc:
-            consumed = getattr(exc, "response", {}).get("ConsumedCapacity")
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-            if consumed is None and code == "ConditionalCheckFailedException":
-                # A failed conditional write is still billed, but the error carries no ConsumedCapacity
-                # (DynamoDB Developer Guide, "Condition expressions": charged even when the condition fails);
-                # count the 1 WCU a <= 1 KB item costs.
-                consumed = {"WriteCapacityUnits": 1.0}
-            self.meter.record(operation, consumed)
-            translated = translate(exc, what=f"DynamoDB {operation}", write=write, on_condition=on_condition)
-            if translated is exc:
-                raise
-            raise translated from exc
-        self.meter.record(operation, response.get("ConsumedCapacity"))
-        return response
+    def _call(self, operation: str, *, write: bool, on_condition: ConditionError | None = None,
+              **params: Any) -> dict[str, Any]:
+        return self._calls.call(operation, write=write, on_condition=on_condition, **params)
 
     # ------------------------------------------------------------------------------------------- LogStore
 
@@ -77,17 +61,11 @@ class DynamoDBLogStore:
 
     def log_ids(self) -> Iterator[uuid.UUID]:
         seen: set[uuid.UUID] = set()
-        params: dict[str, Any] = {"TableName": self.segments_table, "ProjectionExpression": "L"}
-        while True:
-            response = self._call("Scan", write=False, **params)
-            for item in response.get("Items", []):
-                log_id = uuid.UUID(bytes=bytes(item["L"]["B"]))
-                if log_id not in seen:
-                    seen.add(log_id)
-                    yield log_id
-            if not response.get("LastEvaluatedKey"):
-                return
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        for item in self._calls.pages("Scan", TableName=self.segments_table, ProjectionExpression="L"):
+            log_id = uuid.UUID(bytes=bytes(item["L"]["B"]))
+            if log_id not in seen:
+                seen.add(log_id)
+                yield log_id
 
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         response = self._call(
@@ -176,20 +154,5 @@ class DynamoDBLogStore:
             self._call("DeleteItem", write=True, TableName=self.segments_table, Key=seg_key)
         return count
 
-    # ------------------------------------------------------------------------------------------- paging
-
     def _pages(self, **params: Any) -> Iterator[dict[str, Any]]:
-        while True:
-            response = self._call("Query", write=False, **params)
-            yield from response.get("Items", [])
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return
-            params["ExclusiveStartKey"] = last
-
-
-_SNAKE = {
-    "TransactWriteItems": "transact_write_items", "Query": "query", "PutItem": "put_item",
-    "GetItem": "get_item", "UpdateItem": "update_item", "DeleteItem": "delete_item",
-    "BatchWriteItem": "batch_write_item", "Scan": "scan",
-}
+        return self._calls.pages("Query", **params)

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_aws.dynamodb_calls import DynamoDBCalls
 from seglog_aws.meter import Meter
 from seglog_core import errors
 from seglog_core.schema import PendingSnapshot, pending_key, split_pending_key
@@ -46,16 +46,15 @@ def _lost(_: dict[str, Any]) -> Exception:
 
 
 class DynamoDBPendingStore:
-    """Pending snapshots on DynamoDB; shares the call/metering/translation path of the log store."""
+    """Pending snapshots on DynamoDB, through the same metered, translated calls as the log store."""
 
     def __init__(self, client: Any, *, table: str, meter: Meter | None = None) -> None:
-        # One calling convention for every table: reuse the log store's metered, translated _call.
-        self._calls = DynamoDBLogStore(client, segments_table="", entries_table="", meter=meter)
+        self._calls = DynamoDBCalls(client, meter)
         self.table = table
 
     def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         write = operation not in ("GetItem", "Query", "Scan")
-        return self._calls._call(operation, write=write, on_condition=_lost, **params)
+        return self._calls.call(operation, write=write, on_condition=_lost, **params)
 
     def _key(self, log_id: uuid.UUID, segment: int, entry: int) -> Item:
         return {"L": {"B": log_id.bytes}, "P": {"B": pending_key(segment, entry)}}
@@ -121,18 +120,10 @@ class DynamoDBPendingStore:
         self._call("DeleteItem", TableName=self.table, Key=self._key(log_id, segment, entry))
 
     def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
-        return [item_to_pending(i) for i in self._pages(
+        return [item_to_pending(i) for i in self._calls.pages(
             "Query", TableName=self.table, KeyConditionExpression="L = :l",
             ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ConsistentRead=True)]
 
     def scan(self) -> Iterator[PendingSnapshot]:
-        for item in self._pages("Scan", TableName=self.table, ConsistentRead=True):
+        for item in self._calls.pages("Scan", TableName=self.table, ConsistentRead=True):
             yield item_to_pending(item)
-
-    def _pages(self, operation: str, **params: Any) -> Iterator[Item]:
-        while True:
-            response = self._call(operation, **params)
-            yield from response.get("Items", [])
-            if not response.get("LastEvaluatedKey"):
-                return
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

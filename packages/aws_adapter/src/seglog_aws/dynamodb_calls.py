@@ -1,0 +1,58 @@
+"""DynamoDBCalls: the one way seglog calls DynamoDB — metered, translated to core errors, paged.
+
+Every table adapter (log, pending snapshots) goes through it, so consumed capacity is counted and every
+ClientError is turned into a :mod:`seglog_core.errors` type in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from botocore import xform_name
+
+from seglog_aws.errors import translate
+from seglog_aws.meter import Meter
+
+ConditionError = Callable[[dict[str, Any]], Exception]
+
+
+class DynamoDBCalls:
+    """Calls operations by their API name on a low-level client, with ``ReturnConsumedCapacity=TOTAL``."""
+
+    def __init__(self, client: Any, meter: Meter | None = None) -> None:
+        self.client = client
+        self.meter = meter or Meter()
+
+    def call(self, operation: str, *, write: bool, on_condition: ConditionError | None = None,
+             **params: Any) -> dict[str, Any]:
+        """Call ``operation`` (e.g. "PutItem"); ``write`` says whether a lost response leaves its outcome unknown;
+        ``on_condition`` builds the error for a failed condition."""
+        method = getattr(self.client, xform_name(operation))
+        try:
+            response: dict[str, Any] = method(ReturnConsumedCapacity="TOTAL", **params)
+        except Exception as exc:
+            consumed = getattr(exc, "response", {}).get("ConsumedCapacity")
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if consumed is None and code == "ConditionalCheckFailedException":
+                # A failed conditional write is still billed, but the error carries no ConsumedCapacity
+                # (DynamoDB Developer Guide, "Condition expressions": charged even when the condition fails);
+                # count the 1 WCU a <= 1 KB item costs.
+                consumed = {"WriteCapacityUnits": 1.0}
+            self.meter.record(operation, consumed)
+            translated = translate(exc, what=f"DynamoDB {operation}", write=write, on_condition=on_condition)
+            if translated is exc:
+                raise
+            raise translated from exc
+        self.meter.record(operation, response.get("ConsumedCapacity"))
+        return response
+
+    def pages(self, operation: str, **params: Any) -> Iterator[dict[str, Any]]:
+        """Every item of a Query or Scan, one page at a time."""
+        while True:
+            response = self.call(operation, write=False, **params)
+            yield from response.get("Items", [])
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return
+            params["ExclusiveStartKey"] = last
