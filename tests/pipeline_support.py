@@ -14,7 +14,7 @@ from typing import Any
 
 from seglog_aws.backend import Backend
 from seglog_aws.clients import client, local_session
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader
+from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_aws.items import item_to_entry
 from seglog_aws.local import LocalDeployment
 from seglog_aws.sqs_job_queue import SqsJobQueue
@@ -69,16 +69,11 @@ class PipelineDriver:
         routed = 0
         for shard in self.reader.shards():
             shard_id = shard["ShardId"]
-            after = self.positions.get(shard_id)
-            records, iterator = (self.reader.read(shard_id, ShardIteratorType.AFTER_SEQUENCE_NUMBER, after) if after
-                                 else self.reader.read(shard_id, ShardIteratorType.TRIM_HORIZON))
-            while iterator:
-                more, iterator = self.reader.read_from(iterator)
-                if not more:
-                    break
+            records: list[dict[str, Any]] = []
+            while more := self.reader.read_after(shard_id, self.positions.get(shard_id)):
                 records += more
+                self.positions[shard_id] = more[-1]["dynamodb"]["SequenceNumber"]
             for record in records:
-                self.positions[shard_id] = record["dynamodb"]["SequenceNumber"]
                 if record.get("eventName") != "INSERT":
                     continue
                 if bytes(record["dynamodb"]["Keys"]["G"]["B"])[:16] not in self._log_bytes:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from pipeline_support import PipelineDriver
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, stream_event
+from seglog_aws.events.dynamodb_stream import stream_event
 from seglog_aws.events.sqs import sqs_event
 from seglog_aws.local import LocalDeployment
 from seglog_core.pipeline.fallback import rebuild, reprocess
@@ -91,9 +91,12 @@ def test_the_deployed_handlers_run_on_real_lambda_events(deployment: LocalDeploy
     monkeypatch.setenv("SEGLOG_CHUNK_CELLS", "50")
     runtime.backend.cache_clear()
     log_id = _log(driver, snapshots=1)
-    shard = driver.reader.shards()[0]["ShardId"]
-    records, _ = driver.reader.read(shard, ShardIteratorType.TRIM_HORIZON)
-    ours = [r for r in records if r["dynamodb"]["Keys"]["G"]["B"][:16] == log_id.bytes]
+    ours: list[dict[str, object]] = []
+    for shard in driver.reader.shards():  # the session's whole stream, a page at a time: keep our records
+        after = None
+        while records := driver.reader.read_after(shard["ShardId"], after):
+            ours += [r for r in records if r["dynamodb"]["Keys"]["G"]["B"][:16] == log_id.bytes]
+            after = records[-1]["dynamodb"]["SequenceNumber"]
     event = stream_event(ours, event_source_arn=driver.reader.stream_arn, region=deployment.region)
     assert stream_router.handler(event, None) == {"batchItemFailures": []}
     b = driver.backend

@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from seglog_aws.clients import client, local_session
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader, stream_event
+from seglog_aws.events.dynamodb_stream import StreamReader, stream_event
 from seglog_aws.events.sqs import sqs_event
 from seglog_aws.local import LocalDeployment
 
@@ -81,11 +81,9 @@ class InlinePipeline:
 
     def _skip_to_end(self) -> None:
         for shard in self.streams.shards():
-            records, _ = self.streams.read(shard["ShardId"], ShardIteratorType.TRIM_HORIZON)
-            while records:
-                self._positions[shard["ShardId"]] = records[-1]["dynamodb"]["SequenceNumber"]
-                records, _ = self.streams.read(shard["ShardId"], ShardIteratorType.AFTER_SEQUENCE_NUMBER,
-                                               records[-1]["dynamodb"]["SequenceNumber"])
+            shard_id = shard["ShardId"]
+            while records := self.streams.read_after(shard_id, self._positions.get(shard_id)):
+                self._positions[shard_id] = records[-1]["dynamodb"]["SequenceNumber"]
 
     def _poll_stream(self, handler: Any) -> None:
         while not self._stop.is_set():
@@ -97,9 +95,7 @@ class InlinePipeline:
             self._stop.wait(STREAM_POLL_SECONDS)
 
     def _shard_once(self, shard_id: str, handler: Any) -> None:
-        after = self._positions.get(shard_id)
-        records, _ = (self.streams.read(shard_id, ShardIteratorType.AFTER_SEQUENCE_NUMBER, after, limit=100)
-                      if after else self.streams.read(shard_id, ShardIteratorType.TRIM_HORIZON, limit=100))
+        records = self.streams.read_after(shard_id, self._positions.get(shard_id), limit=100)
         if not records:
             return
         arn, region = self.streams.stream_arn, self.deployment.region

@@ -221,6 +221,15 @@ class StreamReader:
         """
         return self.read_from(self.iterator(shard_id, iterator_type, sequence_number), limit=limit)
 
+    def read_after(self, shard_id: str, after: str | None, *, limit: int = MAX_GET_RECORDS_LIMIT
+                   ) -> list[dict[str, Any]]:
+        """Up to ``limit`` records after sequence number ``after`` (from the trim horizon when None): how a
+        poller that checkpoints by sequence number resumes. Iterators expire after 15 minutes; sequence
+        numbers do not."""
+        if after is None:
+            return self.read(shard_id, ShardIteratorType.TRIM_HORIZON, limit=limit)[0]
+        return self.read(shard_id, ShardIteratorType.AFTER_SEQUENCE_NUMBER, after, limit=limit)[0]
+
     def read_from(self, shard_iterator: str, *, limit: int = MAX_GET_RECORDS_LIMIT
                   ) -> tuple[list[dict[str, Any]], str | None]:
         """One GetRecords call from ``shard_iterator``: (records, the iterator to continue with, or None)."""
