@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from seglog_core.crashpoints import should_crash
 from seglog_core.document import SheetDocument
 from seglog_core.pipeline import Outcome, SnapshotWorker
 from seglog_core.ports import QueueMessage
@@ -35,6 +36,7 @@ def worker() -> SnapshotWorker:
         store=backend.store, blobs=backend.blobs, pending=backend.pending, queue=backend.queue,
         body_of=document.body, takeover_after=int(os.environ.get("SEGLOG_TAKEOVER_SECONDS", "60")),
         chunk_cells=int(os.environ.get("SEGLOG_CHUNK_CELLS", "20000")),
+        crash=should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
     )
 
 

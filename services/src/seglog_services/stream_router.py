@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from seglog_aws.items import item_to_entry
+from seglog_core.crashpoints import ROUTER_AFTER_SEND, should_crash
 from seglog_core.errors import InvalidInputError
 from seglog_core.pipeline import route
 from seglog_services import runtime
@@ -52,6 +53,8 @@ def record_handler(record: DynamoDBRecord) -> None:
                                                  if record.dynamodb else None):
         action = route(entry, queue=backend.queue, blobs=backend.blobs)
         log.info("routed", enqueued=action.enqueued is not None, kept=action.kept)
+        if action.enqueued is not None:
+            should_crash(ROUTER_AFTER_SEND)  # sent, not yet checkpointed: the batch will be delivered again
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

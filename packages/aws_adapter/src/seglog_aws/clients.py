@@ -12,12 +12,22 @@ standard retry mode.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
 DEFAULT_REGION = "us-east-1"
+
+#: Called with every client :func:`client` makes: how the emulator's worker processes attach fault injection
+#: and request counting to the clients a handler builds, without the handler knowing.
+_client_hooks: list[Callable[[Any], object]] = []
+
+
+def on_client_created(hook: Callable[[Any], object]) -> None:
+    """Call ``hook(client)`` on every client made from now on in this process."""
+    _client_hooks.append(hook)
 
 
 def region() -> str:
@@ -46,7 +56,10 @@ def client(service: str, *, session: boto3.Session | None = None, retries: int |
         # LocalStack serves buckets by path; virtual-host names like bucket.127.0.0.1 do not resolve.
         s3={"addressing_style": "path"} if (endpoint_url or _is_local()) else {},
     )
-    return session.client(service, config=config, endpoint_url=endpoint_url)
+    made = session.client(service, config=config, endpoint_url=endpoint_url)
+    for hook in _client_hooks:
+        hook(made)
+    return made
 
 
 def local_session(region_name: str = DEFAULT_REGION) -> boto3.Session:

@@ -44,11 +44,13 @@ class LocalDeployment:
         return Backend.connect(self.resources, endpoints=self.endpoints, session=local_session(self.region))
 
 
-def up(config: StackConfig, *, template: Path | None = None, stack_name: str = DEFAULT_STACK_NAME) -> LocalDeployment:
-    """Start (or reuse) the local stack and provision the template's resources on it (idempotent)."""
+def up(config: StackConfig, *, template: Path | None = None, stack_name: str = DEFAULT_STACK_NAME,
+       parameters: dict[str, Any] | None = None) -> LocalDeployment:
+    """Start (or reuse) the local stack and provision the template's resources on it (idempotent), with
+    template ``parameters`` overridden."""
     info = StackManager(config).up()
     deployment = provision(dict(info.endpoints), profile=str(config.profile), region=config.region,
-                           template=template, stack_name=stack_name)
+                           template=template, stack_name=stack_name, parameters=parameters)
     path = config.run_dir / STATE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(deployment.to_dict(), indent=2))
@@ -56,14 +58,15 @@ def up(config: StackConfig, *, template: Path | None = None, stack_name: str = D
 
 
 def provision(endpoints: dict[str, str], *, profile: str, region: str, template: Path | None = None,
-              stack_name: str = DEFAULT_STACK_NAME) -> LocalDeployment:
-    """Provision the template's resources onto a running stack at ``endpoints`` (host processes or Docker)."""
+              stack_name: str = DEFAULT_STACK_NAME, parameters: dict[str, Any] | None = None) -> LocalDeployment:
+    """Provision the template's resources onto a running stack at ``endpoints`` (host processes or Docker),
+    with template ``parameters`` overridden (as ``sam deploy --parameter-overrides`` would)."""
     session = local_session(region)
     provisioner = Provisioner(
         load_template(template), stack=stack_name, region=region,
         dynamodb=client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"], retries=3),
         s3=client("s3", session=session, endpoint_url=endpoints["s3"]),
-        sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]),
+        sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]), parameters=parameters,
     )
     return LocalDeployment(profile=profile, region=region, endpoints=endpoints, resources=provisioner.provision())
 

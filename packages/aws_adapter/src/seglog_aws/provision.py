@@ -41,8 +41,14 @@ class Provisioner:
     """Resolves and creates a template's resources with the given boto3 clients."""
 
     def __init__(self, template: Template, *, stack: str, dynamodb: Any, s3: Any, sqs: Any,
-                 region: str = "us-east-1", account: str = "000000000000") -> None:
+                 region: str = "us-east-1", account: str = "000000000000",
+                 parameters: dict[str, Any] | None = None) -> None:
         self.template = template
+        unknown = sorted(set(parameters or {}) - set(template.parameters))
+        if unknown:
+            raise TemplateError(f"unknown template parameters {unknown}; the template has "
+                                f"{sorted(template.parameters)}")
+        self.parameters = {**template.parameters, **(parameters or {})}
         self.stack = stack
         self.ddb, self.s3, self.sqs = dynamodb, s3, sqs
         self.region, self.account = region, account
@@ -53,7 +59,7 @@ class Provisioner:
         if isinstance(value, dict) and len(value) == 1:
             (key, arg), = value.items()
             if key == "Ref":
-                params = self.template.parameters
+                params = self.parameters
                 if arg in params:
                     return params[arg]
                 res = self.template.resources.get(arg)
@@ -145,7 +151,14 @@ class Provisioner:
         attributes = {k: str(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
         if "RedrivePolicy" in props:
             attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
-        url: str = self.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        try:
+            url: str = self.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        except ClientError as exc:
+            if "QueueAlreadyExists" not in str(exc.response.get("Error", {}).get("Code", "")):
+                raise
+            # Same name, other attributes (a changed parameter): update it, as a stack update would.
+            url = self.sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            self.sqs.set_queue_attributes(QueueUrl=url, Attributes=attributes)
         arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         self._arns[name.removeprefix(f"{self.stack}-")] = arn
         return url

@@ -105,6 +105,9 @@ class InvocationResult:
     cold_start: bool
     init_duration_ms: float | None = None
     payload: Any = None
+    #: AWS requests the invocation made, per service (``{"dynamodb": {"requests": 3, "rcu": 1.0, ...}}``);
+    #: empty when the worker died before it could say.
+    usage: dict[str, dict[str, float]] = field(default_factory=dict)
     error_type: str | None = None
     error_message: str | None = None
     stack_trace: tuple[str, ...] = ()
@@ -165,7 +168,8 @@ class LambdaInvoker:
     # ------------------------------------------------------------------------------------------- invoke
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
-               crash_points: Iterable[str] = ()) -> InvocationResult:
+               crash_points: Iterable[str] = (), timeout: float | None = None,
+               log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
         """Run the handler on ``event`` in a worker and wait for the outcome.
 
         Args:
@@ -173,6 +177,9 @@ class LambdaInvoker:
             attempt: which delivery of this event this is (1 for the first), for the log line.
             source: what sent it (an event source mapping's name, "api", ...), for the log line.
             crash_points: named points at which the worker kills itself during this invocation.
+            timeout: ends this invocation as timed out after so many seconds, if sooner than the function's
+                timeout (the function_timeout fault: the handler sees the function's own deadline).
+            log_fields: more correlation ids for the invocation's log line (shard, message id, ...).
 
         Raises:
             InvokerClosedError: after :meth:`close`.
@@ -183,13 +190,13 @@ class LambdaInvoker:
         request_id = str(uuid.uuid4())
         self._enter()
         try:
-            result = self._invoke(request_id, body, event_json)
+            result = self._invoke(request_id, body, event_json, timeout)
         finally:
             self._leave()
         line: dict[str, Any] = {
             "function": self.function.name, "request_id": request_id, "source": source, "attempt": attempt,
             "outcome": str(result.outcome), "duration_ms": round(result.duration_ms, 1), "pid": result.pid,
-            "cold_start": result.cold_start}
+            "cold_start": result.cold_start, **(log_fields or {})}
         if isinstance(event.get("Records"), list):
             line["batch_size"] = len(event["Records"])
         if result.init_duration_ms is not None:
@@ -200,7 +207,8 @@ class LambdaInvoker:
             log.warning("invocation", **line, error_type=result.error_type, error_message=result.error_message)
         return result
 
-    def _invoke(self, request_id: str, body: dict[str, Any], event_json: str) -> InvocationResult:
+    def _invoke(self, request_id: str, body: dict[str, Any], event_json: str,
+                cut_short: float | None = None) -> InvocationResult:
         try:
             worker, init_ms = self._checkout()
         except _InitFailedError as exc:
@@ -224,7 +232,7 @@ class LambdaInvoker:
 
         try:
             worker.send(request, event_json=event_json)
-            reply = worker.receive(started + timeout)
+            reply = worker.receive(started + min(timeout, cut_short if cut_short is not None else timeout))
         except TimeoutError:
             worker.kill()
             self._discard(worker)
@@ -245,9 +253,10 @@ class LambdaInvoker:
             return result(Outcome.CRASHED, error_type="Runtime.InvalidResponse",
                           error_message=f"the worker answered {reply.get('request_id')!r}, not {request_id!r}")
         self._checkin(worker)
+        usage = reply.get("usage") or {}
         if reply["status"] == "success":
-            return result(Outcome.SUCCESS, payload=reply.get("payload"))
-        return result(Outcome.ERROR, error_type=reply["error_type"], error_message=reply["error_message"],
+            return result(Outcome.SUCCESS, payload=reply.get("payload"), usage=usage)
+        return result(Outcome.ERROR, usage=usage, error_type=reply["error_type"], error_message=reply["error_message"],
                       stack_trace=tuple(reply.get("stack_trace", ())))
 
     # ------------------------------------------------------------------------------------------- pool

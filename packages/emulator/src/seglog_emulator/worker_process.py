@@ -42,6 +42,7 @@ import structlog
 
 from seglog_core import logs
 from seglog_emulator import crash
+from seglog_emulator.usage import UsageCounter
 
 log = structlog.get_logger("seglog.worker")
 
@@ -109,8 +110,18 @@ def load_handler(spec: str) -> Handler:
     return handler  # type: ignore[no-any-return]
 
 
-def invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
-    """Run one invocation and return the reply to send (never raises for the handler's exceptions)."""
+def invoke(handler: Handler, request: dict[str, Any], usage: UsageCounter | None = None) -> dict[str, Any]:
+    """Run one invocation and return the reply to send (never raises for the handler's exceptions).
+
+    With ``usage``, the reply carries the AWS requests the invocation made (``usage``, per service)."""
+    before = usage.totals() if usage is not None else {}
+    reply = _invoke(handler, request)
+    if usage is not None:
+        reply["usage"] = usage.since(before)
+    return reply
+
+
+def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     request_id = str(request["request_id"])
     context = LambdaContext(request_id=request_id, deadline_ms=int(request["deadline_ms"]),
                             invoked_function_arn=str(request.get("invoked_function_arn", "")))
@@ -138,6 +149,7 @@ def main() -> int:
     requests, replies = _protocol_streams()
     logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
     started = time.perf_counter()
+    usage = _instrument()
     try:
         handler = load_handler(os.environ["_HANDLER"])
     except InitError as exc:
@@ -148,8 +160,20 @@ def main() -> int:
     _send(replies, {"type": "ready", "pid": os.getpid(), "init_ms": (time.perf_counter() - started) * 1000})
     for line in requests:
         if line.strip():
-            _send(replies, invoke(handler, json.loads(line)))
+            _send(replies, invoke(handler, json.loads(line), usage))
     return 0
+
+
+def _instrument() -> UsageCounter:
+    """Count every AWS request the handler makes and, when the supervisor set a fault plan, inject its
+    DynamoDB and S3 faults (:mod:`seglog_emulator.faults.runtime`) — on each client as it is built."""
+    from seglog_aws.clients import on_client_created
+    from seglog_emulator.faults.runtime import install_in_worker
+
+    usage = UsageCounter()
+    on_client_created(usage.attach)
+    install_in_worker(os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "worker"))
+    return usage
 
 
 def _protocol_streams() -> tuple[IO[bytes], IO[bytes]]:

@@ -172,10 +172,18 @@ def appended_json(appended: Appended) -> dict[str, Any]:
 
 @app.post("/sheets")
 def create_sheet() -> Response[str]:
-    request_body(CREATE_DECODER, empty=CreateRequest())
-    log_id = services().log.create()
+    request = request_body(CREATE_DECODER, empty=CreateRequest())
+    try:
+        log_id = services().log.create(request.log_id)
+    except errors.TransactionCancelledError as exc:
+        if request.log_id is None or not exc.condition_failed:
+            raise
+        # The client's id is taken: by its own earlier try whose answer it lost, so the sheet is there.
+        structlog.contextvars.bind_contextvars(log_id=str(request.log_id))
+        return json_response(200, {"log_id": str(request.log_id), "created": False},
+                             {"Location": f"/sheets/{request.log_id}"})
     structlog.contextvars.bind_contextvars(log_id=str(log_id))
-    return json_response(201, {"log_id": str(log_id)}, {"Location": f"/sheets/{log_id}"})
+    return json_response(201, {"log_id": str(log_id), "created": True}, {"Location": f"/sheets/{log_id}"})
 
 
 @app.post("/sheets/<log_id>/entries")

@@ -83,7 +83,10 @@ def to_body(entry: EntryIn) -> Body:
 
 
 class CreateRequest(Request, frozen=True):
-    """``POST /sheets``: no fields yet (an empty body or ``{}``)."""
+    """``POST /sheets``: an empty body or ``{}`` for a new id; or the client's own ``log_id``, which makes the
+    request safe to retry (a sheet that already exists under it is answered 200, not created again)."""
+
+    log_id: uuid.UUID | None = None
 
 
 class AppendRequest(Request, frozen=True):

@@ -40,6 +40,7 @@ import msgspec
 import structlog
 
 from seglog_core import errors
+from seglog_core.crashpoints import WORKER_CRASH_POINTS
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
 from seglog_core.schema import (
     SNAPSHOT_JOB_DECODER,
@@ -53,14 +54,7 @@ from seglog_core.snapshot import SnapshotBuild
 
 log = structlog.get_logger("seglog.worker")
 
-CRASH_POINTS = (
-    "after_pending_upsert",
-    "after_claim",
-    "mid_chunk",
-    "after_root",
-    "after_segment_update",
-    "before_delete_message",
-)
+CRASH_POINTS = WORKER_CRASH_POINTS
 
 
 class Outcome(StrEnum):

@@ -78,18 +78,27 @@ class FaultSchedule:
     Args:
         plan: which kinds fire, how often, and the seed.
         clock: the time recorded with each injected fault (seconds).
+        active: asked before every decision; while it answers False nothing fires (a chaos run stops its
+            faults this way before it waits for quiescence).
+        sink: also given every fault recorded (the emulator appends them to a file its processes share).
     """
 
-    def __init__(self, plan: FaultPlan, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, plan: FaultPlan, *, clock: Callable[[], float] = time.time,
+                 active: Callable[[], bool] | None = None,
+                 sink: Callable[[InjectedFault], None] | None = None) -> None:
         self.plan = plan
         self._clock = clock
+        self._active = active
+        self._sink = sink
         self._lock = threading.Lock()
         self._log: list[InjectedFault] = []
 
     def peek(self, kind: FaultKind, key: str) -> Decision | None:
         """The decision for ``kind`` at site ``key``, without recording it."""
         spec = self.plan.specs.get(kind)
-        if spec is None or self._unit(kind, key, "fire") >= spec.rate:
+        if spec is None or (self._active is not None and not self._active()):
+            return None
+        if self._unit(kind, key, "fire") >= spec.rate:
             return None
         amount = crash_point = error_code = status = None
         if spec.amount is not None:
@@ -115,6 +124,8 @@ class FaultSchedule:
         entry = InjectedFault(kind=decision.kind, key=decision.key, params=decision.params, at=self._clock())
         with self._lock:
             self._log.append(entry)
+        if self._sink is not None:
+            self._sink(entry)
         log.info("fault injected", fault=str(decision.kind), key=decision.key, seed=self.plan.seed,
                  **decision.params)
 

@@ -1,0 +1,73 @@
+"""seglog emulate: run the template's functions locally, as AWS runs them, optionally under seeded faults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from seglog_aws import local
+from seglog_aws.template import default_template_path
+from seglog_cli.context import reports_errors, settings
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.runtime import FaultRuntime
+from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.supervisor import Supervisor
+
+
+def parse_parameters(values: tuple[str, ...]) -> dict[str, Any]:
+    """``Key=Value`` template parameter overrides (as ``sam deploy --parameter-overrides``)."""
+    parameters: dict[str, Any] = {}
+    for value in values:
+        key, sep, raw = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r}: expected Key=Value, e.g. SnapshotWorkerTimeout=10",
+                                     param_hint="--parameter")
+        parameters[key] = int(raw) if raw.lstrip("-").isdigit() else raw
+    return parameters
+
+
+def fault_plan(faults: str | None, plan_file: Path | None, rate: float, seed: int) -> FaultPlan | None:
+    if plan_file is not None:
+        return FaultPlan.from_file(plan_file)
+    if faults:
+        return FaultPlan.from_flags(faults, rate=rate, seed=seed)
+    return None
+
+
+@click.command()
+@click.option("--port", type=int, default=4599, show_default=True, help="The HTTP gateway's port (0: any free).")
+@click.option("--parameter", "parameters", multiple=True, metavar="KEY=VALUE",
+              help="Override a template parameter (repeatable).")
+@click.option("--faults", help="Fault kinds to inject, comma-separated (kind or kind=rate; 'all' for every kind).")
+@click.option("--fault-plan", "fault_plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A fault plan file (TOML or JSON) instead of --faults.")
+@click.option("--rate", type=float, default=0.05, show_default=True, help="Rate of kinds given without one.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault schedule.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Checkpoints and markers (default: emulator/ in the stack's run directory).")
+@click.pass_context
+@reports_errors
+def emulate(ctx: click.Context, port: int, parameters: tuple[str, ...], faults: str | None,
+            fault_plan_file: Path | None, rate: float, seed: int, state_dir: Path | None) -> None:
+    """Run the functions of template.yaml against the local stack, the way AWS runs them.
+
+    Starts an HTTP gateway for the API (payload format 2.0) and a poller per event source mapping, each in
+    its own process, with the handlers in worker processes. Ctrl-C drains and stops.
+    """
+    config = settings(ctx).stack_config()
+    overrides = parse_parameters(parameters)
+    deployment = local.up(config, parameters=overrides)
+    plan = fault_plan(faults, fault_plan_file, rate, seed)
+    state = state_dir or config.run_dir / "emulator"
+    runtime = FaultRuntime(plan, state / "faults") if plan else None
+    if runtime is not None:
+        runtime.start()
+    supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
+                                             stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
+                                             port=port), faults=runtime)
+    click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
+    for name in supervisor.children:
+        click.echo(f"  {name}", err=True)
+    raise SystemExit(supervisor.run())

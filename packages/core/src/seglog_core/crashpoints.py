@@ -1,0 +1,56 @@
+"""Named crash points: where a fault injector may kill -9 the process running a handler (DESIGN §7).
+
+Code under test calls :func:`should_crash` at each named step (the snapshot worker's ``crash`` hook, the
+stream router after SendMessage). A point is armed by naming it in the ``SEGLOG_CRASH_POINTS`` environment
+variable (comma-separated); the emulator's worker process sets it for one invocation
+(:mod:`seglog_emulator.crash`). An armed point kills the process with SIGKILL, so nothing after it runs — no
+``finally``, no flushed buffers — as when Lambda loses an execution environment. Unarmed, a point costs one
+environment lookup; on AWS nothing ever arms one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from typing import Final
+
+import structlog
+
+#: The environment variable naming the armed points, comma-separated.
+ENV_VAR: Final = "SEGLOG_CRASH_POINTS"
+
+#: The snapshot worker's points, in protocol order (DESIGN §5, §7).
+WORKER_CRASH_POINTS: Final = (
+    "after_pending_upsert",
+    "after_claim",
+    "mid_chunk",
+    "after_root",
+    "after_segment_update",
+    "before_delete_message",
+)
+#: The stream router's point: after SendMessage, before the batch is checkpointed (DESIGN §7).
+ROUTER_AFTER_SEND: Final = "router_after_send"
+
+log = structlog.get_logger("seglog.crash")
+
+
+def armed() -> frozenset[str]:
+    """The points armed in this process."""
+    return frozenset(p for p in os.environ.get(ENV_VAR, "").split(",") if p)
+
+
+def should_crash(point: str) -> None:
+    """Kill this process with SIGKILL if ``point`` is armed; return otherwise.
+
+    One log line names the point first (flushed, so it survives the kill), so a chaos run's logs show where
+    each worker died.
+    """
+    if point not in armed():
+        return
+    log.warning("crash point reached: killing this process", crash_point=point, pid=os.getpid())
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stream must not stop the crash
+            stream.flush()
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,158 @@
+"""One child of the supervisor: the HTTP gateway of a function, or the poller of one event source mapping.
+
+``python -m seglog_emulator.child gateway:ApiFunction`` (or ``stream:Function.Event``, ``queue:Function.Event``)
+with :data:`seglog_emulator.settings.ENV_VAR` set. The child reads the template itself (so a restarted child
+sees the same configuration), runs its part until SIGTERM, then drains: the batch or request in flight
+finishes (and is checkpointed or deleted), the worker processes get their grace period, and it exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from seglog_aws.clients import client, local_session
+from seglog_aws.events.dynamodb_stream import StreamReader
+from seglog_aws.provision import physical_name
+from seglog_aws.template import load_template
+from seglog_core import logs
+from seglog_emulator.checkpoints import CheckpointStore
+from seglog_emulator.config import EmulatorConfig, FunctionSpec
+from seglog_emulator.faults.runtime import FaultRuntime
+from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.gateway import Gateway
+from seglog_emulator.invoker import FunctionSpec as InvokedFunction
+from seglog_emulator.invoker import LambdaInvoker
+from seglog_emulator.pollers import QueuePoller, StreamPoller
+from seglog_emulator.resolve import LocalResolver
+from seglog_emulator.settings import EmulatorSettings
+
+log = structlog.get_logger("seglog.emulator.child")
+
+#: Concurrent requests the gateway runs (API Gateway has no such limit; this bounds local worker processes).
+GATEWAY_CONCURRENCY = 8
+
+
+def ready_marker(state_dir: Path, name: str) -> Path:
+    return state_dir / "ready" / name.replace(":", "_")
+
+
+class Child:
+    """Builds and runs one role of the emulator."""
+
+    def __init__(self, name: str, settings: EmulatorSettings) -> None:
+        self.name = name
+        self.role, _, self.target = name.partition(":")
+        self.settings = settings
+        deployment = settings.deployment
+        session = local_session(deployment.region)
+        self.sqs = client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
+        self.ddb = client("dynamodb", session=session, endpoint_url=deployment.endpoints["dynamodb"], retries=3)
+        self.streams = client("dynamodbstreams", session=session, endpoint_url=deployment.endpoints["dynamodbstreams"])
+        template = load_template(settings.template)
+        resolver = LocalResolver(template, stack=settings.stack, region=deployment.region, dynamodb=self.ddb,
+                                 sqs=self.sqs)
+        self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
+        runtime = FaultRuntime.from_env()
+        self.faults: FaultSchedule | None = runtime.schedule(name) if runtime else None
+        self._stop: Any = None
+        self.invoker: LambdaInvoker | None = None
+
+    def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
+        spec: FunctionSpec = self.config.functions[function]
+        environment = {**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level}
+        self.invoker = LambdaInvoker(InvokedFunction(
+            name=function, handler=spec.Handler, timeout=float(spec.Timeout), memory_size=spec.MemorySize,
+            environment=environment), concurrency=concurrency)
+        return self.invoker
+
+    def run(self) -> None:
+        if self.role == "gateway":
+            routes = [r for r in self.config.http_routes if r.function == self.target]
+            gateway = Gateway(routes, self._invoker(self.target, GATEWAY_CONCURRENCY), host=self.settings.host,
+                              port=self.settings.port, faults=self.faults)
+            self._serve(gateway.serve, gateway.stop)
+        elif self.role == "stream":
+            mapping = next(m for m in self.config.stream_mappings if f"{m.function}.{m.event}" == self.target)
+            table = self.ddb.describe_table(TableName=_table_name(self.settings, mapping.table))["Table"]
+            reader = StreamReader(self.streams, table["LatestStreamArn"])
+            on_failure = self._on_failure(mapping.OnFailure)
+            poller = StreamPoller(mapping, self._invoker(mapping.function, 4), reader,
+                                  CheckpointStore(self.settings.state_dir / "checkpoints" / f"{self.target}.json"),
+                                  region=self.settings.deployment.region, on_failure=on_failure,
+                                  faults=self.faults)
+            self._serve(poller.run, poller.stop)
+        elif self.role == "queue":
+            mapping_q = next(m for m in self.config.queue_mappings if f"{m.function}.{m.event}" == self.target)
+            name = _physical(self.settings, mapping_q.queue, "AWS::SQS::Queue")
+            url = self.sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            # Duplicate deliveries run beside the batch they copy: room for one each.
+            invoker = self._invoker(mapping_q.function, 2 * mapping_q.concurrency)
+            queue_poller = QueuePoller(mapping_q, invoker, self.sqs, queue_url=url, queue_arn=arn,
+                                       region=self.settings.deployment.region, faults=self.faults)
+            self._serve(queue_poller.run, queue_poller.stop)
+        else:
+            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream: or queue:")
+
+    def _on_failure(self, destination: str | None) -> Any:
+        if destination is None:
+            return None
+        url = self.sqs.get_queue_url(QueueName=_physical(self.settings, destination, "AWS::SQS::Queue"))["QueueUrl"]
+
+        def send(info: dict[str, Any]) -> None:
+            self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(info))
+        return send
+
+    def _serve(self, run: Any, stop: Any) -> None:
+        stopping = threading.Event()
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            if not stopping.is_set():
+                stopping.set()
+                log.info("draining", child=self.name, signal=signal.Signals(signum).name)
+                threading.Thread(target=stop, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+        marker = ready_marker(self.settings.state_dir, self.name)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(str(os.getpid()))
+        try:
+            run()
+        finally:
+            if self.invoker is not None:
+                self.invoker.close(grace=float(max((f.Timeout for f in self.config.functions.values()),
+                                                   default=30)))
+            log.info("child stopped", child=self.name)
+
+
+def _physical(settings: EmulatorSettings, logical: str, type_: str) -> str:
+    return physical_name(settings.stack, logical, type_)
+
+
+def _table_name(settings: EmulatorSettings, logical: str) -> str:
+    return _physical(settings, logical, "AWS::DynamoDB::Table")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m seglog_emulator.child ROLE:NAME", file=sys.stderr)
+        return 2
+    settings = EmulatorSettings.from_env()
+    logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
+    structlog.contextvars.bind_contextvars(child=args[0])
+    Child(args[0], settings).run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

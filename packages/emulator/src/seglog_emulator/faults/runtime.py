@@ -1,0 +1,110 @@
+"""One fault plan shared by every process of an emulator run: its environment, its on/off switch, its log.
+
+The supervisor hands its children (pollers, the gateway) and, through them, every worker process the same
+two variables: ``SEGLOG_FAULT_PLAN`` (the plan as JSON, seed included) and ``SEGLOG_FAULT_DIR`` (a directory).
+Each process builds its own :class:`FaultSchedule` from them — decisions are a pure function of (seed, kind,
+site), so no process needs another's state — and appends every fault it injects, as one JSON line, to
+``faults.jsonl`` in that directory (one ``write`` per line with O_APPEND, so lines from processes killed
+with -9 are whole or absent). A file ``off`` in the directory switches every schedule off at once: a chaos
+run stops its faults that way before it waits for quiescence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from seglog_emulator.faults.kinds import FaultKind
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.schedule import FaultSchedule, InjectedFault
+
+ENV_PLAN: Final = "SEGLOG_FAULT_PLAN"
+ENV_DIR: Final = "SEGLOG_FAULT_DIR"
+LOG_FILE: Final = "faults.jsonl"
+OFF_FILE: Final = "off"
+
+
+@dataclass(frozen=True)
+class FaultRuntime:
+    """A plan and the directory its processes share."""
+
+    plan: FaultPlan
+    directory: Path
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> FaultRuntime | None:
+        """The runtime the supervisor set up for this process, or None when faults are not in play."""
+        env = os.environ if environ is None else environ
+        raw, directory = env.get(ENV_PLAN), env.get(ENV_DIR)
+        if not raw or not directory:
+            return None
+        return cls(FaultPlan.from_mapping(json.loads(raw), source=ENV_PLAN), Path(directory))
+
+    def env(self) -> dict[str, str]:
+        """The variables that hand this runtime to a child process."""
+        return {ENV_PLAN: json.dumps(self.plan.to_mapping()), ENV_DIR: str(self.directory)}
+
+    # ---------------------------------------------------------------------------------------- switch
+
+    @property
+    def active(self) -> bool:
+        return not (self.directory / OFF_FILE).exists()
+
+    def stop(self) -> None:
+        """Switch faults off in every process of the run (they check before each decision)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / OFF_FILE).touch()
+
+    def start(self) -> None:
+        """Switch faults (back) on."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / OFF_FILE).unlink(missing_ok=True)
+
+    # ---------------------------------------------------------------------------------------- schedule
+
+    def schedule(self, process: str) -> FaultSchedule:
+        """A schedule for one process, switched by :meth:`stop`/:meth:`start`, logging to the shared file."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / LOG_FILE
+
+        def sink(fault: InjectedFault) -> None:
+            line = json.dumps({"kind": str(fault.kind), "key": fault.key, "params": fault.params, "at": fault.at,
+                               "process": process, "pid": os.getpid()}) + "\n"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+        return FaultSchedule(self.plan, active=lambda: self.active, sink=sink)
+
+    def injected(self) -> list[dict[str, Any]]:
+        """Every fault any process of the run recorded, in file order."""
+        path = self.directory / LOG_FILE
+        if not path.is_file():
+            return []
+        lines = path.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def counts(self) -> dict[str, int]:
+        """Faults injected by kind, every kind of the plan listed (zeros included)."""
+        counted = Counter(f["kind"] for f in self.injected())
+        return {str(kind): counted[str(kind)] for kind in FaultKind if kind in self.plan.specs or counted[kind]}
+
+
+def install_in_worker(process: str = "worker") -> FaultRuntime | None:
+    """In a worker process: inject the plan's DynamoDB and S3 faults into every boto3 client the handler
+    builds from now on. Does nothing when the supervisor set no plan."""
+    from seglog_aws.clients import on_client_created
+    from seglog_emulator.faults.botocore_injector import BotocoreFaultInjector
+
+    runtime = FaultRuntime.from_env()
+    if runtime is None:
+        return None
+    injector = BotocoreFaultInjector(runtime.schedule(process))
+    on_client_created(injector.attach)
+    return runtime

@@ -1,0 +1,319 @@
+"""StreamPoller: a DynamoDB stream event source mapping (DESIGN §9, behaviours 1-5).
+
+What it reproduces, each from the AWS Lambda Developer Guide:
+
+* one batch in flight per shard (ParallelizationFactor 1), one thread per shard, and a child shard is read
+  only after its parent was read to its end (with-ddb: "Lambda processes shards ... parent before child");
+* each shard is polled about four times a second (with-ddb: "Lambda polls shards in your DynamoDB stream for
+  records at a base rate of 4 times per second"); a batch is invoked when BatchSize records are there, when
+  MaximumBatchingWindowInSeconds has passed since the first one, or at 6 MB of event (services-ddb-params);
+* the checkpoint moves only on success; with ReportBatchItemFailures it moves to just before the lowest
+  reported SequenceNumber and the batch resumes there, later successes included
+  (services-ddb-batchfailurereporting);
+* a failed batch is retried until it succeeds, MaximumRetryAttempts is spent, or its oldest record is older
+  than MaximumRecordAgeInSeconds (or 24 h, the stream's retention); then its *description* (not its records)
+  goes to the OnFailure destination and the shard moves on (services-dynamodb-errors);
+* BisectBatchOnFunctionError splits a failed batch in two without spending a retry; with a partial batch
+  response it splits at the reported record (services-ddb-batchfailurereporting);
+* FilterCriteria: records no filter matches are never sent, and they advance the checkpoint
+  (invocation-eventfiltering).
+
+Throttles do not count as retries on AWS; here the invoker queues an invocation for a free worker instead of
+throttling it, so a throttle never happens.
+
+Faults (DESIGN §7): router_crash_after_send arms the stream router's crash point for one invocation;
+poller_restart ends this process between an invocation and its checkpoint; function_timeout cuts an
+invocation short. Decision sites are the batch's first and last keys and its attempt, which a seed replays.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import structlog
+
+from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader, stream_record
+from seglog_core.crashpoints import ROUTER_AFTER_SEND
+from seglog_emulator.checkpoints import CheckpointStore
+from seglog_emulator.config import StreamMapping, StreamPosition
+from seglog_emulator.faults.kinds import FaultKind
+from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.filtering import matches
+from seglog_emulator.invoker import InvocationResult
+from seglog_emulator.pollers.common import Invoker, maybe_restart, reported_failures, site
+
+log = structlog.get_logger("seglog.poller.stream")
+
+#: "Lambda polls shards in your DynamoDB stream for records at a base rate of 4 times per second" (with-ddb).
+POLL_SECONDS: Final = 0.25
+#: A Lambda invocation payload is at most 6 MB (services-ddb-params: "... or the batch reaches the payload
+#: limit of 6 MB").
+MAX_EVENT_BYTES: Final = 6 * 1024 * 1024
+#: DynamoDB Streams keep records for 24 hours, so no record is retried past that (with-ddb).
+RETENTION_SECONDS: Final = 24 * 3600
+#: Pause between retries of a failed batch, doubling up to the cap (AWS documents no figure; this keeps a
+#: failing shard from spinning).
+RETRY_BASE_SECONDS: Final = 0.1
+RETRY_CAP_SECONDS: Final = 2.0
+
+OnFailure = Callable[[dict[str, Any]], None]
+
+
+class StreamPoller:
+    """Polls every shard of one stream for one mapping and invokes the function with its batches.
+
+    Args:
+        mapping: the event source mapping from the template.
+        invoker: runs the function.
+        reader: reads the stream.
+        checkpoints: where each shard's position is kept across restarts.
+        region: the region put in event records.
+        on_failure: sends a discarded batch's description to the OnFailure destination (None: no destination).
+        faults: the seeded schedule, if faults are in play.
+        clock: wall-clock seconds, for record age (a seam for tests).
+        poll_seconds: the pause between polls of an idle shard.
+    """
+
+    def __init__(self, mapping: StreamMapping, invoker: Invoker, reader: StreamReader, checkpoints: CheckpointStore,
+                 *, region: str, on_failure: OnFailure | None = None, faults: FaultSchedule | None = None,
+                 clock: Callable[[], float] = time.time, poll_seconds: float = POLL_SECONDS,
+                 sleep: Callable[[float], None] | None = None) -> None:
+        self.mapping = mapping
+        self.invoker = invoker
+        self.reader = reader
+        self.checkpoints = checkpoints
+        self.region = region
+        self.on_failure = on_failure
+        self.faults = faults
+        self.clock = clock
+        self.poll_seconds = poll_seconds
+        self.name = f"{mapping.function}.{mapping.event}"
+        self._stop = threading.Event()
+        self._sleep = sleep or self._stop.wait
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self.batches = 0  # invocations made, for status and tests
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def run(self) -> None:
+        """Discover shards and consume each in its own thread until :meth:`stop`; returns after draining."""
+        log.info("stream poller started", poller=self.name, stream=self.reader.stream_arn)
+        while not self._stop.is_set():
+            try:
+                self._discover()
+            except Exception as exc:  # a poller never dies of one failed DescribeStream
+                log.warning("describe stream failed", poller=self.name, error=str(exc))
+            self._stop.wait(1.0)
+        for thread in list(self._threads.values()):
+            thread.join()
+        log.info("stream poller stopped", poller=self.name)
+
+    def stop(self) -> None:
+        """Finish the batches in flight (they are checkpointed) and stop."""
+        self._stop.set()
+
+    def _discover(self) -> None:
+        shards = self.reader.shards()
+        parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id in self._threads or self.checkpoints.finished(shard_id):
+                continue
+            thread = threading.Thread(target=self._consume, args=(shard_id, parents.get(shard_id), parents),
+                                      name=f"shard-{shard_id[-12:]}", daemon=True)
+            self._threads[shard_id] = thread
+            thread.start()
+
+    # ------------------------------------------------------------------------------------------ a shard
+
+    def _consume(self, shard_id: str, parent: str | None, known: Mapping[str, str | None]) -> None:
+        bound = structlog.contextvars.bound_contextvars
+        with bound(poller=self.name, shard_id=shard_id):
+            # Parent before child: wait until the parent (if the stream still lists it) is read to its end.
+            while parent is not None and parent in known and not self.checkpoints.finished(parent) \
+                    and not self._stop.is_set():
+                self._stop.wait(self.poll_seconds)
+            buffer: list[dict[str, Any]] = []
+            iterator: str | None = None
+            first_buffered = 0.0
+            while not self._stop.is_set():
+                try:
+                    if iterator is None and not buffer:
+                        iterator = self._iterator(shard_id)
+                    if iterator is not None and len(buffer) < self.mapping.BatchSize:
+                        records, iterator = self.reader.read_from(iterator, limit=min(1000, self.mapping.BatchSize))
+                        if records and not buffer:
+                            first_buffered = time.monotonic()
+                        buffer.extend(records)
+                        if iterator is None and not buffer:
+                            self.checkpoints.finish(shard_id)  # a closed shard, read to its end
+                            log.info("shard finished")
+                            return
+                except Exception as exc:  # an expired iterator, a hiccup: start again from the checkpoint
+                    log.warning("get records failed: resuming from the checkpoint", error=str(exc))
+                    buffer, iterator = [], None
+                    self._stop.wait(self.poll_seconds)
+                    continue
+                window = self.mapping.MaximumBatchingWindowInSeconds
+                full = len(buffer) >= self.mapping.BatchSize
+                if buffer and (full or time.monotonic() - first_buffered >= window or iterator is None):
+                    batch = self._take(buffer)
+                    del buffer[:len(batch)]
+                    if buffer:
+                        first_buffered = time.monotonic()
+                    self._deliver(shard_id, batch)
+                    continue
+                self._stop.wait(self.poll_seconds)
+
+    def _iterator(self, shard_id: str) -> str:
+        position = self.checkpoints.get(shard_id)
+        if position is not None:
+            return self.reader.iterator(shard_id, ShardIteratorType.AFTER_SEQUENCE_NUMBER, position)
+        kind = (ShardIteratorType.TRIM_HORIZON if self.mapping.StartingPosition is StreamPosition.TRIM_HORIZON
+                else ShardIteratorType.LATEST)
+        iterator = self.reader.iterator(shard_id, kind)
+        return iterator
+
+    def _take(self, buffer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The next batch: up to BatchSize records, and no more than 6 MB of event."""
+        taken: list[dict[str, Any]] = []
+        size = 0
+        for record in buffer[:self.mapping.BatchSize]:
+            size += len(json.dumps(self._event_record(record)))
+            if taken and size > MAX_EVENT_BYTES:
+                break
+            taken.append(record)
+        return taken
+
+    def _event_record(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        return stream_record(record, event_source_arn=self.reader.stream_arn, region=self.region)
+
+    # ------------------------------------------------------------------------------------------ a batch
+
+    def _deliver(self, shard_id: str, batch: list[dict[str, Any]]) -> None:
+        """Invoke until the batch is checkpointed or discarded (one batch in flight per shard)."""
+        events = [self._event_record(r) for r in batch]
+        kept = [(r, e) for r, e in zip(batch, events, strict=True)
+                if not self.mapping.FilterCriteria or matches(self.mapping.FilterCriteria, e)]
+        if not kept:  # filtered-out records advance the checkpoint (invocation-eventfiltering)
+            self._checkpoint(shard_id, batch[-1])
+            return
+        retries = 0
+        attempt = 0
+        # Sub-batches still to run, in stream order: a bisected batch becomes two entries.
+        todo: list[list[tuple[dict[str, Any], dict[str, Any]]]] = [kept]
+        while todo:
+            if self._stop.is_set() and attempt > 0 and retries > 0:
+                return  # draining: a failing batch is left for the next start, uncheckpointed
+            current = todo[0]
+            attempt += 1
+            result = self._invoke(shard_id, current, attempt)
+            sequence = [e["dynamodb"]["SequenceNumber"] for _, e in current]
+            failed: set[str] | None
+            if result.ok:
+                failed = reported_failures(result, set(sequence)) if self.mapping.reports_batch_item_failures \
+                    else set()
+            else:
+                failed = None  # an error, timeout or crash fails the whole batch
+            maybe_restart(self.faults, self.name, site(sequence[0], attempt))
+            if failed is not None and not failed:
+                todo.pop(0)
+                # The whole original batch, filtered records included, is done when its last part is.
+                self._checkpoint(shard_id, batch[-1] if not todo else current[-1][0])
+                retries, attempt = 0, 0
+                continue
+            if failed:  # partial success: everything before the lowest failure is done
+                lowest = min(range(len(current)), key=lambda i: int(sequence[i]) if sequence[i] in failed
+                             else 1 << 200)
+                if lowest > 0:
+                    self._checkpoint(shard_id, current[lowest - 1][0])
+                rest = current[lowest:]
+                if self.mapping.BisectBatchOnFunctionError and len(rest) > 1 and lowest > 0:
+                    todo[0] = rest  # split at the reported record: only the rest is retried
+                else:
+                    todo[0] = rest
+                    retries += 1
+            elif self.mapping.BisectBatchOnFunctionError and len(current) > 1:
+                half = len(current) // 2
+                todo[0:1] = [current[:half], current[half:]]  # bisect: no retry spent
+                log.info("batch bisected", sizes=[half, len(current) - half])
+                continue
+            else:
+                retries += 1
+            reason = self._give_up(todo[0], retries)
+            if reason is not None:
+                self._discard(shard_id, todo.pop(0), reason, attempt)
+                retries, attempt = 0, 0
+                if not todo:
+                    self._checkpoint(shard_id, batch[-1])
+                continue
+            self._sleep(min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** min(retries, 10)))
+
+    def _invoke(self, shard_id: str, current: list[tuple[dict[str, Any], dict[str, Any]]],
+                attempt: int) -> InvocationResult:
+        keys = (current[0][1]["dynamodb"].get("Keys"), current[-1][1]["dynamodb"].get("Keys"), attempt)
+        crash_points: list[str] = []
+        timeout: float | None = None
+        if self.faults is not None:
+            if self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys)):
+                crash_points.append(ROUTER_AFTER_SEND)
+            cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, site("stream-timeout", *keys))
+            if cut is not None and cut.amount is not None:
+                timeout = cut.amount / 1000
+        self.batches += 1
+        return self.invoker.invoke(
+            {"Records": [e for _, e in current]}, attempt=attempt, source=self.name, crash_points=crash_points,
+            timeout=timeout, log_fields={"shard_id": shard_id,
+                                         "first_sequence_number": current[0][1]["dynamodb"]["SequenceNumber"]})
+
+    def _give_up(self, current: list[tuple[dict[str, Any], dict[str, Any]]], retries: int) -> str | None:
+        """Why a failing batch is discarded now (OnFailure's ``condition``), or None to retry it."""
+        limit = self.mapping.MaximumRetryAttempts
+        if limit != -1 and retries > limit:
+            return "RetryAttemptsExhausted"
+        max_age = self.mapping.MaximumRecordAgeInSeconds
+        max_age = RETENTION_SECONDS if max_age == -1 else min(max_age, RETENTION_SECONDS)
+        oldest = current[0][1]["dynamodb"].get("ApproximateCreationDateTime")
+        if oldest is not None and self.clock() - float(oldest) > max_age:
+            return "RecordAgeExceeded"
+        return None
+
+    def _discard(self, shard_id: str, current: list[tuple[dict[str, Any], dict[str, Any]]], reason: str,
+                 attempt: int) -> None:
+        """Send the batch's description to OnFailure and move past it (services-dynamodb-errors)."""
+        first, last = current[0][1]["dynamodb"], current[-1][1]["dynamodb"]
+        info = {
+            "requestContext": {"condition": reason, "approximateInvokeCount": attempt,
+                               "functionArn": self.mapping.function},
+            "version": "1.0",
+            "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "DDBStreamBatchInfo": {
+                "shardId": shard_id,
+                "startSequenceNumber": first["SequenceNumber"],
+                "endSequenceNumber": last["SequenceNumber"],
+                "approximateArrivalOfFirstRecord": _iso(first.get("ApproximateCreationDateTime")),
+                "approximateArrivalOfLastRecord": _iso(last.get("ApproximateCreationDateTime")),
+                "batchSize": len(current),
+                "streamArn": self.reader.stream_arn,
+            },
+        }
+        log.error("batch discarded", condition=reason, batch_size=len(current), attempts=attempt,
+                  destination=self.mapping.OnFailure)
+        if self.on_failure is not None:
+            self.on_failure(info)
+        self._checkpoint(shard_id, current[-1][0])
+
+    def _checkpoint(self, shard_id: str, record: Mapping[str, Any]) -> None:
+        self.checkpoints.put(shard_id, record["dynamodb"]["SequenceNumber"])
+
+
+def _iso(epoch: Any) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(float(epoch), UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,79 @@
+"""LocalResolver: maps the template's resource intrinsics to a local deployment's physical values.
+
+``!Ref Table`` is the table's name, ``!Ref Queue`` the queue's URL, ``!Ref Bucket`` the bucket's name (AWS::*
+resource return values, CloudFormation User Guide); ``!GetAtt Queue.Arn``, ``!GetAtt Table.StreamArn`` and
+``!GetAtt Table.Arn`` are asked of the local services; pseudo parameters get local values.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from seglog_aws.provision import physical_name
+from seglog_aws.template import Template, TemplateError
+from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
+
+_PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
+           "AWS::NoValue": None}
+
+
+class LocalResolver:
+    """Resolves intrinsics of ``template`` for the stack named ``stack`` with boto3 clients of the local stack."""
+
+    def __init__(self, template: Template, *, stack: str, region: str, dynamodb: Any, sqs: Any) -> None:
+        self.template = template
+        self.stack = stack
+        self.region = region
+        self.ddb = dynamodb
+        self.sqs = sqs
+
+    def __call__(self, value: Any) -> Any:
+        (key, arg), = value.items()
+        if key == "Ref":
+            if arg == "AWS::Region":
+                return self.region
+            if arg == "AWS::StackName":
+                return self.stack
+            if arg in _PSEUDO:
+                return _PSEUDO[arg]
+            type_ = self._type(arg)
+            name = physical_name(self.stack, arg, type_)
+            return self._queue_url(name) if type_ == "AWS::SQS::Queue" else name
+        if key == "Fn::GetAtt":
+            logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
+            return self._attribute(logical, attribute)
+        raise TemplateError(f"the emulator cannot resolve {key} {arg!r}")
+
+    def _type(self, logical: str) -> str:
+        resource = self.template.resources.get(logical)
+        if resource is None:
+            raise TemplateError(f"!Ref {logical}: no such resource or parameter in the template")
+        return str(resource["Type"])
+
+    def _attribute(self, logical: str, attribute: str) -> str:
+        type_ = self._type(logical)
+        name = physical_name(self.stack, logical, type_)
+        if type_ == "AWS::SQS::Queue" and attribute == "Arn":
+            return self._queue_arn(name)
+        if type_ == "AWS::DynamoDB::Table" and attribute in ("Arn", "StreamArn"):
+            table = self._table(name)
+            return str(table["LatestStreamArn"] if attribute == "StreamArn" else table["TableArn"])
+        if type_ == "AWS::S3::Bucket" and attribute == "Arn":
+            return f"arn:aws:s3:::{name}"
+        if type_ == "AWS::Serverless::Function" and attribute == "Arn":
+            return f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{logical}"
+        raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")
+
+    @functools.cache  # noqa: B019 - one resolver per process, a handful of names
+    def _queue_url(self, name: str) -> str:
+        return str(self.sqs.get_queue_url(QueueName=name)["QueueUrl"])
+
+    @functools.cache  # noqa: B019
+    def _queue_arn(self, name: str) -> str:
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self._queue_url(name), AttributeNames=["QueueArn"])
+        return str(attributes["Attributes"]["QueueArn"])
+
+    @functools.cache  # noqa: B019
+    def _table(self, name: str) -> dict[str, Any]:
+        return dict(self.ddb.describe_table(TableName=name)["Table"])

@@ -1,0 +1,64 @@
+"""EmulatorSettings: what the supervisor hands each child process (one JSON environment variable)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from seglog_aws.local import LocalDeployment
+from seglog_aws.resources import Resources
+
+ENV_VAR: Final = "SEGLOG_EMULATOR"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmulatorSettings:
+    """One emulator run.
+
+    Attributes:
+        deployment: the local stack's endpoints and the template's resources on it.
+        template: the template.yaml the functions and mappings are read from.
+        stack: the stack name the resources were provisioned under (physical names derive from it).
+        state_dir: checkpoints, ready markers, the fault log; kept across restarts.
+        parameters: template parameter overrides.
+        host, port: where the HTTP gateway listens.
+        log_level: of the children and the worker processes.
+    """
+
+    deployment: LocalDeployment
+    template: Path
+    stack: str
+    state_dir: Path
+    parameters: dict[str, Any] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int = 0
+    log_level: str = "INFO"
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def to_json(self) -> str:
+        return json.dumps({"deployment": self.deployment.to_dict(), "template": str(self.template),
+                           "stack": self.stack, "state_dir": str(self.state_dir), "parameters": self.parameters,
+                           "host": self.host, "port": self.port, "log_level": self.log_level})
+
+    @classmethod
+    def from_json(cls, text: str) -> EmulatorSettings:
+        data = json.loads(text)
+        d = data["deployment"]
+        deployment = LocalDeployment(profile=d["profile"], region=d["region"], endpoints=d["endpoints"],
+                                     resources=Resources(**d["resources"]))
+        return cls(deployment=deployment, template=Path(data["template"]), stack=data["stack"],
+                   state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
+                   port=int(data["port"]), log_level=data["log_level"])
+
+    @classmethod
+    def from_env(cls) -> EmulatorSettings:
+        raw = os.environ.get(ENV_VAR)
+        if not raw:
+            raise RuntimeError(f"{ENV_VAR} is not set: emulator children are started by `seglog emulate`")
+        return cls.from_json(raw)

@@ -1,0 +1,235 @@
+"""Supervisor: ``seglog emulate`` — runs the template's functions the way AWS runs them (DESIGN §1.4, §9).
+
+From template.yaml it starts, each as its own process (:mod:`seglog_emulator.child`):
+
+* ``gateway:<Function>`` — an HTTP server speaking API Gateway HTTP API payload 2.0 to each function with
+  HttpApi events (one base URL for clients);
+* ``stream:<Function>.<Event>`` — a DynamoDB Streams poller per stream event source mapping;
+* ``queue:<Function>.<Event>`` — an SQS poller per queue event source mapping.
+
+Each child runs its function's handler in warm worker processes (:class:`~seglog_emulator.invoker.LambdaInvoker`)
+with the function's timeout and environment from the template, and logs one structured line per invocation.
+The supervisor restarts a child that dies (with backoff), and on SIGTERM or Ctrl-C drains: every child
+finishes what it has in flight, checkpoints or deletes, and exits; a child still busy after the drain timeout
+is killed. Children die with the supervisor (PR_SET_PDEATHSIG), so a kill -9 of the supervisor — a fault a
+chaos run injects — leaves nothing running but the worker processes finishing their invocation.
+
+State (checkpoints, ready markers, the fault log) lives in ``state_dir`` and survives restarts, as an event
+source mapping's position survives on AWS.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any, Final
+
+import structlog
+
+from seglog_aws.clients import client, local_session
+from seglog_aws.template import load_template
+from seglog_emulator.child import ready_marker
+from seglog_emulator.config import EmulatorConfig
+from seglog_emulator.errors import EmulatorError
+from seglog_emulator.faults.runtime import FaultRuntime
+from seglog_emulator.resolve import LocalResolver
+from seglog_emulator.settings import ENV_VAR, EmulatorSettings
+
+log = structlog.get_logger("seglog.supervisor")
+
+STATE_FILE: Final = "emulator.json"
+#: Restart backoff: doubles from the base up to the cap; a child that ran this long is healthy again.
+RESTART_BASE_SECONDS: Final = 0.5
+RESTART_CAP_SECONDS: Final = 10.0
+HEALTHY_AFTER_SECONDS: Final = 30.0
+_PR_SET_PDEATHSIG: Final = 1
+
+
+@dataclass
+class _Child:
+    name: str
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    restarts: int = 0
+    next_start: float = 0.0
+    exits: list[int] = field(default_factory=list)
+
+
+def child_names(config: EmulatorConfig) -> list[str]:
+    """The children the template needs, in start order (pollers first, then gateways)."""
+    names = [f"stream:{m.function}.{m.event}" for m in config.stream_mappings if m.Enabled]
+    names += [f"queue:{m.function}.{m.event}" for m in config.queue_mappings if m.Enabled]
+    names += [f"gateway:{f}" for f in dict.fromkeys(r.function for r in config.http_routes)]
+    return names
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Supervisor:
+    """Starts, watches and drains the emulator's children.
+
+    Args:
+        settings: the run (a port of 0 picks a free one).
+        faults: the fault plan's runtime, handed to every child and worker (None: no faults).
+        output: where children's log lines go (inherited standard error by default).
+        drain_seconds: how long children get to drain on stop; by default the longest function timeout + 5.
+    """
+
+    def __init__(self, settings: EmulatorSettings, *, faults: FaultRuntime | None = None,
+                 output: IO[Any] | int | None = None, drain_seconds: float | None = None) -> None:
+        if settings.port == 0:
+            settings = EmulatorSettings(**{**settings.__dict__, "port": free_port(settings.host)})
+        self.settings = settings
+        self.faults = faults
+        self.output = output
+        deployment = settings.deployment
+        session = local_session(deployment.region)
+        template = load_template(settings.template)
+        resolver = LocalResolver(template, stack=settings.stack, region=deployment.region,
+                                 dynamodb=client("dynamodb", session=session,
+                                                 endpoint_url=deployment.endpoints["dynamodb"], retries=3),
+                                 sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"]))
+        self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
+        for note in self.config.notes:
+            log.info("template note", note=note)
+        longest = max((f.Timeout for f in self.config.functions.values()), default=30)
+        self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
+        self.children = {name: _Child(name) for name in child_names(self.config)}
+        self._stopping = threading.Event()
+
+    @property
+    def api_url(self) -> str:
+        return self.settings.api_url
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start every child (returns at once; see :meth:`wait_ready`)."""
+        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.settings.state_dir / "ready", ignore_errors=True)
+        for child in self.children.values():
+            self._spawn(child)
+        self._write_state()
+        log.info("emulator started", api_url=self.api_url, children=list(self.children),
+                 state_dir=str(self.settings.state_dir), seed=self.faults.plan.seed if self.faults else None)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until every child has started its loop.
+
+        Raises:
+            EmulatorError: a child did not get ready in time (its log says why).
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check()
+            waiting = [c.name for c in self.children.values()
+                       if not ready_marker(self.settings.state_dir, c.name).is_file()]
+            if not waiting:
+                return
+            time.sleep(0.1)
+        raise EmulatorError(f"emulator children not ready after {timeout:.0f} s: {waiting}; see their log lines "
+                            "above (a template the emulator cannot run, or the local stack is down)")
+
+    def run(self) -> int:
+        """Start, watch until SIGTERM/SIGINT, drain. Returns the exit status."""
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("stop requested: draining", signal=signal.Signals(signum).name)
+            self._stopping.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        self.start()
+        while not self._stopping.wait(0.2):
+            self.check()
+        self.stop()
+        return 0
+
+    def check(self) -> None:
+        """Restart children that exited (with backoff); called by :meth:`run` and :meth:`wait_ready`."""
+        now = time.monotonic()
+        for child in self.children.values():
+            if child.proc is None:
+                if now >= child.next_start and not self._stopping.is_set():
+                    self._spawn(child)
+                    self._write_state()
+                continue
+            status = child.proc.poll()
+            if status is None:
+                continue
+            child.exits.append(status)
+            ran = now - child.started
+            if ran >= HEALTHY_AFTER_SECONDS:
+                child.restarts = 0
+            delay = min(RESTART_CAP_SECONDS, RESTART_BASE_SECONDS * 2 ** child.restarts)
+            child.restarts += 1
+            child.proc = None
+            child.next_start = now + delay
+            log.warning("child exited: restarting", child=child.name, status=status, ran_seconds=round(ran, 1),
+                        restart_in=delay)
+
+    def stop(self) -> None:
+        """Drain: SIGTERM every child, wait up to the drain timeout, kill what is left."""
+        self._stopping.set()
+        procs = [c.proc for c in self.children.values() if c.proc is not None]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.drain_seconds
+        for proc in procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("child did not drain in time: killed", pid=proc.pid)
+                proc.kill()
+                proc.wait()
+        (self.settings.state_dir / STATE_FILE).unlink(missing_ok=True)
+        log.info("emulator stopped")
+
+    def restart_child(self, name: str) -> None:
+        """kill -9 one child (a poller_restart); :meth:`check` starts it again."""
+        child = self.children[name]
+        if child.proc is not None and child.proc.poll() is None:
+            child.proc.kill()
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _spawn(self, child: _Child) -> None:
+        env = {**os.environ, **self.settings.deployment.env(), ENV_VAR: self.settings.to_json()}
+        if self.faults is not None:
+            env.update(self.faults.env())
+        ready_marker(self.settings.state_dir, child.name).unlink(missing_ok=True)
+        child.proc = subprocess.Popen(
+            [sys.executable, "-m", "seglog_emulator.child", child.name], env=env, stdin=subprocess.DEVNULL,
+            stdout=self.output, stderr=self.output, start_new_session=True, preexec_fn=_die_with_parent)
+        child.started = time.monotonic()
+        log.info("child started", child=child.name, pid=child.proc.pid)
+
+    def _write_state(self) -> None:
+        state = {"pid": os.getpid(), "api_url": self.api_url,
+                 "children": {c.name: c.proc.pid for c in self.children.values() if c.proc is not None},
+                 "seed": self.faults.plan.seed if self.faults else None}
+        path = self.settings.state_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, path)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGKILL when the supervisor dies (Linux prctl PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
