@@ -36,6 +36,7 @@ def worker() -> SnapshotWorker:
         store=backend.store, blobs=backend.blobs, pending=backend.pending, queue=backend.queue,
         body_of=document.body, takeover_after=int(os.environ.get("SEGLOG_TAKEOVER_SECONDS", "60")),
         chunk_cells=int(os.environ.get("SEGLOG_CHUNK_CELLS", "20000")),
+        order_wait=float(os.environ.get("SEGLOG_ORDER_WAIT_SECONDS", "3")),
         crash=should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
     )
 

@@ -47,10 +47,11 @@ class DynamoDBLogStore:
                      "ConditionExpression": _NOT_EXISTS_ENTRY}},
         ])
 
-    def latest_segments(self, log_id: uuid.UUID, limit: int = 2) -> list[Segment]:
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2, *, consistent: bool = False) -> list[Segment]:
+        params: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
         response = self._call(
             "Query", write=False, TableName=self.segments_table, KeyConditionExpression="L = :l",
-            ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ScanIndexForward=False, Limit=limit,
+            ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ScanIndexForward=False, Limit=limit, **params,
         )
         return [item_to_segment(i) for i in response.get("Items", [])]
 

@@ -61,14 +61,25 @@ def provision(endpoints: dict[str, str], *, profile: str, region: str, template:
               stack_name: str = DEFAULT_STACK_NAME, parameters: dict[str, Any] | None = None) -> LocalDeployment:
     """Provision the template's resources onto a running stack at ``endpoints`` (host processes or Docker),
     with template ``parameters`` overridden (as ``sam deploy --parameter-overrides`` would)."""
+    provisioner = _provisioner(endpoints, region=region, template=template, stack_name=stack_name,
+                               parameters=parameters)
+    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, resources=provisioner.provision())
+
+
+def deprovision(endpoints: dict[str, str], *, region: str, stack_name: str, template: Path | None = None) -> None:
+    """Delete the template's resources of ``stack_name`` from the running stack at ``endpoints``."""
+    _provisioner(endpoints, region=region, template=template, stack_name=stack_name).delete()
+
+
+def _provisioner(endpoints: dict[str, str], *, region: str, template: Path | None, stack_name: str,
+                 parameters: dict[str, Any] | None = None) -> Provisioner:
     session = local_session(region)
-    provisioner = Provisioner(
+    return Provisioner(
         load_template(template), stack=stack_name, region=region,
         dynamodb=client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"], retries=3),
         s3=client("s3", session=session, endpoint_url=endpoints["s3"]),
         sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]), parameters=parameters,
     )
-    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, resources=provisioner.provision())
 
 
 def current(config: StackConfig) -> LocalDeployment | None:

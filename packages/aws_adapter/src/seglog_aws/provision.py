@@ -101,6 +101,30 @@ class Provisioner:
         names["entries_stream_arn"] = self._arns.get(f"{entries_logical}.StreamArn", "")
         return Resources(**names)
 
+    def delete(self) -> None:
+        """Delete every table, bucket (emptied first) and queue of the template under this stack name, as a
+        stack delete would. What is already gone is skipped."""
+        for logical, res in self.template.resources.items():
+            type_ = res.get("Type", "")
+            name = physical_name(self.stack, logical, type_)
+            try:
+                if type_ == "AWS::DynamoDB::Table":
+                    self.ddb.delete_table(TableName=name)
+                elif type_ == "AWS::S3::Bucket":
+                    for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+                        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                        if keys:
+                            self.s3.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+                    self.s3.delete_bucket(Bucket=name)
+                elif type_ == "AWS::SQS::Queue":
+                    self.sqs.delete_queue(QueueUrl=self.sqs.get_queue_url(QueueName=name)["QueueUrl"])
+                else:
+                    continue
+            except ClientError as exc:
+                log.info("already gone", resource=logical, code=exc.response["Error"]["Code"])
+                continue
+            log.info("deleted", resource=logical, name=name)
+
     # ------------------------------------------------------------------------------------------ creators
 
     def _table(self, name: str, props: dict[str, Any]) -> str:

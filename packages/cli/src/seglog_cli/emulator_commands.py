@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +75,74 @@ def emulate(ctx: click.Context, port: int, parameters: tuple[str, ...], faults: 
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
     raise SystemExit(supervisor.run())
+
+
+@click.command()
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the first run; run i uses seed+i.")
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True, help="How many runs.")
+@click.option("--faults", default="all", show_default=True,
+              help="Fault kinds, comma-separated (kind or kind=rate); 'all' for every kind, 'none' for a clean run.")
+@click.option("--rate", type=float, help="One rate for every kind given without one (default: per-kind rates).")
+@click.option("--fault-plan", "fault_plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A fault plan file (TOML or JSON) instead of --faults; its seed is replaced by --seed.")
+@click.option("--sheets", type=click.IntRange(min=1), default=2, show_default=True, help="Sheets per run.")
+@click.option("--clients", type=click.IntRange(min=1), default=3, show_default=True, help="Clients per sheet.")
+@click.option("--edits", type=click.IntRange(min=1), default=15, show_default=True, help="Edits per client.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Run logs and state (default: chaos/ in the stack's run directory).")
+@click.pass_context
+@reports_errors
+def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
+          sheets: int, clients: int, edits: int, as_json: bool, state_dir: Path | None) -> None:
+    """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
+
+    Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
+    stop the faults, wait for quiescence, verify every sheet. Exit status 1 on any violation; a failing run
+    prints the command that replays its seed.
+    """
+    from seglog_aws.stack import StackManager
+    from seglog_emulator.chaos import CHAOS_PARAMETERS, CHAOS_STACK, CampaignReport, ChaosRunner, Workload, default_plan
+
+    config = settings(ctx).stack_config()
+    info = StackManager(config).up()
+    # Fresh resources for every campaign, so a replayed seed meets the same empty sheets; deleted when the
+    # campaign passes, kept for inspection when it fails.
+    stack = f"{CHAOS_STACK}-{uuid.uuid4().hex[:6]}"
+    endpoints = dict(info.endpoints)
+    deployment = local.provision(endpoints, profile=str(config.profile), region=config.region, stack_name=stack,
+                                 parameters=dict(CHAOS_PARAMETERS))
+    state = (state_dir or config.run_dir / "chaos") / stack
+    runner = ChaosRunner(deployment, template=default_template_path(), state_dir=state,
+                         workload=Workload(sheets=sheets, clients=clients, edits=edits),
+                         parameters=dict(CHAOS_PARAMETERS), stack=stack)
+    base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
+    label = str(fault_plan_file) if fault_plan_file else faults
+    campaign = CampaignReport(seed=seed, faults=label)
+    started = time.monotonic()
+    for i in range(runs):
+        run_seed = seed + i
+        if base is not None:
+            plan: FaultPlan | None = FaultPlan(seed=run_seed, specs=base.specs)
+        elif faults == "none":
+            plan = None
+        else:
+            plan = default_plan(run_seed, faults, rate)
+        report = runner.run(i, plan, seed=run_seed)
+        campaign.runs.append(report)
+        campaign.seconds = time.monotonic() - started
+        if not as_json:
+            mark = "ok  " if report.ok else "FAIL"
+            click.echo(f"{mark} run {i + 1}/{runs} seed {run_seed}: {sum(report.faults.values())} faults, "
+                       f"{report.snapshots} snapshots, {len(report.violations)} violations, {report.seconds:.1f}s",
+                       err=True)
+    if campaign.ok:
+        local.deprovision(endpoints, region=config.region, stack_name=stack)
+        shutil.rmtree(state, ignore_errors=True)
+    if as_json:
+        click.echo(json.dumps(campaign.to_dict(), indent=2, default=str))
+    else:
+        click.echo(campaign.render())
+        if not campaign.ok:
+            click.echo(f"kept for inspection: stack {stack} on the local stack, logs in {state}")
+    raise SystemExit(0 if campaign.ok else 1)

@@ -8,7 +8,7 @@ import click
 
 from seglog_cli.context import Settings
 from seglog_cli.demo import demo
-from seglog_cli.emulator_commands import emulate
+from seglog_cli.emulator_commands import chaos, emulate
 from seglog_cli.log_commands import log_group
 from seglog_cli.pipeline_commands import rebuild, reprocess
 from seglog_cli.sheet_commands import sheet
@@ -32,7 +32,7 @@ def cli(ctx: click.Context, profile: str | None, localstack_port: int | None, dy
     ctx.obj = Settings(profile=profile, localstack_port=localstack_port, dynamodb_port=dynamodb_port)
 
 
-for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, emulate):
+for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, emulate, chaos):
     cli.add_command(command)
 
 

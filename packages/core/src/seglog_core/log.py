@@ -13,6 +13,7 @@ Idempotence, timing diagram of a lost response (the write happened, the client s
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -229,13 +230,25 @@ class EventLog:
         self._with_retries(log_id, "put large body", lambda: self.blobs.put(key, data, discardable=True))
         return key
 
+    def _latest_segment(self, log_id: uuid.UUID) -> Segment:
+        """The newest segment. An eventually consistent read may miss a log created a moment ago (found by
+        chaos runs: a client's first append right after its create got 404), so "no segment" is confirmed
+        with a consistent read before the log is declared missing.
+
+        Raises:
+            LogNotFoundError: no segment, even read consistently.
+        """
+        for consistent in (False, True):
+            segments = self._with_retries(log_id, "read segments", functools.partial(
+                self.store.latest_segments, log_id, 1, consistent=consistent))
+            if segments:
+                return segments[0]
+        raise errors.LogNotFoundError(log_id)
+
     def _tail(self, log_id: uuid.UUID) -> _Tail:
         tail = self._tails.get(log_id)
         if tail is None:
-            segments = self._with_retries(log_id, "read segments", lambda: self.store.latest_segments(log_id, 1))
-            if not segments:
-                raise errors.LogNotFoundError(log_id)
-            tail = self._tails[log_id] = _Tail(segment=segments[0].num)
+            tail = self._tails[log_id] = _Tail(segment=self._latest_segment(log_id).num)
         return tail
 
     def _next_num(
@@ -251,9 +264,7 @@ class EventLog:
             if latest is None:
                 # A segment item without entries: an eventually consistent read of a segment just created,
                 # or a log whose segment 0 was never written.
-                segments = self.store.latest_segments(log_id, 1)
-                if not segments:
-                    raise errors.LogNotFoundError(log_id)
+                self._latest_segment(log_id)  # raises LogNotFoundError for a log that does not exist
                 raise errors.TransientStoreError(
                     f"segment {tail.segment} of log {log_id} has no entries yet", code="StaleRead"
                 )
@@ -348,10 +359,7 @@ class EventLog:
             SegmentNotReadyError: the current segment has no completed snapshot yet.
         """
         for attempt in range(1, self.retry.max_attempts + 1):
-            segments = self._with_retries(log_id, "read segments", lambda: self.store.latest_segments(log_id, 1))
-            if not segments:
-                raise errors.LogNotFoundError(log_id)
-            current = segments[0]
+            current = self._latest_segment(log_id)
             if current.last_snapshot is None:
                 raise errors.SegmentNotReadyError(log_id, current.num)
             latest = self.store.latest_entry(log_id, current.num)

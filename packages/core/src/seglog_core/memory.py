@@ -61,7 +61,7 @@ class InMemoryLogStore:
     def create_log(self, segment: Segment, first: Entry) -> None:
         self._transact(segment, [(1, first)], order=0)
 
-    def latest_segments(self, log_id: uuid.UUID, limit: int = 2) -> list[Segment]:
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2, *, consistent: bool = False) -> list[Segment]:
         with self._lock:
             segs = self._segments.get(log_id, {})
             return [segs[n] for n in sorted(segs, reverse=True)[:limit]]

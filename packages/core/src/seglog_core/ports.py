@@ -32,8 +32,9 @@ class LogStore(Protocol):
         """
         ...
 
-    def latest_segments(self, log_id: uuid.UUID, limit: int = 2) -> list[Segment]:
-        """The ``limit`` highest-numbered segments, newest first (eventually consistent Query). Empty if none."""
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2, *, consistent: bool = False) -> list[Segment]:
+        """The ``limit`` highest-numbered segments, newest first (an eventually consistent Query unless
+        ``consistent``). Empty if none."""
         ...
 
     def segments(self, log_id: uuid.UUID) -> Iterator[Segment]:

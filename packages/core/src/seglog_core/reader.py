@@ -51,7 +51,8 @@ class LogReader:
             LogNotFoundError: no such log.
             CorruptLogError: neither of the two latest segments has a completed snapshot.
         """
-        segments = self.store.latest_segments(log_id, 2)
+        # An eventually consistent read may miss a log created a moment ago: confirm "none" consistently.
+        segments = self.store.latest_segments(log_id, 2) or self.store.latest_segments(log_id, 2, consistent=True)
         if not segments:
             raise errors.LogNotFoundError(log_id)
         current = segments[0]

@@ -201,6 +201,8 @@ class LambdaInvoker:
             line["batch_size"] = len(event["Records"])
         if result.init_duration_ms is not None:
             line["init_duration_ms"] = round(result.init_duration_ms, 1)
+        if result.usage:
+            line["usage"] = result.usage
         if result.ok:
             log.info("invocation", **line)
         else:

@@ -233,3 +233,17 @@ def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def main() -> int:
+    """``python -m seglog_emulator.supervisor``: the settings and fault plan come from the environment (how
+    ``seglog chaos`` starts, kills and restarts a supervisor of its own)."""
+    from seglog_core import logs
+
+    settings = EmulatorSettings.from_env()
+    logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
+    return Supervisor(settings, faults=FaultRuntime.from_env()).run()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

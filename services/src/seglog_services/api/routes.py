@@ -246,7 +246,7 @@ def start_upload(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
     request = request_body(UPLOAD_DECODER)
     svc = services()
-    if not svc.backend.store.latest_segments(lid, 1):
+    if not svc.backend.store.latest_segments(lid, 1, consistent=True):
         raise errors.LogNotFoundError(lid)
     upload = svc.uploads.presign(lid, request)
     structlog.contextvars.bind_contextvars(upload_id=upload["upload_id"])

@@ -1,0 +1,13 @@
+"""Chaos runs: client workloads through the HTTP API against the emulator under seeded faults, then verify.
+
+* :class:`ChaosRunner` — one run (supervisor, workload, faults off, quiescence, I1-I6);
+* :class:`CampaignReport` — many runs, totals, replay commands;
+* :class:`Workload` — the simulated clients (also the demo's).
+"""
+
+from seglog_emulator.chaos.report import CampaignReport
+from seglog_emulator.chaos.runner import CHAOS_PARAMETERS, CHAOS_STACK, ChaosRunner, RunReport, default_plan
+from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
+
+__all__ = ["CHAOS_PARAMETERS", "CHAOS_STACK", "ApiClient", "CampaignReport", "ChaosRunner", "ClientStats",
+           "RunReport", "Workload", "default_plan"]

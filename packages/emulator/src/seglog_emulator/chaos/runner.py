@@ -1,0 +1,338 @@
+"""ChaosRunner: one chaos run = a supervisor under a seeded fault plan, client workloads through the HTTP API,
+faults stopped, quiescence awaited, DESIGN §6's invariants verified (issue 4, point 4).
+
+A run, step by step:
+
+1. a fresh state directory; the supervisor (``python -m seglog_emulator.supervisor``) is started as its own
+   process with the run's fault plan in its environment, and every child reports ready;
+2. the run's sheets are created and edited by concurrent clients (:mod:`.workload`) while a
+   :class:`~.watch.SnapshotWatcher` notes when each Snapshot entry appears and completes, and a restart
+   thread kills -9 and restarts the whole supervisor when the schedule says so (supervisor_restart);
+3. faults stop (every process's schedule goes quiet through the run's ``off`` switch) and the runner waits
+   for quiescence: every Snapshot entry complete, no pending item, an empty queue (I5, within a bound);
+4. each sheet is verified (I1-I6, quiescent) with the entry ids the clients were told were appended (I2);
+5. the supervisor drains and stops; its log (one JSON line per invocation, per job outcome, per crash point
+   reached) and the shared fault log are read into a :class:`RunReport`.
+
+Every fault decision is a pure function of (seed, kind, site) and sites are built from request content, so a
+failing seed replays with ``seglog chaos --seed S --runs 1``: the same decisions at the same sites (timing still
+differs, so a site that depends on timing — a claim's time stamp — may be visited or not).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+
+from seglog_aws.local import LocalDeployment
+from seglog_core.verify import verify_log
+from seglog_emulator.chaos.watch import SnapshotWatcher, percentile, queue_depth, quiescent
+from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
+from seglog_emulator.child import ready_marker
+from seglog_emulator.errors import EmulatorError
+from seglog_emulator.faults.kinds import FaultKind
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.runtime import FaultRuntime
+from seglog_emulator.settings import ENV_VAR, EmulatorSettings
+from seglog_emulator.supervisor import STATE_FILE, free_port
+from seglog_emulator.usage import Usage, add_usage
+
+log = structlog.get_logger("seglog.chaos")
+
+#: Template parameters of the chaos stack: snapshots often, and a short worker timeout with a visibility
+#: timeout and takeover time to match, so a crashed job comes back in seconds, not minutes.
+CHAOS_PARAMETERS: Final[dict[str, Any]] = {
+    "SnapshotEvery": 10, "SnapshotWorkerTimeout": 3, "SnapshotQueueVisibilityTimeout": 5,
+    "SnapshotTakeoverSeconds": 4,
+}
+CHAOS_STACK: Final = "seglog-chaos"
+#: Rates of `--faults all` in a chaos run: each kind fires often enough in a short run to matter, none so
+#: often that a run never finishes. worker_crash is high so that 20 runs reach every crash point.
+DEFAULT_RATES: Final[dict[FaultKind, float]] = {
+    FaultKind.DUPLICATE_DELIVERY: 0.1, FaultKind.VISIBILITY_EXPIRY: 0.1, FaultKind.REORDER: 0.1,
+    FaultKind.WORKER_CRASH: 0.3, FaultKind.FUNCTION_TIMEOUT: 0.05, FaultKind.ROUTER_CRASH_AFTER_SEND: 0.1,
+    FaultKind.POLLER_RESTART: 0.02, FaultKind.SUPERVISOR_RESTART: 0.1, FaultKind.DDB_THROTTLE: 0.02,
+    FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
+    FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
+}
+#: The supervisor_restart decision is taken once per tick of the workload phase.
+RESTART_TICK_SECONDS: Final = 3.0
+#: I5's bound: after faults stop, everything completes within this.
+QUIESCENCE_SECONDS: Final = 120.0
+READY_SECONDS: Final = 60.0
+
+
+def default_plan(seed: int, faults: str = "all", rate: float | None = None) -> FaultPlan:
+    """The plan of ``--faults`` for a chaos run: named kinds at :data:`DEFAULT_RATES` (or ``rate``), a kind
+    given as ``kind=rate`` at its own rate."""
+    plan = FaultPlan.from_flags(faults, rate=rate if rate is not None else 0.05, seed=seed)
+    if rate is not None:
+        return plan
+    mapping = plan.to_mapping()
+    explicit = {part.split("=", 1)[0].strip() for part in faults.split(",") if "=" in part}
+    for name, entry in mapping["faults"].items():
+        if name not in explicit:
+            entry["rate"] = DEFAULT_RATES[FaultKind(name)]
+    return FaultPlan.from_mapping(mapping, source="--faults")
+
+
+@dataclass
+class RunReport:
+    """What one run did and whether the invariants held."""
+
+    run: int
+    seed: int
+    violations: list[str] = field(default_factory=list)
+    faults: dict[str, int] = field(default_factory=dict)
+    crash_points_hit: dict[str, int] = field(default_factory=dict)
+    job_outcomes: dict[str, int] = field(default_factory=dict)
+    invocations: dict[str, dict[str, int]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=dict)
+    clients: dict[str, Any] = field(default_factory=dict)
+    snapshots: int = 0
+    snapshot_latency: list[float] = field(default_factory=list)
+    quiescence_seconds: float | None = None
+    seconds: float = 0.0
+    supervisor_restarts: int = 0
+    child_restarts: int = 0
+    log_file: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "snapshot_latency"}
+        data["ok"] = self.ok
+        data["snapshot_latency_p50"] = percentile(self.snapshot_latency, 50)
+        data["snapshot_latency_p99"] = percentile(self.snapshot_latency, 99)
+        return data
+
+
+class _SupervisorProcess:
+    """A supervisor run as its own process, which the runner can kill -9 and start again."""
+
+    def __init__(self, settings: EmulatorSettings, runtime: FaultRuntime | None, log_path: Path) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def start(self) -> None:
+        state = self.settings.state_dir
+        (state / STATE_FILE).unlink(missing_ok=True)
+        shutil.rmtree(state / "ready", ignore_errors=True)
+        env = {**os.environ, **self.settings.deployment.env(), ENV_VAR: self.settings.to_json()}
+        if self.runtime is not None:
+            env.update(self.runtime.env())
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.supervisor"], env=env,
+                                         stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_SECONDS
+        state = self.settings.state_dir
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise EmulatorError(f"the supervisor exited with status {self.proc.returncode} while starting: "
+                                    f"see {self.log_path}")
+            path = state / STATE_FILE
+            if path.is_file():
+                children = json.loads(path.read_text())["children"]
+                if children and all(ready_marker(state, name).is_file() for name in children):
+                    return
+            time.sleep(0.1)
+        raise EmulatorError(f"the emulator was not ready after {READY_SECONDS:.0f} s: see {self.log_path}")
+
+    def kill(self) -> None:
+        """kill -9 the supervisor; its children die with it (PR_SET_PDEATHSIG)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self) -> None:
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    def stop(self, grace: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+class ChaosRunner:
+    """Runs chaos runs against one provisioned chaos deployment.
+
+    Args:
+        deployment: the chaos stack's resources (provisioned with :data:`CHAOS_PARAMETERS`).
+        template: template.yaml.
+        state_dir: one subdirectory per run (logs, checkpoints, the fault log).
+        workload: what the clients do in each run.
+        parameters: the template parameters the deployment was provisioned with.
+    """
+
+    def __init__(self, deployment: LocalDeployment, *, template: Path, state_dir: Path, workload: Workload,
+                 parameters: dict[str, Any], stack: str = CHAOS_STACK, quiescence_seconds: float = QUIESCENCE_SECONDS,
+                 log_level: str = "INFO") -> None:
+        self.deployment = deployment
+        self.template = template
+        self.state_dir = state_dir
+        self.workload = workload
+        self.parameters = parameters
+        self.stack = stack
+        self.quiescence_seconds = quiescence_seconds
+        self.log_level = log_level
+        self.backend = deployment.backend()
+
+    def run(self, run: int, plan: FaultPlan | None, *, seed: int | None = None) -> RunReport:
+        """One run under ``plan`` (None: no faults; ``seed`` then names the workload); never raises for what
+        the run finds — it reports it."""
+        seed = plan.seed if plan is not None else (seed or 0)
+        report = RunReport(run=run, seed=seed)
+        started = time.monotonic()
+        run_dir = self.state_dir / f"run-{run:03d}-seed-{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+        # Stream checkpoints are shared by every run (an event source mapping keeps its position); the rest
+        # of the state is the run's own.
+        state = self.state_dir / "emulator"
+        runtime = FaultRuntime(plan, run_dir / "faults") if plan is not None else None
+        if runtime is not None:
+            runtime.start()
+        settings = EmulatorSettings(deployment=self.deployment, template=self.template, stack=self.stack,
+                                    state_dir=state, parameters=self.parameters, port=free_port(),
+                                    log_level=self.log_level)
+        report.log_file = str(run_dir / "emulator.log")
+        supervisor = _SupervisorProcess(settings, runtime, Path(report.log_file))
+        stats = ClientStats()
+        log_ids: list[uuid.UUID] = []
+        watcher: SnapshotWatcher | None = None
+        try:
+            supervisor.start()
+            client = ApiClient(settings.api_url, stats)
+            log_ids = self.workload.create(client, seed, run)
+            watcher = SnapshotWatcher(self.backend, log_ids).start()
+            done = threading.Event()
+            restarter = threading.Thread(target=self._restarts, args=(supervisor, runtime, done), daemon=True)
+            restarter.start()
+            self.workload.run(settings.api_url, log_ids, seed, stats)
+            done.set()
+            restarter.join()
+            if runtime is not None:
+                runtime.stop()
+            if supervisor.proc is None or supervisor.proc.poll() is not None:
+                supervisor.start()  # killed at the very end: the pipeline still has to drain
+            report.quiescence_seconds = self._await_quiescence(log_ids, watcher, report)
+            self._verify(log_ids, stats, report)
+        except Exception as exc:  # the run could not complete: that is a finding, with its reason
+            log.error("chaos run failed", run=run, seed=seed, error=str(exc), exc_info=True)
+            report.violations.append(f"run did not complete: {type(exc).__name__}: {exc}")
+        finally:
+            if watcher is not None:
+                watcher.stop()
+                report.snapshot_latency = watcher.latencies()
+                report.snapshots = len(report.snapshot_latency)
+            supervisor.stop()
+        report.supervisor_restarts = supervisor.restarts
+        report.clients = {"appends": stats.appends, "requests": stats.requests, "retries": stats.retries,
+                          "deduplicated": stats.deduplicated, "gave_up": len(stats.failures),
+                          "statuses": dict(stats.statuses)}
+        if runtime is not None:
+            report.faults = runtime.counts()
+        self._read_log(Path(report.log_file), report)
+        report.seconds = round(time.monotonic() - started, 1)
+        return report
+
+    # ------------------------------------------------------------------------------------------ phases
+
+    def _restarts(self, supervisor: _SupervisorProcess, runtime: FaultRuntime | None, done: threading.Event) -> None:
+        if runtime is None or FaultKind.SUPERVISOR_RESTART not in runtime.plan.specs:
+            return
+        schedule = runtime.schedule("chaos")
+        tick = 0
+        while not done.wait(RESTART_TICK_SECONDS):
+            tick += 1
+            if schedule.decide(FaultKind.SUPERVISOR_RESTART, f"supervisor:{tick}"):
+                log.warning("supervisor restart (injected fault)", tick=tick)
+                try:
+                    supervisor.restart()
+                except EmulatorError as exc:
+                    log.error("supervisor did not come back", error=str(exc))
+
+    def _await_quiescence(self, log_ids: list[uuid.UUID], watcher: SnapshotWatcher, report: RunReport) -> float | None:
+        started = time.monotonic()
+        state = "not checked"
+        while time.monotonic() - started < self.quiescence_seconds:
+            done, state = quiescent(self.backend, log_ids, watcher, self.deployment.resources.queue_url)
+            if done:
+                return round(time.monotonic() - started, 2)
+            time.sleep(0.25)
+        report.violations.append(f"I5: not quiescent {self.quiescence_seconds:.0f} s after faults stopped: {state}")
+        return None
+
+    def _verify(self, log_ids: list[uuid.UUID], stats: ClientStats, report: RunReport) -> None:
+        for failure in stats.failures:
+            report.violations.append(f"client gave up: {failure}")
+        for log_id in log_ids:
+            result = verify_log(self.backend.store, log_id, acknowledged=stats.acknowledged.get(log_id, []),
+                                blobs=self.backend.blobs, pending=self.backend.pending, quiescent=True)
+            for violation in result.violations:
+                where = "" if violation.segment is None else f" at {violation.segment}/{violation.entry}"
+                report.violations.append(f"{violation.invariant} {log_id}{where}: {violation.message}")
+        dlq = queue_depth(self.backend, self.deployment.resources.dlq_url)
+        if dlq:
+            report.violations.append(f"{dlq} message(s) in the dead-letter queue")
+
+    def _read_log(self, path: Path, report: RunReport) -> None:
+        """Tally the run's log: invocations by function and outcome, job outcomes, crash points, usage."""
+        invocations: dict[str, Counter[str]] = {}
+        outcomes: Counter[str] = Counter()
+        crashes: Counter[str] = Counter()
+        usage: Usage = {}
+        restarts = 0
+        if not path.is_file():
+            return
+        with open(path, errors="replace") as lines:
+            for line in lines:
+                if not line.startswith("{"):
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                event = record.get("event")
+                if event == "invocation":
+                    invocations.setdefault(record.get("function", "?"), Counter())[record.get("outcome", "?")] += 1
+                    add_usage(usage, record.get("usage"))
+                elif event == "snapshot job":
+                    outcomes[record.get("outcome", "?")] += 1
+                elif event == "crash point reached: killing this process":
+                    crashes[record.get("crash_point", "?")] += 1
+                elif event == "child exited: restarting":
+                    restarts += 1
+        report.invocations = {f: dict(c) for f, c in sorted(invocations.items())}
+        report.job_outcomes = dict(sorted(outcomes.items()))
+        report.crash_points_hit = dict(sorted(crashes.items()))
+        report.usage = usage
+        report.child_restarts = restarts

@@ -1,0 +1,131 @@
+"""SnapshotWatcher: when each Snapshot entry appeared and when it completed, seen from outside the pipeline.
+
+It polls the log as a client would (new entries after the last one seen, then each incomplete Snapshot
+entry's ``R``), every ``interval`` seconds, so a latency it reports is accurate to about one interval. Latency
+is "Snapshot entry committed -> snapshot complete" (issue 4, point 8), both as observed by the watcher.
+Also answers whether the pipeline is quiescent for a set of logs (DESIGN §6 I5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from seglog_aws.backend import Backend
+from seglog_core.schema import EntryType
+
+
+@dataclass
+class _Seen:
+    appeared: float
+    completed: float | None = None
+
+
+@dataclass
+class SnapshotWatcher:
+    """Watches ``log_ids`` in ``backend`` until :meth:`stop`."""
+
+    backend: Backend
+    log_ids: list[uuid.UUID]
+    interval: float = 0.1
+    _seen: dict[tuple[uuid.UUID, int, int], _Seen] = field(default_factory=dict)
+    _next: dict[uuid.UUID, tuple[int, int]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> SnapshotWatcher:
+        self._thread = threading.Thread(target=self._run, name="snapshot-watcher", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):  # a throttled read: poll again next time
+                self.poll()
+            self._stop.wait(self.interval)
+
+    def poll(self) -> None:
+        """Read what is new; safe to call from any thread."""
+        with self._lock:
+            self._poll()
+
+    def _poll(self) -> None:
+        store = self.backend.store
+        now = time.monotonic()
+        for log_id in self.log_ids:
+            segment, start = self._next.get(log_id, (0, 0))
+            segments = [s.num for s in store.latest_segments(log_id, limit=2)]
+            for seg in sorted(n for n in segments if n >= segment):
+                begin = start if seg == segment else 0
+                for entry in store.entries(log_id, seg, begin):
+                    if entry.type is EntryType.SNAPSHOT:
+                        key = (log_id, entry.segment, entry.num)
+                        seen = self._seen.setdefault(key, _Seen(appeared=now))
+                        if entry.snapshot_root is not None and seen.completed is None:
+                            seen.completed = now
+                    self._next[log_id] = (entry.segment, entry.num + 1)
+            for (lid, seg, num), seen in self._seen.items():
+                if lid == log_id and seen.completed is None:
+                    found = store.get_entry(lid, seg, num)
+                    if found is not None and found.snapshot_root is not None:
+                        seen.completed = now
+
+    # ------------------------------------------------------------------------------------------ results
+
+    def latencies(self, *, skip_first: bool = True) -> list[float]:
+        """Seconds from appearance to completion of every completed Snapshot entry (the one each log is
+        born with, complete at birth, is left out)."""
+        with self._lock:
+            return sorted(s.completed - s.appeared for (_, seg, num), s in self._seen.items()
+                          if s.completed is not None and not (skip_first and seg == 0 and num == 0))
+
+    def incomplete(self) -> list[tuple[uuid.UUID, int, int]]:
+        with self._lock:
+            return sorted(k for k, s in self._seen.items() if s.completed is None)
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The q-th percentile (0..100) by nearest rank, None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    if len(ordered) == 1:
+        return ordered[0]
+    return statistics.quantiles(ordered, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]
+
+
+def queue_depth(backend: Backend, queue_url: str) -> int:
+    """Messages in the queue, visible or in flight (SQS ApproximateNumberOfMessages + ...NotVisible)."""
+    attributes: dict[str, Any] = backend.sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                                            "ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    return sum(int(v) for v in attributes.values())
+
+
+def quiescent(backend: Backend, log_ids: Iterable[uuid.UUID], watcher: SnapshotWatcher,
+              queue_url: str) -> tuple[bool, str]:
+    """Whether every Snapshot entry of ``log_ids`` is complete, no pending item is left for them, and the
+    queue is empty: (answer, what is still outstanding)."""
+    watcher.poll()
+    left = watcher.incomplete()
+    if left:
+        return False, f"{len(left)} snapshot(s) incomplete, e.g. {left[0][0]} {left[0][1]}/{left[0][2]}"
+    pending = [p for log_id in log_ids for p in backend.pending.for_log(log_id)]
+    if pending:
+        return False, f"{len(pending)} pending item(s)"
+    depth = queue_depth(backend, queue_url)
+    if depth:
+        return False, f"{depth} message(s) in the queue"
+    return True, "quiescent"
