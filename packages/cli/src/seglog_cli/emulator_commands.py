@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +11,7 @@ import click
 from seglog_aws import local
 from seglog_aws.template import default_template_path
 from seglog_cli.context import reports_errors, settings
+from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
@@ -102,47 +100,30 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     prints the command that replays its seed.
     """
     from seglog_aws.stack import StackManager
-    from seglog_emulator.chaos import CHAOS_PARAMETERS, CHAOS_STACK, CampaignReport, ChaosRunner, Workload, default_plan
+    from seglog_emulator.chaos import Campaign, Workload
 
     config = settings(ctx).stack_config()
     info = StackManager(config).up()
-    # Fresh resources for every campaign, so a replayed seed meets the same empty sheets; deleted when the
-    # campaign passes, kept for inspection when it fails.
-    stack = f"{CHAOS_STACK}-{uuid.uuid4().hex[:6]}"
-    endpoints = dict(info.endpoints)
-    deployment = local.provision(endpoints, profile=str(config.profile), region=config.region, stack_name=stack,
-                                 parameters=dict(CHAOS_PARAMETERS))
-    state = (state_dir or config.run_dir / "chaos") / stack
-    runner = ChaosRunner(deployment, template=default_template_path(), state_dir=state,
-                         workload=Workload(sheets=sheets, clients=clients, edits=edits),
-                         parameters=dict(CHAOS_PARAMETERS), stack=stack)
-    base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
-    label = str(fault_plan_file) if fault_plan_file else faults
-    campaign = CampaignReport(seed=seed, faults=label)
-    started = time.monotonic()
-    for i in range(runs):
-        run_seed = seed + i
-        if base is not None:
-            plan: FaultPlan | None = FaultPlan(seed=run_seed, specs=base.specs)
-        elif faults == "none":
-            plan = None
-        else:
-            plan = default_plan(run_seed, faults, rate)
-        report = runner.run(i, plan, seed=run_seed)
-        campaign.runs.append(report)
-        campaign.seconds = time.monotonic() - started
+    campaign = Campaign(dict(info.endpoints), profile=str(config.profile), region=config.region,
+                        state_root=state_dir or config.run_dir / "chaos",
+                        workload=Workload(sheets=sheets, clients=clients, edits=edits))
+
+    def progress(report: RunReport) -> None:
         if not as_json:
             mark = "ok  " if report.ok else "FAIL"
-            click.echo(f"{mark} run {i + 1}/{runs} seed {run_seed}: {sum(report.faults.values())} faults, "
-                       f"{report.snapshots} snapshots, {len(report.violations)} violations, {report.seconds:.1f}s",
-                       err=True)
-    if campaign.ok:
-        local.deprovision(endpoints, region=config.region, stack_name=stack)
-        shutil.rmtree(state, ignore_errors=True)
+            click.echo(f"{mark} run {report.run + 1}/{runs} seed {report.seed}: {sum(report.faults.values())} "
+                       f"faults, {report.snapshots} snapshots, {len(report.violations)} violations, "
+                       f"{report.seconds:.1f}s", err=True)
+
+    base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
+    result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
+                          label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress)
+    campaign.close(keep=not result.ok)
     if as_json:
-        click.echo(json.dumps(campaign.to_dict(), indent=2, default=str))
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        click.echo(campaign.render())
-        if not campaign.ok:
-            click.echo(f"kept for inspection: stack {stack} on the local stack, logs in {state}")
-    raise SystemExit(0 if campaign.ok else 1)
+        click.echo(result.render())
+        if not result.ok:
+            click.echo(f"kept for inspection: stack {campaign.stack} on the local stack")
+        click.echo(f"logs: {campaign.state_dir}")
+    raise SystemExit(0 if result.ok else 1)

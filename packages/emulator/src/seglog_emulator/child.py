@@ -40,8 +40,28 @@ log = structlog.get_logger("seglog.emulator.child")
 GATEWAY_CONCURRENCY = 8
 
 
+#: How often a child writes its status file (what the demo's live view shows).
+STATUS_SECONDS = 0.25
+
+
 def ready_marker(state_dir: Path, name: str) -> Path:
     return state_dir / "ready" / name.replace(":", "_")
+
+
+def status_file(state_dir: Path, name: str) -> Path:
+    """``{"child", "pid", "function", "in_flight", "invocations"}``, rewritten every :data:`STATUS_SECONDS`."""
+    return state_dir / "status" / f"{name.replace(':', '_')}.json"
+
+
+def read_statuses(state_dir: Path) -> list[dict[str, Any]]:
+    """The children's last status files (a child that died leaves its last one)."""
+    found = []
+    for path in sorted((state_dir / "status").glob("*.json")):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):  # being replaced right now
+            continue
+    return found
 
 
 class Child:
@@ -111,6 +131,19 @@ class Child:
             self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(info))
         return send
 
+    def _report_status(self, stopping: threading.Event) -> None:
+        path = status_file(self.settings.state_dir, self.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        invoker = self.invoker
+        while not stopping.wait(STATUS_SECONDS):
+            status = {"child": self.name, "pid": os.getpid(),
+                      "function": invoker.function.name if invoker else None,
+                      "in_flight": invoker.in_flight if invoker else 0,
+                      "invocations": invoker.invocations if invoker else 0}
+            tmp.write_text(json.dumps(status))
+            os.replace(tmp, path)
+
     def _serve(self, run: Any, stop: Any) -> None:
         stopping = threading.Event()
 
@@ -125,6 +158,7 @@ class Child:
         marker = ready_marker(self.settings.state_dir, self.name)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(str(os.getpid()))
+        threading.Thread(target=self._report_status, args=(stopping,), daemon=True).start()
         try:
             run()
         finally:

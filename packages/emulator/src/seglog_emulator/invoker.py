@@ -163,6 +163,8 @@ class LambdaInvoker:
         self._idle: list[WorkerProcess] = []  # most recently used last
         self._workers: dict[int, WorkerProcess] = {}
         self._in_flight = 0
+        #: Invocations started so far.
+        self.invocations = 0
         self._closed = False
 
     # ------------------------------------------------------------------------------------------- invoke
@@ -261,6 +263,12 @@ class LambdaInvoker:
         return result(Outcome.ERROR, usage=usage, error_type=reply["error_type"], error_message=reply["error_message"],
                       stack_trace=tuple(reply.get("stack_trace", ())))
 
+    @property
+    def in_flight(self) -> int:
+        """Invocations running or waiting for a worker now."""
+        with self._lock:
+            return self._in_flight
+
     # ------------------------------------------------------------------------------------------- pool
 
     def _enter(self) -> None:
@@ -268,6 +276,7 @@ class LambdaInvoker:
             if self._closed:
                 raise InvokerClosedError(self.function.name)
             self._in_flight += 1
+            self.invocations += 1
         self._slots.acquire()
         if self._closed:  # closed while this caller waited for a slot
             self._leave()

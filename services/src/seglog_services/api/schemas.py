@@ -93,7 +93,8 @@ class AppendRequest(Request, frozen=True):
     """``POST /sheets/{log_id}/entries``."""
 
     entry: EntryIn
-    #: The client's id for this entry: a retry with the same id never adds a second entry.
+    #: The client's id for this entry. A retry with the same id adds no second entry when the first try is the
+    #: latest entry; when others may have appended since, send ``since`` too, or the retry may write again.
     entry_id: uuid.UUID | None = None
     #: Expected-version append: the num the entry must get (one write, no read); 409 when it is taken.
     expected: NonNegative | None = None

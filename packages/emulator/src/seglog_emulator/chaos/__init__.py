@@ -5,9 +5,18 @@
 * :class:`Workload` — the simulated clients (also the demo's).
 """
 
+from seglog_emulator.chaos.campaign import Campaign
 from seglog_emulator.chaos.report import CampaignReport
-from seglog_emulator.chaos.runner import CHAOS_PARAMETERS, CHAOS_STACK, ChaosRunner, RunReport, default_plan
+from seglog_emulator.chaos.runner import (
+    CHAOS_PARAMETERS,
+    CHAOS_STACK,
+    DEFAULT_RATES,
+    ChaosRunner,
+    RunProgress,
+    RunReport,
+    default_plan,
+)
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 
-__all__ = ["CHAOS_PARAMETERS", "CHAOS_STACK", "ApiClient", "CampaignReport", "ChaosRunner", "ClientStats",
-           "RunReport", "Workload", "default_plan"]
+__all__ = ["CHAOS_PARAMETERS", "CHAOS_STACK", "DEFAULT_RATES", "ApiClient", "Campaign", "CampaignReport",
+           "ChaosRunner", "ClientStats", "RunProgress", "RunReport", "Workload", "default_plan"]

@@ -31,6 +31,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -70,6 +71,9 @@ DEFAULT_RATES: Final[dict[FaultKind, float]] = {
 }
 #: The supervisor_restart decision is taken once per tick of the workload phase.
 RESTART_TICK_SECONDS: Final = 3.0
+#: After the clients are done, faults stay on this long (or until every snapshot so far completed): the
+#: pipeline runs behind the clients, and its workers must meet the faults too.
+FAULT_TAIL_SECONDS: Final = 6.0
 #: I5's bound: after faults stop, everything completes within this.
 QUIESCENCE_SECONDS: Final = 120.0
 READY_SECONDS: Final = 60.0
@@ -109,6 +113,7 @@ class RunReport:
     supervisor_restarts: int = 0
     child_restarts: int = 0
     log_file: str = ""
+    log_ids: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -120,6 +125,18 @@ class RunReport:
         data["snapshot_latency_p50"] = percentile(self.snapshot_latency, 50)
         data["snapshot_latency_p99"] = percentile(self.snapshot_latency, 99)
         return data
+
+
+@dataclass
+class RunProgress:
+    """What a run's monitor is shown, several times a second (the demo's live view)."""
+
+    phase: str
+    stats: ClientStats
+    watcher: SnapshotWatcher | None
+    runtime: FaultRuntime | None
+    state_dir: Path
+    planned_edits: int
 
 
 class _SupervisorProcess:
@@ -205,9 +222,10 @@ class ChaosRunner:
         self.log_level = log_level
         self.backend = deployment.backend()
 
-    def run(self, run: int, plan: FaultPlan | None, *, seed: int | None = None) -> RunReport:
+    def run(self, run: int, plan: FaultPlan | None, *, seed: int | None = None,
+            monitor: Callable[[RunProgress], None] | None = None) -> RunReport:
         """One run under ``plan`` (None: no faults; ``seed`` then names the workload); never raises for what
-        the run finds — it reports it."""
+        the run finds — it reports it. ``monitor`` is called from a thread about four times a second."""
         seed = plan.seed if plan is not None else (seed or 0)
         report = RunReport(run=run, seed=seed)
         started = time.monotonic()
@@ -228,27 +246,39 @@ class ChaosRunner:
         stats = ClientStats()
         log_ids: list[uuid.UUID] = []
         watcher: SnapshotWatcher | None = None
+        progress = RunProgress(phase="starting the emulator", stats=stats, watcher=None, runtime=runtime,
+                               state_dir=state, planned_edits=self.workload.planned_edits)
+        stop_monitor = threading.Event()
+        if monitor is not None:
+            threading.Thread(target=_monitor, args=(monitor, progress, stop_monitor), daemon=True).start()
         try:
             supervisor.start()
+            progress.phase = "clients editing"
             client = ApiClient(settings.api_url, stats)
             log_ids = self.workload.create(client, seed, run)
-            watcher = SnapshotWatcher(self.backend, log_ids).start()
+            watcher = progress.watcher = SnapshotWatcher(self.backend, log_ids).start()
             done = threading.Event()
             restarter = threading.Thread(target=self._restarts, args=(supervisor, runtime, done), daemon=True)
             restarter.start()
             self.workload.run(settings.api_url, log_ids, seed, stats)
+            tail_end = time.monotonic() + FAULT_TAIL_SECONDS
+            while time.monotonic() < tail_end and watcher.incomplete():
+                time.sleep(0.2)
             done.set()
             restarter.join()
             if runtime is not None:
                 runtime.stop()
+            progress.phase = "faults off: waiting for quiescence"
             if supervisor.proc is None or supervisor.proc.poll() is not None:
                 supervisor.start()  # killed at the very end: the pipeline still has to drain
             report.quiescence_seconds = self._await_quiescence(log_ids, watcher, report)
+            progress.phase = "verifying I1-I6"
             self._verify(log_ids, stats, report)
         except Exception as exc:  # the run could not complete: that is a finding, with its reason
             log.error("chaos run failed", run=run, seed=seed, error=str(exc), exc_info=True)
             report.violations.append(f"run did not complete: {type(exc).__name__}: {exc}")
         finally:
+            progress.phase = "stopping the emulator"
             if watcher is not None:
                 watcher.stop()
                 report.snapshot_latency = watcher.latencies()
@@ -262,6 +292,8 @@ class ChaosRunner:
             report.faults = runtime.counts()
         self._read_log(Path(report.log_file), report)
         report.seconds = round(time.monotonic() - started, 1)
+        report.log_ids = [str(i) for i in log_ids]
+        stop_monitor.set()
         return report
 
     # ------------------------------------------------------------------------------------------ phases
@@ -336,3 +368,12 @@ class ChaosRunner:
         report.crash_points_hit = dict(sorted(crashes.items()))
         report.usage = usage
         report.child_restarts = restarts
+
+
+def _monitor(monitor: Callable[[RunProgress], None], progress: RunProgress, stop: threading.Event) -> None:
+    while not stop.wait(0.25):
+        try:
+            monitor(progress)
+        except Exception as exc:  # a view that fails must not end the run
+            log.warning("monitor failed", error=str(exc))
+            return

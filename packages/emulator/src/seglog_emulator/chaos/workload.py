@@ -3,9 +3,10 @@
 Every id is derived from the run's seed — sheet ids and entry ids are UUIDv5 names — so the same seed sends the
 same requests, and the fault decisions keyed on request content (a lost response at the gateway, a throttle on
 a PutItem of that entry) repeat. A client that gets no answer, or a 5xx, sends the *same* request again: the
-entry id makes the retry safe (the API answers ``deduplicated`` if the first try had landed). Each entry id a
-client was told was appended is recorded, for the I2 check ("every acknowledged append is in the log, exactly
-once").
+entry id makes the retry safe: the retry names the latest num the client had seen (``since``), and the API
+looks for the entry id after it before writing (it answers ``deduplicated`` if the first try had landed).
+Each entry id a client was told was appended is recorded, for the I2 check ("every acknowledged append is in
+the log, exactly once").
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ class ApiClient:
         self.timeout = timeout
         self._sleep = sleep
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        """Send until answered below 500 (lost answers and 5xx are retried with backoff).
+    def request(self, method: str, path: str, body: Any = None, *, retry_body: Any = None) -> tuple[int, Any]:
+        """Send until answered below 500 (lost answers and 5xx are retried with backoff); retries send
+        ``retry_body`` when given (an append's retry adds ``since``, so the API looks for the first try).
 
         Raises:
             ApiClientError: a 4xx answer.
@@ -84,6 +86,8 @@ class ApiClient:
         data = json.dumps(body).encode() if body is not None else None
         last = ""
         for attempt in range(1, MAX_TRIES + 1):
+            if attempt == 2 and retry_body is not None:
+                data = json.dumps(retry_body).encode()
             connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
                 connection.request(method, path, body=data, headers={"content-type": "application/json"})
@@ -132,12 +136,25 @@ class Workload:
     sheets: int = 2
     clients: int = 3
     edits: int = 15
+    #: Rows of a block each sheet gets first: past 16 KB its body goes to S3 (and the router keeps it).
+    large_rows: int = 0
+
+    @property
+    def planned_edits(self) -> int:
+        return self.sheets * (self.clients * self.edits + (1 if self.large_rows else 0))
 
     def create(self, client: ApiClient, seed: int, run: int) -> list[uuid.UUID]:
-        """Create the run's sheets (idempotently: each has the client's own id)."""
+        """Create the run's sheets (idempotently: each has the client's own id), and append the large block."""
         ids = [sheet_id(seed, run, i) for i in range(self.sheets)]
         for log_id in ids:
             client.request("POST", "/sheets", {"log_id": str(log_id)})
+            if self.large_rows:
+                rows = [[PRODUCTS[i % len(PRODUCTS)], i, i * 2, f"row {i} " + "x" * 40] for i in range(self.large_rows)]
+                eid = entry_id(log_id, -1, 0)
+                body = {"entry": {"type": "setrng", "ref": "A30", "values": rows}, "entry_id": str(eid)}
+                _, answer = client.request("POST", f"/sheets/{log_id}/entries", body,
+                                           retry_body={**body, "since": 0})
+                client.stats.acknowledge(log_id, eid, bool(answer.get("deduplicated")))
         return ids
 
     def run(self, base_url: str, log_ids: list[uuid.UUID], seed: int, stats: ClientStats,
@@ -146,15 +163,18 @@ class Workload:
         def one(log_id: uuid.UUID, index: int) -> None:
             client = ApiClient(base_url, stats)
             rng = random.Random(f"{seed}:{log_id}:{index}")
+            seen = 0  # the latest num this client knows of: an earlier try of its next entry lands after it
             for n in range(self.edits):
                 eid = entry_id(log_id, index, n)
+                body = {"entry": edit(rng, index, n), "entry_id": str(eid)}
                 try:
-                    _, answer = client.request("POST", f"/sheets/{log_id}/entries",
-                                               {"entry": edit(rng, index, n), "entry_id": str(eid)})
+                    _, answer = client.request("POST", f"/sheets/{log_id}/entries", body,
+                                               retry_body={**body, "since": seen})
                 except Exception as exc:  # recorded, and the run fails on it: nothing is lost silently
                     stats.failures.append(f"{log_id} client {index} edit {n}: {exc}")
                     log.error("append failed", log_id=str(log_id), client=index, edit=n, error=str(exc))
                     continue
+                seen = max(seen, int(answer.get("num", 0)))
                 stats.acknowledge(log_id, eid, bool(answer.get("deduplicated")))
                 if on_append is not None:
                     on_append()

@@ -1,0 +1,84 @@
+"""Campaign: chaos runs on fresh resources of their own, one seed after another (``seglog chaos``, the demo).
+
+Every campaign provisions the template under a new stack name (``seglog-chaos-<hex>``) with
+:data:`~.runner.CHAOS_PARAMETERS`, so a replayed seed meets the same empty sheets, and a developer's own
+stack is never touched. :meth:`Campaign.close` deletes those resources when the campaign passed and keeps them
+for inspection when it failed; the logs stay in the state directory until the next campaign starts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seglog_aws import local
+from seglog_aws.template import default_template_path
+from seglog_emulator.chaos.report import CampaignReport
+from seglog_emulator.chaos.runner import (
+    CHAOS_PARAMETERS,
+    CHAOS_STACK,
+    ChaosRunner,
+    RunProgress,
+    RunReport,
+    default_plan,
+)
+from seglog_emulator.chaos.workload import Workload
+from seglog_emulator.faults.plan import FaultPlan
+
+
+class Campaign:
+    """Fresh resources on the running local stack at ``endpoints``, and a runner on them.
+
+    Args:
+        state_root: emptied, then holds one directory per campaign (logs, checkpoints, fault logs).
+        prefix: the stack name's prefix.
+        parameters: template parameter overrides on top of :data:`CHAOS_PARAMETERS`.
+    """
+
+    def __init__(self, endpoints: dict[str, str], *, profile: str, region: str, state_root: Path,
+                 workload: Workload, prefix: str = CHAOS_STACK, parameters: dict[str, Any] | None = None,
+                 template: Path | None = None) -> None:
+        self.endpoints = endpoints
+        self.region = region
+        self.stack = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        self.parameters = {**CHAOS_PARAMETERS, **(parameters or {})}
+        self.template = template or default_template_path()
+        self.deployment = local.provision(endpoints, profile=profile, region=region, stack_name=self.stack,
+                                          parameters=self.parameters, template=self.template)
+        shutil.rmtree(state_root, ignore_errors=True)
+        self.state_dir = state_root / self.stack
+        self.runner = ChaosRunner(self.deployment, template=self.template, state_dir=self.state_dir,
+                                  workload=workload, parameters=self.parameters, stack=self.stack)
+
+    @staticmethod
+    def plan(run_seed: int, faults: str, rate: float | None, base: FaultPlan | None) -> FaultPlan | None:
+        """The fault plan of the run with ``run_seed``: a file's plan reseeded, ``--faults``, or none."""
+        if base is not None:
+            return FaultPlan(seed=run_seed, specs=base.specs)
+        if faults == "none":
+            return None
+        return default_plan(run_seed, faults, rate)
+
+    def run(self, seed: int, runs: int, *, faults: str = "all", rate: float | None = None,
+            base: FaultPlan | None = None, label: str | None = None,
+            on_run: Callable[[RunReport], None] | None = None,
+            monitor: Callable[[RunProgress], None] | None = None) -> CampaignReport:
+        """Runs with seeds ``seed`` .. ``seed + runs - 1``."""
+        campaign = CampaignReport(seed=seed, faults=label or faults)
+        started = time.monotonic()
+        for i in range(runs):
+            report = self.runner.run(i, self.plan(seed + i, faults, rate, base), seed=seed + i, monitor=monitor)
+            campaign.runs.append(report)
+            campaign.seconds = time.monotonic() - started
+            if on_run is not None:
+                on_run(report)
+        return campaign
+
+    def close(self, *, keep: bool) -> None:
+        """Delete the campaign's resources unless ``keep``."""
+        if not keep:
+            local.deprovision(self.endpoints, region=self.region, stack_name=self.stack, template=self.template)
