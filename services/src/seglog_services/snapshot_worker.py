@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import structlog
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -19,6 +20,8 @@ from seglog_core.document import SheetDocument
 from seglog_core.pipeline import Outcome, SnapshotWorker
 from seglog_core.ports import QueueMessage
 from seglog_services import runtime
+
+log = structlog.get_logger("seglog.snapshot_worker")
 
 
 class MessageKept(Exception):
@@ -50,7 +53,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         message = QueueMessage(message_id=record.message_id, receipt_handle=record.receipt_handle,
                                body=record.body,
                                receive_count=int(record.attributes.approximate_receive_count or 1))
-        outcome = snapshots.process(message, remaining=lambda: runtime.remaining_seconds(context))
+        try:
+            outcome = snapshots.process(message, remaining=lambda: runtime.remaining_seconds(context))
+        except Exception as exc:  # reported as a batch item failure by Powertools: the message comes back
+            log.warning("snapshot job failed: the message will be delivered again", message_id=record.message_id,
+                        error_type=type(exc).__name__, error=str(exc))
+            raise
         if outcome.keeps_message:
             raise MessageKept(outcome)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from seglog_aws import local
+from seglog_aws.stack.info import ENDPOINT_ENV
 from seglog_aws.template import default_template_path
 from seglog_cli.context import reports_errors, settings
 from seglog_emulator.chaos.runner import RunReport
@@ -38,8 +40,19 @@ def fault_plan(faults: str | None, plan_file: Path | None, rate: float, seed: in
     return None
 
 
+def external_endpoints(url: str) -> dict[str, str]:
+    """Endpoints of a stack someone else runs (Docker): ``url`` for every service, unless the SDK's own
+    per-service variable (AWS_ENDPOINT_URL_DYNAMODB, ...) names another, as the AWS SDKs resolve them."""
+    return {service: os.environ.get(variable) or url for service, variable in ENDPOINT_ENV.items()}
+
+
 @click.command()
-@click.option("--port", type=int, default=4599, show_default=True, help="The HTTP gateway's port (0: any free).")
+@click.option("--port", type=int, default=4599, show_default=True, envvar="SEGLOG_EMULATOR_PORT",
+              help="The HTTP gateway's port (0: any free).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address the gateway listens on (0.0.0.0 in a container).")
+@click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL",
+              help="Use the stack already running there (e.g. LocalStack in Docker) instead of starting one.")
 @click.option("--parameter", "parameters", multiple=True, metavar="KEY=VALUE",
               help="Override a template parameter (repeatable).")
 @click.option("--faults", help="Fault kinds to inject, comma-separated (kind or kind=rate; 'all' for every kind).")
@@ -51,8 +64,9 @@ def fault_plan(faults: str | None, plan_file: Path | None, rate: float, seed: in
               help="Checkpoints and markers (default: emulator/ in the stack's run directory).")
 @click.pass_context
 @reports_errors
-def emulate(ctx: click.Context, port: int, parameters: tuple[str, ...], faults: str | None,
-            fault_plan_file: Path | None, rate: float, seed: int, state_dir: Path | None) -> None:
+def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
+            faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
+            state_dir: Path | None) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0) and a poller per event source mapping, each in
@@ -60,7 +74,11 @@ def emulate(ctx: click.Context, port: int, parameters: tuple[str, ...], faults: 
     """
     config = settings(ctx).stack_config()
     overrides = parse_parameters(parameters)
-    deployment = local.up(config, parameters=overrides)
+    if endpoint_url:
+        deployment = local.provision(external_endpoints(endpoint_url), profile=str(config.profile),
+                                     region=config.region, parameters=overrides)
+    else:
+        deployment = local.up(config, parameters=overrides)
     plan = fault_plan(faults, fault_plan_file, rate, seed)
     state = state_dir or config.run_dir / "emulator"
     runtime = FaultRuntime(plan, state / "faults") if plan else None
@@ -68,7 +86,7 @@ def emulate(ctx: click.Context, port: int, parameters: tuple[str, ...], faults: 
         runtime.start()
     supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
-                                             port=port), faults=runtime)
+                                             host=host, port=port), faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)

@@ -320,7 +320,14 @@ class ChaosRunner:
             if done:
                 return round(time.monotonic() - started, 2)
             time.sleep(0.25)
-        report.violations.append(f"I5: not quiescent {self.quiescence_seconds:.0f} s after faults stopped: {state}")
+        pending = [f"{p.segment}/{p.entry} retries={p.retries} active={p.active} claimer={p.claimer}"
+                   for log_id in log_ids for p in self.backend.pending.for_log(log_id)]
+        attributes = self.backend.sqs.get_queue_attributes(QueueUrl=self.deployment.resources.queue_url,
+                                                           AttributeNames=["All"])["Attributes"]
+        queue = {k.removeprefix("ApproximateNumberOfMessages") or "visible": v for k, v in attributes.items()
+                 if k.startswith("ApproximateNumberOfMessages")}
+        report.violations.append(f"I5: not quiescent {self.quiescence_seconds:.0f} s after faults stopped: {state}; "
+                                 f"pending {pending or 'none'}; queue {queue}")
         return None
 
     def _verify(self, log_ids: list[uuid.UUID], stats: ClientStats, report: RunReport) -> None:
