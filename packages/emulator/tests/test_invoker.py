@@ -280,14 +280,15 @@ def test_concurrency_two_runs_two_slow_invocations_in_parallel(make_invoker: Mak
     """With concurrency 2, two invocations run at once in two environments."""
     invoker = make_invoker("sleep", concurrency=2)
 
-    started = time.monotonic()
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: invoker.invoke({"seconds": 1.0}), range(2)))
-    elapsed = time.monotonic() - started
 
     assert [Outcome.SUCCESS] * 2 == [r.outcome for r in results]
     assert 2 == len({r.pid for r in results})
-    assert elapsed < 1.9
+    # The handlers' own clocks show the two runs overlapping (cold starts on a loaded machine vary too much
+    # for a wall-clock bound on the pair).
+    first, second = sorted((r.payload["started"], r.payload["ended"]) for r in results)
+    assert second[0] < first[1]
 
 
 def test_concurrency_limits_invocations_at_once(make_invoker: MakeInvoker) -> None:

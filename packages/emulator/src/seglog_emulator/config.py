@@ -15,15 +15,15 @@ local physical name (``seglog_aws.provision.Provisioner.resolve`` fits).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Final
 
 import structlog
 
-from seglog_aws.template import Template, TemplateError
+from seglog_aws.template import Template
+from seglog_emulator.errors import EmulatorConfigError as EmulatorConfigError  # importable from here too
 from seglog_emulator.filtering import Matcher
 
 log = structlog.get_logger("seglog.emulator.config")
@@ -41,21 +41,6 @@ LOCAL_MAX_CONCURRENCY: Final = 5
 #: Lambda's default quota of filters per event source mapping ("By default, you can define up to five different
 #: filters for a single event source mapping", invocation-eventfiltering; a quota increase allows up to 10).
 MAX_FILTERS: Final = 5
-
-
-class EmulatorConfigError(TemplateError):
-    """template.yaml describes something AWS would refuse, or the emulator cannot run.
-
-    Attributes:
-        path: the template file.
-        problems: one sentence per problem, each naming the resource and setting.
-    """
-
-    def __init__(self, path: Path, problems: Sequence[str]) -> None:
-        self.path = path
-        self.problems = tuple(problems)
-        listed = "\n  - ".join(self.problems)
-        super().__init__(f"{path}: fix these before the emulator (or AWS) can run the template:\n  - {listed}")
 
 
 class StreamPosition(StrEnum):

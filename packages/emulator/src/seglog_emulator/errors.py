@@ -1,9 +1,68 @@
-"""The emulator's errors: each says what went wrong and what to do (STYLE "Errors")."""
+"""The emulator's errors, under one root (:class:`EmulatorError`); each says what went wrong and what to do
+(STYLE "Errors"). They are also importable from the modules that raise them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from seglog_aws.template import TemplateError
 from seglog_core.errors import SeglogError
 
 
 class EmulatorError(SeglogError):
     """The emulator cannot run as asked (a child that never got ready, a stack that is not up, ...)."""
+
+
+class EmulatorConfigError(EmulatorError, TemplateError):
+    """template.yaml describes something AWS would refuse, or the emulator cannot run.
+
+    Attributes:
+        path: the template file.
+        problems: one sentence per problem, each naming the resource and setting.
+    """
+
+    def __init__(self, path: Path, problems: Sequence[str]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        listed = "\n  - ".join(self.problems)
+        super().__init__(f"{path}: fix these before the emulator (or AWS) can run the template:\n  - {listed}")
+
+
+class FilterPatternError(EmulatorError, ValueError):
+    """A FilterCriteria pattern Lambda would refuse: malformed, or using a rule Lambda does not support.
+
+    Attributes:
+        path: where in the pattern the problem is, e.g. ``dynamodb.NewImage.E.S[0].exists``.
+        reason: what is wrong there.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        where = f" at {path}" if path else ""
+        super().__init__(
+            f"FilterCriteria pattern is not valid{where}: {reason} "
+            "(see AWS Lambda Developer Guide, invocation-eventfiltering, 'Filter rule syntax')"
+        )
+
+
+# ------------------------------------------------------------------------------------------------ rules
+
+
+class FaultPlanError(EmulatorError, ValueError):
+    """A fault plan that cannot be used; ``problems`` lists every one found."""
+
+    def __init__(self, source: str, problems: Sequence[str]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        listed = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"bad fault plan ({source}); fix these and try again:\n{listed}")
+
+
+class InvokerClosedError(EmulatorError):
+    """``invoke`` was called after ``close``: build a new invoker to invoke the function again."""
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        super().__init__(f"the invoker of {function!r} is closed: create a new LambdaInvoker to invoke it again")

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from seglog_core.errors import SeglogError
+from seglog_emulator.errors import FilterPatternError as FilterPatternError  # importable from here too
 
 #: A filter's Pattern is a string of at most 4096 characters (Lambda API Reference, Filter: "Pattern ... Maximum
 #: length of 4096").
@@ -59,27 +59,6 @@ _COMPARISONS: Final = {"=": op.eq, "<": op.lt, "<=": op.le, ">": op.gt, ">=": op
 _NUMERIC_OPERATORS: Final = tuple(_COMPARISONS)
 # EventBridge operators that the Lambda filter rule table does not list.
 _NOT_IN_LAMBDA: Final = frozenset({"wildcard", "cidr"})
-
-
-class FilterPatternError(SeglogError, ValueError):
-    """A FilterCriteria pattern Lambda would refuse: malformed, or using a rule Lambda does not support.
-
-    Attributes:
-        path: where in the pattern the problem is, e.g. ``dynamodb.NewImage.E.S[0].exists``.
-        reason: what is wrong there.
-    """
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        where = f" at {path}" if path else ""
-        super().__init__(
-            f"FilterCriteria pattern is not valid{where}: {reason} "
-            "(see AWS Lambda Developer Guide, invocation-eventfiltering, 'Filter rule syntax')"
-        )
-
-
-# ------------------------------------------------------------------------------------------------ rules
 
 
 class _Rule(Protocol):

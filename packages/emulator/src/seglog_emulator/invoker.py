@@ -38,7 +38,7 @@ from typing import IO, Any, Self
 
 import structlog
 
-from seglog_core.errors import SeglogError
+from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
 
 log = structlog.get_logger("seglog.invoker")
@@ -57,14 +57,6 @@ class Outcome(StrEnum):
     ERROR = "error"  # the handler raised (or could not be loaded, or returned what is not JSON)
     TIMEOUT = "timeout"  # past the function's timeout; the worker was killed
     CRASHED = "crashed"  # the worker died mid-invocation (kill -9, os._exit, a crash point, a segfault)
-
-
-class InvokerClosedError(SeglogError):
-    """``invoke`` was called after ``close``: build a new invoker to invoke the function again."""
-
-    def __init__(self, function: str) -> None:
-        self.function = function
-        super().__init__(f"the invoker of {function!r} is closed: create a new LambdaInvoker to invoke it again")
 
 
 @dataclass(frozen=True, kw_only=True)

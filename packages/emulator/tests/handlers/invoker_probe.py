@@ -29,8 +29,10 @@ def fail(event: dict[str, Any], context: Any) -> None:
 
 def sleep(event: dict[str, Any], context: Any) -> dict[str, Any]:
     before = context.get_remaining_time_in_millis()
+    started = time.time()
     time.sleep(event["seconds"])
-    return {"before": before, "after": context.get_remaining_time_in_millis(), "pid": os.getpid()}
+    return {"before": before, "after": context.get_remaining_time_in_millis(), "pid": os.getpid(),
+            "started": started, "ended": time.time()}
 
 
 def environment(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -29,20 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog_core.errors import SeglogError
+from seglog_emulator.errors import FaultPlanError as FaultPlanError  # importable from here too
 from seglog_emulator.faults.kinds import AMOUNTS, CRASH_POINTS, FaultKind
 
 _SUFFIXES = (".toml", ".json")
-
-
-class FaultPlanError(SeglogError, ValueError):
-    """A fault plan that cannot be used; ``problems`` lists every one found."""
-
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
-        self.source = source
-        self.problems = list(problems)
-        listed = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"bad fault plan ({source}); fix these and try again:\n{listed}")
 
 
 @dataclass(frozen=True, kw_only=True)
