@@ -105,12 +105,13 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
 @click.option("--clients", type=click.IntRange(min=1), default=3, show_default=True, help="Clients per sheet.")
 @click.option("--edits", type=click.IntRange(min=1), default=15, show_default=True, help="Edits per client.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first run with a violation.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run logs and state (default: chaos/ in the stack's run directory).")
 @click.pass_context
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
-          sheets: int, clients: int, edits: int, as_json: bool, state_dir: Path | None) -> None:
+          sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -135,7 +136,8 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
 
     base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
     result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
-                          label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress)
+                          label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
+                          fail_fast=fail_fast)
     campaign.close(keep=not result.ok)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))

@@ -4,7 +4,9 @@ Registered on every boto3 client a handler builds (:func:`seglog_aws.clients.on_
 sees each call botocore completes (its ``after-call`` event) — like the per-service request metrics and
 ``ConsumedCapacity`` CloudWatch would show for the function. The worker process sends the difference over
 each invocation with its reply, so the supervisor can add usage up per service for a chaos report.
-A call short-circuited by the fault injector never reached the service and is not counted.
+A call the fault injector answered with an error (it never reached the service) still counts as a request:
+the figure is the calls a function made, as its SDK metrics would show them; capacity comes only from real
+answers.
 """
 
 from __future__ import annotations

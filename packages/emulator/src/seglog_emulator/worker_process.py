@@ -157,10 +157,18 @@ def main() -> int:
         _send(replies, {"type": "init_error", "error_type": exc.error_type, "error_message": exc.message,
                         "stack_trace": exc.stack_trace})
         return 1
-    _send(replies, {"type": "ready", "pid": os.getpid(), "init_ms": (time.perf_counter() - started) * 1000})
-    for line in requests:
-        if line.strip():
-            _send(replies, invoke(handler, json.loads(line), usage))
+    try:
+        _send(replies, {"type": "ready", "pid": os.getpid(), "init_ms": (time.perf_counter() - started) * 1000})
+        for line in requests:
+            if line.strip():
+                _send(replies, invoke(handler, json.loads(line), usage))
+    except BrokenPipeError:
+        # The invoker is gone (its poller was killed or restarted): nobody waits for the result. The
+        # invocation's effects stand, as when Lambda loses the connection to a finishing environment.
+        log.warning("invoker gone: this worker exits", pid=os.getpid())
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), replies.fileno())  # no second error on exit's flush
+        return 0
     return 0
 
 

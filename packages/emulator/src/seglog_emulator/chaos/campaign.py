@@ -66,8 +66,8 @@ class Campaign:
     def run(self, seed: int, runs: int, *, faults: str = "all", rate: float | None = None,
             base: FaultPlan | None = None, label: str | None = None,
             on_run: Callable[[RunReport], None] | None = None,
-            monitor: Callable[[RunProgress], None] | None = None) -> CampaignReport:
-        """Runs with seeds ``seed`` .. ``seed + runs - 1``."""
+            monitor: Callable[[RunProgress], None] | None = None, fail_fast: bool = False) -> CampaignReport:
+        """Runs with seeds ``seed`` .. ``seed + runs - 1`` (up to the first failing one with ``fail_fast``)."""
         campaign = CampaignReport(seed=seed, faults=label or faults)
         started = time.monotonic()
         for i in range(runs):
@@ -76,6 +76,8 @@ class Campaign:
             campaign.seconds = time.monotonic() - started
             if on_run is not None:
                 on_run(report)
+            if fail_fast and not report.ok:
+                break
         return campaign
 
     def close(self, *, keep: bool) -> None:

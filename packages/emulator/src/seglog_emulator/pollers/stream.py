@@ -181,11 +181,12 @@ class StreamPoller:
         return iterator
 
     def _take(self, buffer: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The next batch: up to BatchSize records, and no more than 6 MB of event."""
+        """The next batch: up to BatchSize records, and no more than 6 MB of event — the JSON the invoker
+        sends, ``{"Records": [...]}`` and the separators between records counted too."""
         taken: list[dict[str, Any]] = []
-        size = 0
+        size = len(json.dumps({"Records": []}))
         for record in buffer[:self.mapping.BatchSize]:
-            size += len(json.dumps(self._event_record(record)))
+            size += len(json.dumps(self._event_record(record))) + (len(", ") if taken else 0)
             if taken and size > MAX_EVENT_BYTES:
                 break
             taken.append(record)
