@@ -90,7 +90,8 @@ class Supervisor:
     """
 
     def __init__(self, settings: EmulatorSettings, *, faults: FaultRuntime | None = None,
-                 output: IO[Any] | int | None = None, drain_seconds: float | None = None) -> None:
+                 output: IO[Any] | int | None = None, drain_seconds: float | None = None,
+                 watch_parent: bool = False) -> None:
         if settings.port == 0:
             settings = EmulatorSettings(**{**settings.__dict__, "port": free_port(settings.host)})
         self.settings = settings
@@ -110,6 +111,8 @@ class Supervisor:
         self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
         self.children = {name: _Child(name) for name in child_names(self.config)}
         self._stopping = threading.Event()
+        #: With watch_parent, the parent's pid: when the process that started this one is gone, stop.
+        self._parent = os.getppid() if watch_parent else None
 
     @property
     def api_url(self) -> str:
@@ -154,6 +157,9 @@ class Supervisor:
         signal.signal(signal.SIGINT, on_signal)
         self.start()
         while not self._stopping.wait(0.2):
+            if self._parent is not None and os.getppid() != self._parent:
+                log.warning("the process that started the emulator is gone: stopping")
+                break
             self.check()
         self.stop()
         return 0
@@ -214,7 +220,7 @@ class Supervisor:
         ready_marker(self.settings.state_dir, child.name).unlink(missing_ok=True)
         child.proc = subprocess.Popen(
             [sys.executable, "-m", "seglog_emulator.child", child.name], env=env, stdin=subprocess.DEVNULL,
-            stdout=self.output, stderr=self.output, start_new_session=True, preexec_fn=_die_with_parent)
+            stdout=self.output, stderr=self.output, start_new_session=True, preexec_fn=die_with_parent)
         child.started = time.monotonic()
         log.info("child started", child=child.name, pid=child.proc.pid)
 
@@ -228,7 +234,7 @@ class Supervisor:
         os.replace(tmp, path)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: get SIGKILL when the supervisor dies (Linux prctl PR_SET_PDEATHSIG)."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -236,13 +242,14 @@ def _die_with_parent() -> None:
 
 
 def main() -> int:
-    """``python -m seglog_emulator.supervisor``: the settings and fault plan come from the environment (how
-    ``seglog chaos`` starts, kills and restarts a supervisor of its own)."""
+    """``python -m seglog_emulator.supervisor [--watch-parent]``: the settings and fault plan come from the
+    environment (how ``seglog chaos`` starts, kills and restarts a supervisor of its own); with
+    ``--watch-parent`` it stops when the process that started it is gone."""
     from seglog_core import logs
 
     settings = EmulatorSettings.from_env()
     logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
-    return Supervisor(settings, faults=FaultRuntime.from_env()).run()
+    return Supervisor(settings, faults=FaultRuntime.from_env(), watch_parent="--watch-parent" in sys.argv).run()
 
 
 if __name__ == "__main__":

@@ -157,8 +157,10 @@ class _SupervisorProcess:
         if self.runtime is not None:
             env.update(self.runtime.env())
         with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.supervisor"], env=env,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+            # The supervisor stops when this process ends, however it ends (it watches its parent).
+            self.proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.supervisor", "--watch-parent"],
+                                         env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                         start_new_session=True)
         self._wait_ready()
 
     def _wait_ready(self) -> None:
