@@ -63,7 +63,8 @@ def test_a_run_with_every_fault_kind_reports_what_it_injected(stacks: Any, tmp_p
     assert set(totals["faults"]) == {
         "duplicate_delivery", "visibility_expiry", "reorder", "worker_crash", "function_timeout",
         "router_crash_after_send", "poller_restart", "supervisor_restart", "ddb_throttle",
-        "ddb_transaction_conflict", "ddb_5xx", "stale_read", "s3_error", "s3_latency", "lost_response"}
+        "ddb_transaction_conflict", "ddb_5xx", "stale_read", "s3_error", "s3_latency", "lost_response",
+        "ddb_lost_response"}
     assert sum(totals["faults"].values()) > 10
     assert totals["job_outcomes"].get("completed", 0) >= 2
     assert totals["usage"]["dynamodb"]["requests"] > 0

@@ -104,14 +104,14 @@ def test_transaction_conflict_cancels_transact_write_items_with_a_reason_per_ite
 
 
 def test_lost_response_reaches_the_service_then_fails() -> None:
-    ddb, fake, schedule = injected("lost_response", "dynamodb")
+    ddb, fake, schedule = injected("ddb_lost_response", "dynamodb")
 
     with pytest.raises(ddb.exceptions.InternalServerError):
         put(ddb)
     ddb.get_item(TableName="T", Key={"log": {"S": "L"}, "num": {"N": "1"}})  # reads have no lost response
 
     assert ["PutItem", "GetItem"] == fake.calls
-    assert {FaultKind.LOST_RESPONSE: 1} == schedule.summary()
+    assert {FaultKind.DDB_LOST_RESPONSE: 1} == schedule.summary()
 
 
 def test_s3_errors_are_slowdown_503_or_internal_error_500() -> None:
@@ -206,7 +206,7 @@ def test_disabled_kinds_never_fire_on_a_client() -> None:
 
 def test_same_seed_faults_the_same_calls_whatever_the_thread_interleaving() -> None:
     def run(workers: int) -> FaultSchedule:
-        ddb, _, schedule = injected("ddb_throttle,ddb_5xx,lost_response", "dynamodb", seed=3, rate=0.2)
+        ddb, _, schedule = injected("ddb_throttle,ddb_5xx,ddb_lost_response", "dynamodb", seed=3, rate=0.2)
 
         def call(n: int) -> None:
             for _ in range(3):  # a retry of an identical request rolls again
@@ -225,7 +225,7 @@ def test_same_seed_faults_the_same_calls_whatever_the_thread_interleaving() -> N
 
 
 def test_faults_fire_ahead_of_a_stubber_activated_after_attach() -> None:
-    schedule = FaultSchedule(FaultPlan.from_mapping({"seed": 1, "faults": {"lost_response": 1.0}}))
+    schedule = FaultSchedule(FaultPlan.from_mapping({"seed": 1, "faults": {"ddb_lost_response": 1.0}}))
     ddb, _ = client("dynamodb")
     BotocoreFaultInjector(schedule).attach(ddb)
     with Stubber(ddb) as stubber:

@@ -33,6 +33,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -52,6 +53,19 @@ STACK_FRAMES = 30
 EXIT_GRACE_SECONDS = 1.0
 
 Handler = Callable[[Any, Any], Any]
+
+#: How long past its deadline a handler may run before the worker kills itself (the invoker normally kills
+#: it first, at the deadline).
+DEADLINE_GRACE_SECONDS = 0.5
+
+
+def _past_deadline(request_id: str) -> None:
+    log.error("invocation past its deadline with no invoker to stop it: this worker kills itself",
+              request_id=request_id, pid=os.getpid())
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class LambdaContext:
@@ -128,12 +142,20 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     structlog.contextvars.clear_contextvars()  # handlers bind their own ids; these name the invocation till then
     structlog.contextvars.bind_contextvars(function_name=context.function_name, request_id=request_id)
     crash.arm(request.get("crash_points") or ())
+    # The sandbox enforces the timeout itself, as Lambda's does: the invoker kills a late worker too, but an
+    # invoker that died (its poller or gateway was killed) cannot, and a handler running past its deadline
+    # could then write after a client's retry had already been accepted.
+    watchdog = threading.Timer(max(0.0, context.get_remaining_time_in_millis() / 1000) + DEADLINE_GRACE_SECONDS,
+                               _past_deadline, args=(request_id,))
+    watchdog.daemon = True
+    watchdog.start()
     try:
         payload = handler(request["event"], context)
     except Exception as exc:
         log.error("invocation failed", request_id=request_id, error_type=type(exc).__name__, exc_info=True)
         return _error(request_id, type(exc).__name__, str(exc), _stack(exc, skip=1))
     finally:
+        watchdog.cancel()
         crash.disarm()
         structlog.contextvars.clear_contextvars()
     try:

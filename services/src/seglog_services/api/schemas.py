@@ -95,6 +95,8 @@ class AppendRequest(Request, frozen=True):
     entry: EntryIn
     #: The client's id for this entry. A retry with the same id adds no second entry when the first try is the
     #: latest entry; when others may have appended since, send ``since`` too, or the retry may write again.
+    #: Retry a request whose answer was lost only after the function's timeout (ApiTimeout): a first try
+    #: still running when the retry checks is not seen by it.
     entry_id: uuid.UUID | None = None
     #: Expected-version append: the num the entry must get (one write, no read); 409 when it is taken.
     expected: NonNegative | None = None

@@ -57,7 +57,7 @@ log = structlog.get_logger("seglog.chaos")
 #: timeout and takeover time to match, so a crashed job comes back in seconds, not minutes.
 CHAOS_PARAMETERS: Final[dict[str, Any]] = {
     "SnapshotEvery": 10, "SnapshotWorkerTimeout": 3, "SnapshotQueueVisibilityTimeout": 5,
-    "SnapshotTakeoverSeconds": 4,
+    "SnapshotTakeoverSeconds": 4, "ApiTimeout": 4,
 }
 CHAOS_STACK: Final = "seglog-chaos"
 #: Rates of `--faults all` in a chaos run: each kind fires often enough in a short run to matter, none so
@@ -68,6 +68,7 @@ DEFAULT_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.POLLER_RESTART: 0.02, FaultKind.SUPERVISOR_RESTART: 0.1, FaultKind.DDB_THROTTLE: 0.02,
     FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
     FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
+    FaultKind.DDB_LOST_RESPONSE: 0.02,
 }
 #: The supervisor_restart decision is taken once per tick of the workload phase.
 RESTART_TICK_SECONDS: Final = 3.0
@@ -256,13 +257,14 @@ class ChaosRunner:
         try:
             supervisor.start()
             progress.phase = "clients editing"
-            client = ApiClient(settings.api_url, stats)
+            grace = self._in_flight_grace()
+            client = ApiClient(settings.api_url, stats, in_flight_grace=grace)
             log_ids = self.workload.create(client, seed, run)
             watcher = progress.watcher = SnapshotWatcher(self.backend, log_ids).start()
             done = threading.Event()
             restarter = threading.Thread(target=self._restarts, args=(supervisor, runtime, done), daemon=True)
             restarter.start()
-            self.workload.run(settings.api_url, log_ids, seed, stats)
+            self.workload.run(settings.api_url, log_ids, seed, stats, in_flight_grace=grace)
             tail_end = time.monotonic() + FAULT_TAIL_SECONDS
             while time.monotonic() < tail_end and watcher.incomplete():
                 time.sleep(0.2)
@@ -297,6 +299,11 @@ class ChaosRunner:
         report.log_ids = [str(i) for i in log_ids]
         stop_monitor.set()
         return report
+
+    def _in_flight_grace(self) -> float:
+        """How long a client waits before retrying a request whose answer was lost mid-flight: the API
+        function's timeout, after which its first try has surely ended (see :class:`.workload.ApiClient`)."""
+        return float(self.parameters.get("ApiTimeout", 15)) + 1.0
 
     # ------------------------------------------------------------------------------------------ phases
 

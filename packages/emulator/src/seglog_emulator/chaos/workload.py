@@ -1,12 +1,15 @@
 """Simulated clients of a chaos run (or the demo): they edit sheets through the HTTP API, and retry safely.
 
 Every id is derived from the run's seed — sheet ids and entry ids are UUIDv5 names — so the same seed sends the
-same requests, and the fault decisions keyed on request content (a lost response at the gateway, a throttle on
-a PutItem of that entry) repeat. A client that gets no answer, or a 5xx, sends the *same* request again: the
-entry id makes the retry safe: the retry names the latest num the client had seen (``since``), and the API
-looks for the entry id after it before writing (it answers ``deduplicated`` if the first try had landed).
-Each entry id a client was told was appended is recorded, for the I2 check ("every acknowledged append is in
-the log, exactly once").
+same requests, and the fault decisions keyed on request content (a lost answer at the gateway) repeat.
+
+A client that gets no answer, or a 5xx, sends the *same* request again, and the entry id makes that safe:
+the retry names the latest num the client had seen (``since``), and the API looks for the entry id after it
+before writing (it answers ``deduplicated`` if the first try had landed). When the request had been sent and
+no answer came, the first try may still be running — a retry that checks before it writes would not see it,
+and both would be written (the first chaos runs with supervisor restarts caught exactly that) — so the client
+waits out the API function's timeout first. Each entry id a client was told was appended is recorded, for
+the I2 check ("every acknowledged append is in the log, exactly once").
 """
 
 from __future__ import annotations
@@ -67,12 +70,13 @@ class ClientStats:
 class ApiClient:
     """A small JSON client of the seglog HTTP API (stdlib only), retrying lost answers and 5xx."""
 
-    def __init__(self, base_url: str, stats: ClientStats, *, timeout: float = 30.0,
+    def __init__(self, base_url: str, stats: ClientStats, *, timeout: float = 30.0, in_flight_grace: float = 0.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         parts = urlsplit(base_url)
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.stats = stats
         self.timeout = timeout
+        self.in_flight_grace = in_flight_grace
         self._sleep = sleep
 
     def request(self, method: str, path: str, body: Any = None, *, retry_body: Any = None) -> tuple[int, Any]:
@@ -89,7 +93,10 @@ class ApiClient:
             if attempt == 2 and retry_body is not None:
                 data = json.dumps(retry_body).encode()
             connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            in_flight = False
             try:
+                connection.connect()
+                in_flight = True
                 connection.request(method, path, body=data, headers={"content-type": "application/json"})
                 response = connection.getresponse()
                 status, raw = response.status, response.read()
@@ -97,6 +104,10 @@ class ApiClient:
                 status, raw, last = 0, b"", f"{type(exc).__name__}: {exc}"
             finally:
                 connection.close()
+            if status == 0 and in_flight:
+                # Sent, and no answer: the first try may still be running. A retry now could be written
+                # beside it (neither sees the other's entry id); after the function's timeout it cannot.
+                self._sleep(self.in_flight_grace)
             self.stats.count("lost" if status == 0 else str(status), retried=attempt > 1)
             if 0 < status < 500:
                 payload = json.loads(raw) if raw else None
@@ -158,10 +169,10 @@ class Workload:
         return ids
 
     def run(self, base_url: str, log_ids: list[uuid.UUID], seed: int, stats: ClientStats,
-            on_append: Callable[[], None] | None = None) -> None:
+            on_append: Callable[[], None] | None = None, *, in_flight_grace: float = 0.0) -> None:
         """Every client of every sheet edits concurrently, one thread each; returns when all are done."""
         def one(log_id: uuid.UUID, index: int) -> None:
-            client = ApiClient(base_url, stats)
+            client = ApiClient(base_url, stats, in_flight_grace=in_flight_grace)
             rng = random.Random(f"{seed}:{log_id}:{index}")
             seen = 0  # the latest num this client knows of: an earlier try of its next entry lands after it
             for n in range(self.edits):

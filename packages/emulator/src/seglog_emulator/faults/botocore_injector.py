@@ -151,7 +151,7 @@ class BotocoreFaultInjector:
                 if stale is not None:
                     self._make_stale(client, params, parsed, stale.amount or 1)
             if model.name in DDB_WRITE_OPERATIONS:
-                lost = self.schedule.decide(FaultKind.LOST_RESPONSE, key)
+                lost = self.schedule.decide(FaultKind.DDB_LOST_RESPONSE, key)
                 if lost is not None:
                     raise client.exceptions.from_code(lost.error_code)(_error_response(lost), model.name)
 

@@ -45,7 +45,10 @@ class FaultKind(StrEnum):
     S3_LATENCY = "s3_latency"
     """An S3 object call is delayed ``latency_ms`` before it is sent."""
     LOST_RESPONSE = "lost_response"
-    """A DynamoDB write went through, but the caller sees InternalServerError (DESIGN §7, lost responses)."""
+    """A client's request went through, but its answer is lost: the gateway closes the connection without one
+    (DESIGN §7, "lost responses on client appends")."""
+    DDB_LOST_RESPONSE = "ddb_lost_response"
+    """Inside a function: a DynamoDB write went through, but the caller sees InternalServerError."""
 
 
 #: The amount each kind draws: its name (the key a plan sets a range with) and the default inclusive range.
@@ -65,7 +68,7 @@ ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
     FaultKind.DDB_TRANSACTION_CONFLICT: (("TransactionCanceledException", 400),),
     FaultKind.DDB_5XX: (("InternalServerError", 500),),
     FaultKind.S3_ERROR: (("SlowDown", 503), ("InternalError", 500)),
-    FaultKind.LOST_RESPONSE: (("InternalServerError", 500),),
+    FaultKind.DDB_LOST_RESPONSE: (("InternalServerError", 500),),
 }
 
 __all__ = ["AMOUNTS", "CRASH_POINTS", "ERROR_CODES", "FaultKind"]
