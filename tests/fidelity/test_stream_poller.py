@@ -347,6 +347,10 @@ def test_stream_retries_until_maximum_retry_attempts_then_sends_the_batch_info_t
     assert (shard_id, sequence["r1"], sequence["r2"], 2) == (
         batch["shardId"], batch["startSequenceNumber"], batch["endSequenceNumber"], batch["batchSize"])
     assert batch["streamArn"].endswith(table.reader.stream_arn.split(":", 5)[5])
+    assert batch["streamArn"].split(":")[3] == stack.region  # DynamoDB Local's "ddblocal" is not AWS's
+    assert info["requestContext"]["functionArn"].startswith(f"arn:aws:lambda:{stack.region}:")
+    assert info["requestContext"]["requestId"]
+    assert {"statusCode": 200, "functionError": "Unhandled"}.items() <= info["responseContext"].items()
     assert {"version": "1.0"}.items() <= info.items() and info["timestamp"].endswith("Z")
     text = json.dumps(info)
     assert "NewImage" not in text and "Keys" not in text, "OnFailure got the records, not the batch's description"
@@ -381,6 +385,32 @@ def test_stream_batch_older_than_maximum_record_age_goes_to_on_failure(
     (info,) = failures
     assert ("RecordAgeExceeded", invoked) == (info["requestContext"]["condition"],
                                               info["requestContext"]["approximateInvokeCount"])
+    assert [record["dynamodb"]["SequenceNumber"]] == moved_to(checkpoints)
+
+
+@pytest.mark.stack
+def test_stream_record_already_past_maximum_record_age_is_never_sent(
+        stack: LocalDeployment, table: Table, probe: Probe, make_invoker: MakeInvoker,
+        checkpoints: RecordingCheckpoints) -> None:
+    """AWS Lambda Developer Guide, services-dynamodb-errors
+    (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html): before invocation, Lambda
+    "retries until the records expire or exceed the maximum age" — a record already past
+    MaximumRecordAgeInSeconds goes to OnFailure without an invocation."""
+    table.put("stale")
+    (record,) = table.wait_for_records(1)
+    created = epoch_seconds(record["dynamodb"]["ApproximateCreationDateTime"])
+    failures: list[dict[str, Any]] = []
+    poller = stream_poller(table, make_invoker(), checkpoints, region=stack.region, MaximumRecordAgeInSeconds=60,
+                           on_failure=failures.append, clock=Clock(created + 61))
+
+    with running(poller):
+        wait_until(lambda: bool(failures), "the stale batch to be discarded")
+        time.sleep(0.5)
+
+    assert [] == probe.starts()
+    (info,) = failures
+    assert ("RecordAgeExceeded", 0) == (info["requestContext"]["condition"],
+                                        info["requestContext"]["approximateInvokeCount"])
     assert [record["dynamodb"]["SequenceNumber"]] == moved_to(checkpoints)
 
 

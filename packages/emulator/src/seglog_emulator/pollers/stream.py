@@ -31,20 +31,21 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import structlog
 
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader, stream_record
+from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader, lambda_stream_arn, stream_record
 from seglog_core.crashpoints import ROUTER_AFTER_SEND
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.config import StreamMapping, StreamPosition
 from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.filtering import matches
-from seglog_emulator.invoker import InvocationResult
+from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart, reported_failures, site
 
 log = structlog.get_logger("seglog.poller.stream")
@@ -213,6 +214,13 @@ class StreamPoller:
             if self._stop.is_set() and attempt > 0 and retries > 0:
                 return  # draining: a failing batch is left for the next start, uncheckpointed
             current = todo[0]
+            if attempt == 0 and self._too_old(current):
+                # Records past MaximumRecordAgeInSeconds are not sent at all (services-dynamodb-errors:
+                # "... retries until the records expire or exceed the maximum age"): straight to OnFailure.
+                self._discard(shard_id, todo.pop(0), "RecordAgeExceeded", attempt)
+                if not todo:
+                    self._checkpoint(shard_id, batch[-1])
+                continue
             attempt += 1
             result = self._invoke(shard_id, current, attempt)
             sequence = [e["dynamodb"]["SequenceNumber"] for _, e in current]
@@ -278,20 +286,27 @@ class StreamPoller:
         limit = self.mapping.MaximumRetryAttempts
         if limit != -1 and retries > limit:
             return "RetryAttemptsExhausted"
+        if self._too_old(current):
+            return "RecordAgeExceeded"
+        return None
+
+    def _too_old(self, current: list[tuple[dict[str, Any], dict[str, Any]]]) -> bool:
+        """Whether the batch's oldest record is past MaximumRecordAgeInSeconds (or the stream's 24 h)."""
         max_age = self.mapping.MaximumRecordAgeInSeconds
         max_age = RETENTION_SECONDS if max_age == -1 else min(max_age, RETENTION_SECONDS)
         oldest = current[0][1]["dynamodb"].get("ApproximateCreationDateTime")
-        if oldest is not None and self.clock() - float(oldest) > max_age:
-            return "RecordAgeExceeded"
-        return None
+        return oldest is not None and self.clock() - float(oldest) > max_age
 
     def _discard(self, shard_id: str, current: list[tuple[dict[str, Any], dict[str, Any]]], reason: str,
                  attempt: int) -> None:
         """Send the batch's description to OnFailure and move past it (services-dynamodb-errors)."""
         first, last = current[0][1]["dynamodb"], current[-1][1]["dynamodb"]
+        # The invocation record Lambda sends to an on-failure destination (services-dynamodb-errors, "Example
+        # invocation record"): metadata of the batch, never its records.
         info = {
-            "requestContext": {"condition": reason, "approximateInvokeCount": attempt,
-                               "functionArn": self.mapping.function},
+            "requestContext": {"requestId": str(uuid.uuid4()), "functionArn": self._function_arn(),
+                               "condition": reason, "approximateInvokeCount": attempt},
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
             "version": "1.0",
             "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "DDBStreamBatchInfo": {
@@ -301,7 +316,7 @@ class StreamPoller:
                 "approximateArrivalOfFirstRecord": _iso(first.get("ApproximateCreationDateTime")),
                 "approximateArrivalOfLastRecord": _iso(last.get("ApproximateCreationDateTime")),
                 "batchSize": len(current),
-                "streamArn": self.reader.stream_arn,
+                "streamArn": lambda_stream_arn(self.reader.stream_arn, self.region),
             },
         }
         log.error("batch discarded", condition=reason, batch_size=len(current), attempts=attempt,
@@ -309,6 +324,10 @@ class StreamPoller:
         if self.on_failure is not None:
             self.on_failure(info)
         self._checkpoint(shard_id, current[-1][0])
+
+    def _function_arn(self) -> str:
+        arn = getattr(self.invoker, "arn", None)
+        return str(arn) if arn else f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{self.mapping.function}"
 
     def _checkpoint(self, shard_id: str, record: Mapping[str, Any]) -> None:
         self.checkpoints.put(shard_id, record["dynamodb"]["SequenceNumber"])
