@@ -45,6 +45,10 @@ log = structlog.get_logger("seglog.poller.queue")
 WAIT_SECONDS: Final = 1
 #: ReceiveMessage returns at most 10 messages per call (SQS API Reference, MaxNumberOfMessages).
 MAX_RECEIVE: Final = 10
+#: A Lambda invocation payload is at most 6 MB.
+MAX_EVENT_BYTES: Final = 6 * 1024 * 1024
+#: A generous bound on what an SQS event record adds around a message's body (ids, attributes, ARN).
+RECORD_OVERHEAD_BYTES: Final = 1024
 
 
 class QueuePoller:
@@ -120,7 +124,29 @@ class QueuePoller:
             messages.extend(got)
             if time.monotonic() >= deadline and (messages or not got):
                 break
-        return messages
+        # A window longer than the visibility timeout can receive one message twice: keep its latest receipt.
+        latest = {m["MessageId"]: m for m in messages}
+        return self._cap(list(latest.values()))
+
+    def _cap(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """At most 6 MB of event (services-sqs-parameters: "... or the payload limit of 6 MB"); what does not
+        fit is made visible again for the next batch."""
+        taken: list[dict[str, Any]] = []
+        size = len('{"Records": []}')
+        for message in messages:
+            size += len(message.get("Body", "")) + RECORD_OVERHEAD_BYTES
+            if taken and size > MAX_EVENT_BYTES:
+                self._release(message)
+                continue
+            taken.append(message)
+        return taken
+
+    def _release(self, message: dict[str, Any]) -> None:
+        try:
+            self.sqs.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"],
+                                               VisibilityTimeout=0)
+        except Exception as exc:
+            log.warning("could not put a message back", message_id=message["MessageId"], error=str(exc))
 
     def _handle(self, messages: list[dict[str, Any]]) -> None:
         records: list[dict[str, Any]] = []
