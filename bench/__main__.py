@@ -1,8 +1,9 @@
-"""All benchmarks: append cost, latency, contention, load time (per profile, each on its own stack), then the
-fold rate and the snapshot builder's peak memory.
+"""All benchmarks: append cost, latency, contention, load time and the pipeline under the emulator (per profile,
+each on its own stack), then the fold rate and the snapshot builder's peak memory.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
+One benchmark: uv run --no-sync python -m bench.<module> [...] (e.g. bench.bench_pipeline --quick)
 
 Prints each benchmark's tables, then a summary block of the headline figures with their targets. Every figure
 is measured in this run; the machine's load average is printed with them, since the local stack shares the CPU.
@@ -15,8 +16,16 @@ import sys
 import time
 from collections.abc import Callable
 
-from bench import bench_append, bench_contention, bench_fold, bench_latency, bench_load, bench_snapshot_rss
-from bench.support import Headline, local_backend, options, profiles, quiet_logs
+from bench import (
+    bench_append,
+    bench_contention,
+    bench_fold,
+    bench_latency,
+    bench_load,
+    bench_pipeline,
+    bench_snapshot_rss,
+)
+from bench.support import Headline, local_deployment, options, profiles, quiet_logs
 
 FOLD_TARGET = 200_000
 
@@ -61,10 +70,13 @@ def main() -> None:
     lines: list[str] = []
     for profile in profiles(args.profile):
         print(f"\n# profile {profile}{' (quick)' if args.quick else ''}", flush=True)
-        with local_backend(profile) as backend:
+        with local_deployment(profile) as deployment:
+            backend = deployment.backend()
             for bench in (bench_append.run, bench_latency.run, bench_contention.run, bench_load.run):
                 lines += [h.line(profile) for h in bench(backend, args.quick)]
                 sys.stdout.flush()
+            lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
+            sys.stdout.flush()
     lines += [h.line() for h in fold(args.quick)]
     lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

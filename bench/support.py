@@ -22,6 +22,7 @@ from typing import Any
 from seglog_aws import local
 from seglog_aws.backend import Backend
 from seglog_aws.items import entry_to_item
+from seglog_aws.local import LocalDeployment
 from seglog_aws.stack import StackConfig, StackManager
 from seglog_core import logs
 from seglog_core.schema import Entry, SetCell, encode_body
@@ -40,6 +41,13 @@ ITEM_SIZE = 1000
 @contextmanager
 def local_backend(profile: str) -> Iterator[Backend]:
     """Start a provisioned stack of ``profile`` in a temporary run dir; stop it and remove the dir at the end."""
+    with local_deployment(profile) as deployment:
+        yield deployment.backend()
+
+
+@contextmanager
+def local_deployment(profile: str) -> Iterator[LocalDeployment]:
+    """:func:`local_backend`'s stack, as its deployment: endpoints too, for benchmarks that provision more."""
     ls_port, ddb_port = BENCH_PORTS[profile]
     run_dir = Path(tempfile.mkdtemp(prefix=f"seglog-bench-{profile}-"))
     config = StackConfig.resolve(profile=profile, localstack_port=ls_port, dynamodb_port=ddb_port, run_dir=run_dir)
@@ -48,7 +56,7 @@ def local_backend(profile: str) -> Iterator[Backend]:
         deployment = local.up(config, stack_name=f"bench{uuid.uuid4().hex[:8]}")
         print(f"# {profile} stack up in {time.monotonic() - started:.1f} s "
               f"(dynamodb {deployment.endpoints['dynamodb']})", flush=True)
-        yield deployment.backend()
+        yield deployment
     finally:
         StackManager(config).down()
         shutil.rmtree(run_dir, ignore_errors=True)
