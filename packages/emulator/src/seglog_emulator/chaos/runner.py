@@ -278,6 +278,7 @@ class ChaosRunner:
             report.quiescence_seconds = self._await_quiescence(log_ids, watcher, report)
             progress.phase = "verifying I1-I6"
             self._verify(log_ids, stats, report)
+            report.violations += watcher.order_violations()
         except Exception as exc:  # the run could not complete: that is a finding, with its reason
             log.error("chaos run failed", run=run, seed=seed, error=str(exc), exc_info=True)
             report.violations.append(f"run did not complete: {type(exc).__name__}: {exc}")

@@ -24,7 +24,10 @@ from seglog_core.schema import EntryType
 @dataclass
 class _Seen:
     appeared: float
+    #: A time by which it was complete (taken after the read that found it so).
     completed: float | None = None
+    #: The latest time at which it was surely still incomplete (taken before the read that found it so).
+    incomplete_at: float | None = None
 
 
 @dataclass
@@ -73,14 +76,19 @@ class SnapshotWatcher:
                     if entry.type is EntryType.SNAPSHOT:
                         key = (log_id, entry.segment, entry.num)
                         seen = self._seen.setdefault(key, _Seen(appeared=now))
-                        if entry.snapshot_root is not None and seen.completed is None:
-                            seen.completed = now
+                        if entry.snapshot_root is None:
+                            seen.incomplete_at = now  # read after ``now``: incomplete then, so also at ``now``
+                        elif seen.completed is None:
+                            seen.completed = time.monotonic()
                     self._next[log_id] = (entry.segment, entry.num + 1)
             for (lid, seg, num), seen in self._seen.items():
                 if lid == log_id and seen.completed is None:
+                    before = time.monotonic()
                     found = store.get_entry(lid, seg, num)
                     if found is not None and found.snapshot_root is not None:
-                        seen.completed = now
+                        seen.completed = time.monotonic()
+                    else:
+                        seen.incomplete_at = before
 
     # ------------------------------------------------------------------------------------------ results
 
@@ -90,6 +98,22 @@ class SnapshotWatcher:
         with self._lock:
             return sorted(s.completed - s.appeared for (_, seg, num), s in self._seen.items()
                           if s.completed is not None and not (skip_first and seg == 0 and num == 0))
+
+    def order_violations(self) -> list[str]:
+        """DESIGN §6 I4 "no snapshot completes before its predecessor", as observed: a Snapshot entry seen
+        complete at a time when an earlier one of the same log was surely still incomplete. (The final state
+        cannot show this — both end up complete — so it is checked while the run goes.)"""
+        found = []
+        with self._lock:
+            items = sorted(self._seen.items())
+        for (log_id, seg, num), early in items:
+            if early.incomplete_at is None:
+                continue
+            for (other, seg2, num2), late in items:
+                if other == log_id and (seg2, num2) > (seg, num) and late.completed is not None \
+                        and late.completed < early.incomplete_at:
+                    found.append(f"I4 {log_id}: snapshot {seg2}/{num2} was complete while {seg}/{num} was not yet")
+        return found
 
     def incomplete(self) -> list[tuple[uuid.UUID, int, int]]:
         with self._lock:
