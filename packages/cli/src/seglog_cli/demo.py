@@ -101,6 +101,7 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
 
         result = campaign.run(seed, 1, faults=faults, base=plan, monitor=monitor)
     report = result.runs[0]
+    result.title = "seglog demo"
     console.print(result.render())
     backend = campaign.deployment.backend()
     for log_id in report.log_ids:

@@ -20,6 +20,7 @@ class CampaignReport:
     faults: str
     runs: list[RunReport] = field(default_factory=list)
     seconds: float = 0.0
+    title: str = "seglog chaos"
 
     @property
     def ok(self) -> bool:
@@ -79,7 +80,7 @@ class CampaignReport:
         """A plain-text report for people."""
         t = self.totals()
         verdict = "OK - 0 violations" if self.ok else f"FAILED - {t['failed_runs']} run(s) with violations"
-        lines = [f"seglog chaos: seed {self.seed}, {t['runs']} run(s), faults {self.faults}", f"result: {verdict}"]
+        lines = [f"{self.title}: seed {self.seed}, {t['runs']} run(s), faults {self.faults}", f"result: {verdict}"]
         lines.append("")
         for run in self.runs:
             mark = "ok  " if run.ok else "FAIL"
