@@ -199,7 +199,9 @@ def test_a_build_near_the_time_limit_hands_off_and_resumes_from_its_checkpoint(d
     log_id = _sheet_with_snapshots(driver, 1, rows=40)  # 200 cells: 4+ chunks of 50
     driver.route_new()
     message, = driver.receive()
-    assert driver.worker(handoff_margin=10).process(message, remaining=lambda: 5.0) is Outcome.HANDED_OFF
+    # 8 s left when the job starts (so the margin is min(10, 8/4) = 2 s), then 1 s left after the first chunk.
+    left = iter([8.0])
+    assert driver.worker(handoff_margin=10).process(message, remaining=lambda: next(left, 1.0)) is Outcome.HANDED_OFF
     item = driver.backend.pending.get(log_id, 0, 3)
     assert item is not None
     assert item.checkpoint is not None

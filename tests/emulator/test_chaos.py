@@ -66,6 +66,8 @@ def test_a_run_with_every_fault_kind_reports_what_it_injected(stacks: Any, tmp_p
         "ddb_transaction_conflict", "ddb_5xx", "stale_read", "s3_error", "s3_latency", "lost_response",
         "ddb_lost_response"}
     assert sum(totals["faults"].values()) > 10
-    assert totals["job_outcomes"].get("completed", 0) >= 2
+    # Every snapshot was built (a worker killed after completing logs no outcome; its redelivery says
+    # already_done), and the report counted the jobs.
+    assert run.snapshots >= 2 and sum(totals["job_outcomes"].values()) >= 2
     assert totals["usage"]["dynamodb"]["requests"] > 0
     assert "seed 7" in result.render()
