@@ -100,6 +100,7 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
             live.update(frame["table"])
 
         result = campaign.run(seed, 1, faults=faults, base=plan, monitor=monitor)
+    console.print()
     report = result.runs[0]
     result.title = "seglog demo"
     console.print(result.render())
