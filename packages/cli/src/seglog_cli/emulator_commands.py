@@ -138,6 +138,10 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
                           label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
                           fail_fast=fail_fast)
+    result.replay_args = " ".join(
+        [f"--fault-plan {fault_plan_file}" if fault_plan_file else f"--faults {faults}"]
+        + ([f"--rate {rate}"] if rate is not None and not fault_plan_file else [])
+        + [f"--sheets {sheets} --clients {clients} --edits {edits}"])
     campaign.close(keep=not result.ok)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))

@@ -21,13 +21,15 @@ class CampaignReport:
     runs: list[RunReport] = field(default_factory=list)
     seconds: float = 0.0
     title: str = "seglog chaos"
+    #: The options that replay a run besides its seed (fault plan, rate, workload); ``--faults`` by default.
+    replay_args: str = ""
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.runs)
 
     def replay(self, run: RunReport) -> str:
-        return f"seglog chaos --seed {run.seed} --runs 1 --faults {self.faults}"
+        return f"seglog chaos --seed {run.seed} --runs 1 {self.replay_args or f'--faults {self.faults}'}"
 
     def totals(self) -> dict[str, Any]:
         faults: Counter[str] = Counter()
