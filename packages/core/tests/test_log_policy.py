@@ -35,3 +35,29 @@ def test_a_failed_snapshot_after_an_append_does_not_write_the_entry_again() -> N
     entries = list(store.entries(log_id, 0))
     assert [e.entry_id for e in entries[1:]] == ids  # each once, in order, no Snapshot entry (skipped)
     assert [e.num for e in entries] == [0, 1, 2, 3, 4]
+
+
+class FirstLatestReadThrottled(InMemoryLogStore):
+    """The first "latest entry" Query is throttled, as DynamoDB may answer under load."""
+
+    throttled = False
+
+    def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
+        if not self.throttled:
+            self.throttled = True
+            raise errors.ThrottledError("throttled (injected)", code="ThrottlingException")
+        return super().latest_entry(log_id, segment)
+
+
+def test_a_throttled_read_before_a_snapshot_entry_is_retried() -> None:
+    """Found by chaos: the Snapshot entry's read of the latest entry was outside the retry loop, so one
+    throttled Query skipped the snapshot."""
+    store = FirstLatestReadThrottled()
+    event_log = EventLog(store=store, blobs=InMemoryBlobStore(), retry=RetryPolicy(max_attempts=3, base=0.0, cap=0.0))
+    log_id = event_log.create()
+    event_log.forget(log_id)  # no cached tail: the next num comes from a read
+
+    entry = event_log.append_snapshot(log_id)
+
+    assert store.throttled
+    assert (entry.num, entry.type) == (1, EntryType.SNAPSHOT)

@@ -330,19 +330,21 @@ class EventLog:
         """Append a Snapshot entry (the pipeline builds it); returns the entry."""
         tail = self._tail(log_id)
         for attempt in range(1, self.retry.max_attempts + 1):
-            if tail.num is None:
-                latest = self.store.latest_entry(log_id, tail.segment)
-                if latest is None:
-                    raise errors.CorruptLogError(log_id, f"segment {tail.segment} has no entries")
-                if latest.type is EntryType.END_SEGMENT:
-                    self._follow_end(tail, latest)
-                    continue
-                num = latest.num + 1
-            else:
-                num = tail.num + 1
-            entry = Entry(log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
-                          type=EntryType.SNAPSHOT, body=encode_body(SnapshotMarker()))
             try:
+                # The read is retried like the write (chaos runs found a single throttled Query skipping the
+                # snapshot).
+                if tail.num is None:
+                    latest = self.store.latest_entry(log_id, tail.segment)
+                    if latest is None:
+                        raise errors.CorruptLogError(log_id, f"segment {tail.segment} has no entries")
+                    if latest.type is EntryType.END_SEGMENT:
+                        self._follow_end(tail, latest)
+                        continue
+                    num = latest.num + 1
+                else:
+                    num = tail.num + 1
+                entry = Entry(log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
+                              type=EntryType.SNAPSHOT, body=encode_body(SnapshotMarker()))
                 self.store.put_entry(entry)
                 self._landed(entry, attempt)
                 log.info("snapshot entry appended", log_id=str(log_id), segment=entry.segment, entry=num)
