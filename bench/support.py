@@ -26,6 +26,7 @@ from seglog_aws.local import LocalDeployment
 from seglog_aws.stack import StackConfig, StackManager
 from seglog_core import logs
 from seglog_core.schema import Entry, SetCell, encode_body
+from seglog_emulator.chaos.watch import percentile as chaos_percentile
 
 #: (LocalStack port, DynamoDB Local port) per profile, used by the benchmarks only.
 BENCH_PORTS = {"dynamodb-local": (4660, 8060), "localstack": (4670, 8070)}
@@ -86,13 +87,9 @@ class Headline:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) by linear interpolation between closest ranks."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    """The q-th percentile (0..100) by linear interpolation between closest ranks (NaN for no values)."""
+    found = chaos_percentile(values, q)
+    return math.nan if found is None else found
 
 
 def median(values: Sequence[float]) -> float:

@@ -50,6 +50,11 @@ def should_crash(point: str) -> None:
     if point not in armed():
         return
     log.warning("crash point reached: killing this process", crash_point=point, pid=os.getpid())
+    kill_self()
+
+
+def kill_self() -> None:
+    """SIGKILL this process after flushing what it printed (a log line saying why should come first)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed or broken stream must not stop the crash
             stream.flush()

@@ -12,19 +12,21 @@ answers.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 from typing import Any
+
+from seglog_aws.meter import Meter
 
 Usage = dict[str, dict[str, float]]
 """``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB)."""
 
 
 class UsageCounter:
-    """Thread-safe running totals; :meth:`since` gives the difference from an earlier :meth:`totals`."""
+    """Running totals per service, each a :class:`seglog_aws.meter.Meter` (the one place that attributes
+    consumed capacity to reads and writes); :meth:`since` gives the difference from an earlier :meth:`totals`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._totals: defaultdict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self._meters: dict[str, Meter] = {}
 
     def attach(self, client: Any) -> None:
         service = client.meta.service_model.service_name
@@ -37,29 +39,26 @@ class UsageCounter:
         return count
 
     def add(self, service: str, operation: str, parsed: dict[str, Any]) -> None:
-        consumed = parsed.get("ConsumedCapacity") if isinstance(parsed, dict) else None
-        items = consumed if isinstance(consumed, list) else [consumed] if consumed else []
         with self._lock:
-            row = self._totals[service]
-            row["requests"] += 1
-            for item in items:
-                units = float(item.get("CapacityUnits", 0.0))
-                read = float(item.get("ReadCapacityUnits", 0.0))
-                write = float(item.get("WriteCapacityUnits", 0.0))
-                if not read and not write:  # TOTAL reports CapacityUnits only: attribute it by operation
-                    read, write = (0.0, units) if operation in _WRITES else (units, 0.0)
-                row["rcu"] += read
-                row["wcu"] += write
+            meter = self._meters.setdefault(service, Meter())
+        meter.record(operation, parsed.get("ConsumedCapacity") if isinstance(parsed, dict) else None)
 
     def totals(self) -> Usage:
         with self._lock:
-            return {service: dict(row) for service, row in self._totals.items()}
+            meters = dict(self._meters)
+        totals: Usage = {}
+        for service, meter in meters.items():
+            row = {"requests": 0.0, "rcu": 0.0, "wcu": 0.0}
+            for figures in meter.snapshot().values():
+                for key, name in (("requests", "calls"), ("rcu", "rcu"), ("wcu", "wcu")):
+                    row[key] += float(figures[name])
+            totals[service] = row
+        return totals
 
     def since(self, before: Usage) -> Usage:
         """What was counted after ``before`` was taken, services with no new requests left out."""
-        now = self.totals()
         delta: Usage = {}
-        for service, row in now.items():
+        for service, row in self.totals().items():
             old = before.get(service, {})
             diff = {k: round(v - old.get(k, 0.0), 3) for k, v in row.items()}
             if diff.get("requests"):
@@ -73,6 +72,3 @@ def add_usage(total: Usage, more: Usage | None) -> None:
         into = total.setdefault(service, {})
         for key, value in row.items():
             into[key] = round(into.get(key, 0.0) + value, 3)
-
-
-_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})

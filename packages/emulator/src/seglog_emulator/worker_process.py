@@ -42,6 +42,7 @@ from typing import IO, Any
 import structlog
 
 from seglog_core import logs
+from seglog_core.crashpoints import kill_self
 from seglog_emulator import crash
 from seglog_emulator.usage import UsageCounter
 
@@ -62,10 +63,7 @@ DEADLINE_GRACE_SECONDS = 0.5
 def _past_deadline(request_id: str) -> None:
     log.error("invocation past its deadline with no invoker to stop it: this worker kills itself",
               request_id=request_id, pid=os.getpid())
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+    kill_self()
 
 
 class LambdaContext:

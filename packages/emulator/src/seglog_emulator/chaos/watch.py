@@ -9,7 +9,7 @@ Also answers whether the pipeline is quiescent for a set of logs (DESIGN §6 I5)
 from __future__ import annotations
 
 import contextlib
-import statistics
+import math
 import threading
 import time
 import uuid
@@ -121,13 +121,14 @@ class SnapshotWatcher:
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
-    """The q-th percentile (0..100) by nearest rank, None for no values."""
+    """The q-th percentile (0..100) by linear interpolation between closest ranks, None for no values (the
+    benchmarks use the same)."""
     ordered = sorted(values)
     if not ordered:
         return None
-    if len(ordered) == 1:
-        return ordered[0]
-    return statistics.quantiles(ordered, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def queue_depth(backend: Backend, queue_url: str) -> int:
