@@ -66,8 +66,10 @@ def test_a_run_with_every_fault_kind_reports_what_it_injected(stacks: Any, tmp_p
         "ddb_transaction_conflict", "ddb_5xx", "stale_read", "s3_error", "s3_latency", "lost_response",
         "ddb_lost_response"}
     assert sum(totals["faults"].values()) > 10
-    # Every snapshot was built (a worker killed after completing logs no outcome; its redelivery says
-    # already_done), and the report counted the jobs.
-    assert run.snapshots >= 2 and sum(totals["job_outcomes"].values()) >= 2
+    # Snapshots were built and the report counted their jobs. Not "two of two": at these rates the writer
+    # owing a Snapshot entry can fail past its retries, and the entry is then left to the next multiple
+    # (DESIGN §3, as after a crash), so a 20-edit run may have one. That every Snapshot entry written was
+    # built is I5, which ``run.ok`` covers.
+    assert run.snapshots >= 1 and sum(totals["job_outcomes"].values()) >= 1
     assert totals["usage"]["dynamodb"]["requests"] > 0
     assert "seed 7" in result.render()
