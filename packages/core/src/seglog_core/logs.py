@@ -36,6 +36,9 @@ def configure(*, json: bool | None = None, level: int | str = logging.INFO, stre
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        # One write per line (message and newline together): the emulator's processes share one stderr, and
+        # print()'s two writes, unbuffered in Lambda workers (PYTHONUNBUFFERED), let another process's line land
+        # between a message and its newline. A pipe keeps writes up to PIPE_BUF (4 KiB) whole.
+        logger_factory=structlog.WriteLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
