@@ -256,8 +256,8 @@ def make_invoker(probe: Probe, probe_pointer: Path, _invokers: dict[tuple[float,
     def make(*, timeout: float = 10.0, concurrency: int = 1) -> LambdaInvoker:
         key = (timeout, concurrency)
         if key not in _invokers:
-            spec = FunctionSpec(name="probe", handler="probe_handler.handler", timeout=timeout,
-                                environment={"PYTHONPATH": str(HERE), "PROBE_POINTER": str(probe_pointer)})
+            spec = FunctionSpec(logical_id="probe", Handler="probe_handler.handler", Timeout=timeout,
+                                Environment={"PYTHONPATH": str(HERE), "PROBE_POINTER": str(probe_pointer)})
             _invokers[key] = LambdaInvoker(spec, concurrency=concurrency)
         return _invokers[key]
 

@@ -40,8 +40,8 @@ def make_invoker() -> Iterator[MakeInvoker]:
 
     def make(function: str, *, timeout: float = 5.0, concurrency: int = 1, memory_size: int = 128,
              environment: dict[str, str] | None = None) -> LambdaInvoker:
-        spec = FunctionSpec(name=f"probe-{function}", handler=f"invoker_probe.{function}", timeout=timeout,
-                            memory_size=memory_size, environment={"PYTHONPATH": str(HANDLERS), **(environment or {})})
+        spec = FunctionSpec(logical_id=f"probe-{function}", Handler=f"invoker_probe.{function}", Timeout=timeout,
+                            MemorySize=memory_size, Environment={"PYTHONPATH": str(HANDLERS), **(environment or {})})
         invoker = LambdaInvoker(spec, concurrency=concurrency)
         invokers.append(invoker)
         return invoker
@@ -118,7 +118,7 @@ def test_runtime_errors_carry_lambdas_error_types(make_invoker: MakeInvoker, fun
 
 def test_unimportable_module_is_an_init_error() -> None:
     """A module that cannot be imported fails the invocation with Runtime.ImportModuleError."""
-    spec = FunctionSpec(name="missing", handler="no_such_module_xyz.handler", environment={})
+    spec = FunctionSpec(logical_id="missing", Handler="no_such_module_xyz.handler")
     with LambdaInvoker(spec) as invoker:
         result = invoker.invoke({})
 

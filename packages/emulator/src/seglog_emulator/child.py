@@ -8,6 +8,7 @@ finishes (and is checkpointed or deleted), the worker processes get their grace 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -28,7 +29,6 @@ from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.gateway import Gateway
-from seglog_emulator.invoker import FunctionSpec as InvokedFunction
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
@@ -87,10 +87,8 @@ class Child:
 
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
-        environment = {**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level}
-        self.invoker = LambdaInvoker(InvokedFunction(
-            name=function, handler=spec.Handler, timeout=float(spec.Timeout), memory_size=spec.MemorySize,
-            environment=environment), concurrency=concurrency)
+        spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level})
+        self.invoker = LambdaInvoker(spec, concurrency=concurrency)
         return self.invoker
 
     def run(self) -> None:
@@ -138,7 +136,7 @@ class Child:
         invoker = self.invoker
         while not stopping.wait(STATUS_SECONDS):
             status = {"child": self.name, "pid": os.getpid(),
-                      "function": invoker.function.name if invoker else None,
+                      "function": invoker.function.logical_id if invoker else None,
                       "in_flight": invoker.in_flight if invoker else 0,
                       "invocations": invoker.invocations if invoker else 0}
             tmp.write_text(json.dumps(status))

@@ -61,18 +61,22 @@ class FunctionResponseType(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class FunctionSpec:
-    """One AWS::Serverless::Function: what to import and how to run it."""
+    """One AWS::Serverless::Function: what to import and how to run it. The template reader makes one per
+    function, and :class:`~seglog_emulator.invoker.LambdaInvoker` runs exactly that (tests make their own, with
+    Lambda's defaults for what they leave out)."""
 
+    #: The function's logical id, which is also its name locally (log lines, the context's function name).
     logical_id: str
-    #: "module.function", e.g. "seglog_services.stream_router.handler".
+    #: "module.function", e.g. "seglog_services.stream_router.handler"; the module may be dotted.
     Handler: str
-    Runtime: str
-    #: Seconds; after this the invocation is killed and counts as failed (DESIGN §9.9).
-    Timeout: int
-    #: MB.
-    MemorySize: int
-    #: Globals' variables merged with the function's own (the function's win), values resolved.
-    Environment: dict[str, str]
+    Runtime: str = "python3.13"
+    #: Seconds; after this the invocation is killed and counts as failed (DESIGN §9.9). Lambda's default is 3.
+    Timeout: float = 3
+    #: MB, informational: reported by the context, not enforced.
+    MemorySize: int = 128
+    #: Globals' variables merged with the function's own (the function's win), values resolved; set over the
+    #: invoker's own environment in every worker.
+    Environment: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def handler_module(self) -> str:

@@ -38,6 +38,7 @@ from typing import IO, Any, Self
 
 import structlog
 
+from seglog_emulator.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
 
@@ -57,28 +58,6 @@ class Outcome(StrEnum):
     ERROR = "error"  # the handler raised (or could not be loaded, or returned what is not JSON)
     TIMEOUT = "timeout"  # past the function's timeout; the worker was killed
     CRASHED = "crashed"  # the worker died mid-invocation (kill -9, os._exit, a crash point, a segfault)
-
-
-@dataclass(frozen=True, kw_only=True)
-class FunctionSpec:
-    """What the emulator needs to know of one function (the template's FunctionName, Handler, Timeout,
-    MemorySize, Environment and ReservedConcurrentExecutions).
-
-    Args:
-        name: the function's name.
-        handler: ``module.function``; the module may be dotted (``seglog_services.api.handler``).
-        timeout: seconds an invocation may run before it is killed (Lambda's default is 3).
-        memory_size: MB, informational: reported by the context, not enforced.
-        environment: variables set over the invoker's own environment in every worker.
-        max_concurrency: how many invocations may run at once (None: no limit of the function's own).
-    """
-
-    name: str
-    handler: str
-    timeout: float = 3.0
-    memory_size: int = 128
-    environment: Mapping[str, str] = field(default_factory=dict)
-    max_concurrency: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,22 +113,20 @@ class LambdaInvoker:
 
     Args:
         function: the function to run.
-        concurrency: at most this many invocations at once (callers beyond it wait); by default the function's
-            ``max_concurrency``, and never more than it. 1 when neither says.
+        concurrency: at most this many invocations at once (callers beyond it wait); 1 by default.
         stderr: where workers' standard error (their JSON log lines and prints) goes; inherited by default.
     """
 
-    def __init__(self, function: FunctionSpec, *, concurrency: int | None = None,
+    def __init__(self, function: FunctionSpec, *, concurrency: int = 1,
                  stderr: int | IO[Any] | None = None) -> None:
-        limits = [n for n in (concurrency, function.max_concurrency) if n is not None]
-        self.concurrency = min(limits) if limits else 1
+        self.concurrency = concurrency
         if self.concurrency < 1:
-            raise ValueError(f"concurrency of {function.name!r} must be at least 1, got {self.concurrency}")
+            raise ValueError(f"concurrency of {function.logical_id!r} must be at least 1, got {concurrency}")
         self.function = function
         self._stderr = stderr
-        self._region = (function.environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
+        self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
                         or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-        self.arn = f"arn:aws:lambda:{self._region}:{LOCAL_ACCOUNT_ID}:function:{function.name}"
+        self.arn = f"arn:aws:lambda:{self._region}:{LOCAL_ACCOUNT_ID}:function:{function.logical_id}"
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Condition()
         self._idle: list[WorkerProcess] = []  # most recently used last
@@ -188,7 +165,7 @@ class LambdaInvoker:
         finally:
             self._leave()
         line: dict[str, Any] = {
-            "function": self.function.name, "request_id": request_id, "source": source, "attempt": attempt,
+            "function": self.function.logical_id, "request_id": request_id, "source": source, "attempt": attempt,
             "outcome": str(result.outcome), "duration_ms": round(result.duration_ms, 1), "pid": result.pid,
             "cold_start": result.cold_start, **(log_fields or {})}
         if isinstance(event.get("Records"), list):
@@ -208,12 +185,12 @@ class LambdaInvoker:
         try:
             worker, init_ms = self._checkout()
         except _InitFailedError as exc:
-            return InvocationResult(outcome=exc.outcome, function=self.function.name, request_id=request_id,
+            return InvocationResult(outcome=exc.outcome, function=self.function.logical_id, request_id=request_id,
                                     pid=exc.pid, duration_ms=exc.init_ms, cold_start=True,
                                     init_duration_ms=exc.init_ms, error_type=exc.error_type,
                                     error_message=exc.message, stack_trace=exc.stack)
         cold = init_ms is not None
-        timeout = self.function.timeout
+        timeout = float(self.function.Timeout)
         started = time.monotonic()
         # Lambda's runtime API hands the runtime a wall-clock deadline (Lambda-Runtime-Deadline-Ms); the
         # context counts down to it while this process enforces the same limit on its monotonic clock.
@@ -222,7 +199,7 @@ class LambdaInvoker:
         worker.invocations += 1
 
         def result(outcome: Outcome, **fields: Any) -> InvocationResult:
-            return InvocationResult(outcome=outcome, function=self.function.name, request_id=request_id,
+            return InvocationResult(outcome=outcome, function=self.function.logical_id, request_id=request_id,
                                     pid=worker.pid, duration_ms=(time.monotonic() - started) * 1000,
                                     cold_start=cold, init_duration_ms=init_ms, **fields)
 
@@ -266,13 +243,13 @@ class LambdaInvoker:
     def _enter(self) -> None:
         with self._lock:
             if self._closed:
-                raise InvokerClosedError(self.function.name)
+                raise InvokerClosedError(self.function.logical_id)
             self._in_flight += 1
             self.invocations += 1
         self._slots.acquire()
         if self._closed:  # closed while this caller waited for a slot
             self._leave()
-            raise InvokerClosedError(self.function.name)
+            raise InvokerClosedError(self.function.logical_id)
 
     def _leave(self) -> None:
         self._slots.release()
@@ -320,7 +297,7 @@ class LambdaInvoker:
         worker = WorkerProcess.start(self._environment(), stderr=self._stderr)
         with self._lock:
             self._workers[worker.pid] = worker
-        init_timeout = max(INIT_TIMEOUT_SECONDS, self.function.timeout)
+        init_timeout = max(INIT_TIMEOUT_SECONDS, float(self.function.Timeout))
         try:
             ready = worker.receive(started + init_timeout)
         except TimeoutError:
@@ -349,14 +326,14 @@ class LambdaInvoker:
         (AWS Lambda Developer Guide, configuration-envvars: reserved variables cannot be overridden)."""
         env = {k: v for k, v in os.environ.items() if k != "SEGLOG_CRASH_POINTS"}
         env["PYTHONUNBUFFERED"] = "1"  # prints reach the log as they happen, as on Lambda
-        env.update(self.function.environment)
+        env.update(self.function.Environment)
         stream = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
         env.update({
-            "_HANDLER": self.function.handler,
-            "AWS_LAMBDA_FUNCTION_NAME": self.function.name,
+            "_HANDLER": self.function.Handler,
+            "AWS_LAMBDA_FUNCTION_NAME": self.function.logical_id,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function.memory_size),
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function.name}",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function.MemorySize),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function.logical_id}",
             "AWS_LAMBDA_LOG_STREAM_NAME": stream,
             "AWS_REGION": self._region,
         })
@@ -381,7 +358,7 @@ class LambdaInvoker:
         with self._lock:
             worker = self._workers.get(pid)
             if worker is None:
-                raise KeyError(f"process {pid} is not a worker of {self.function.name!r}: see workers()")
+                raise KeyError(f"process {pid} is not a worker of {self.function.logical_id!r}: see workers()")
             worker.kill()
 
     # ------------------------------------------------------------------------------------------- close

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final
 
-import structlog
-
 from seglog_aws.template import Template
 from seglog_core.errors import SeglogError
 from seglog_emulator.config import (
@@ -28,9 +26,6 @@ from seglog_emulator.config import (
     StreamPosition,
 )
 from seglog_emulator.filtering import FilterPatternError, Matcher, compile_filter_criteria
-
-log = structlog.get_logger("seglog.emulator.config")
-
 
 #: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
 _DYNAMODB_PROPERTIES: Final = frozenset({
@@ -124,8 +119,8 @@ class TemplateReader:
                 environment[name] = text
         if not isinstance(handler, str) or not isinstance(runtime, str) or timeout is None or memory is None:
             return None
-        return FunctionSpec(logical_id=logical, Handler=handler, Runtime=runtime, Timeout=timeout,
-                            MemorySize=memory, Environment=environment)
+        return FunctionSpec(logical_id=logical, Handler=handler, Runtime=runtime, Timeout=timeout, MemorySize=memory,
+                            Environment=environment)
 
     def _queue(self, logical: str, props: Mapping[str, Any]) -> QueueSpec:
         where = logical
@@ -261,8 +256,7 @@ class TemplateReader:
         self.problems.append(text)
 
     def _note(self, text: str) -> None:
-        self.notes.append(text)
-        log.info("template_note", note=text)
+        self.notes.append(text)  # the supervisor logs them once; each child reads the template too
 
     def _note_unread(self, props: Mapping[str, Any], known: frozenset[str], where: str) -> None:
         for name in props:
