@@ -1,5 +1,6 @@
 """The supervisor end to end, on the real local stack: the template's functions behind a gateway and pollers
-in child processes, a crashed child restarted, a clean drain on SIGTERM (issue 4, point 1)."""
+in child processes, a crashed child restarted, a clean drain on SIGTERM (issue 4, point 1), and what
+`seglog emulate status` shows of it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 from seglog_aws import local
 from seglog_aws.template import default_template_path
+from seglog_cli.main import cli
 from seglog_core.verify import verify_log
 from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.chaos.workload import ApiClient, ClientStats
@@ -128,6 +131,10 @@ def test_supervisor_restarts_a_crashed_child_and_the_stream_resumes_from_its_che
         supervisor.stop()
 
 
+def status_command(state: Path) -> Result:
+    return CliRunner().invoke(cli, ["emulate", "status", "--json", "--state-dir", str(state)])
+
+
 def test_supervisor_drains_on_sigterm_and_leaves_no_process(chaos_deployment: local.LocalDeployment,
                                                             tmp_path: Path) -> None:
     """SIGTERM: every child finishes what is in flight and exits; the supervisor exits 0; no worker is left."""
@@ -139,12 +146,19 @@ def test_supervisor_drains_on_sigterm_and_leaves_no_process(chaos_deployment: lo
         wait_for(lambda: (tmp_path / "state" / STATE_FILE).is_file(), 30, "the supervisor to start")
         children = json.loads((tmp_path / "state" / STATE_FILE).read_text())["children"]
         wait_for(lambda: len(read_statuses(tmp_path / "state")) == len(children), 30, "every child to run")
+        # `seglog emulate status` sees it up, with every child by its pid (exit 0 only when all report)
+        shown = status_command(tmp_path / "state")
+        assert (0, "running", children) == (
+            shown.exit_code, json.loads(shown.output)["state"],
+            {c["name"]: c["pid"] for c in json.loads(shown.output)["children"]}), shown.output
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err.decode()[-2000:]
+    shown = status_command(tmp_path / "state")
+    assert (1, "not running") == (shown.exit_code, json.loads(shown.output)["state"])
     lines = [json.loads(line) for line in err.decode().splitlines() if line.startswith("{")]
     stopped = {line.get("child") for line in lines if line.get("event") == "child stopped"}
     assert stopped == set(children)

@@ -17,6 +17,7 @@ from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
 
 
@@ -46,7 +47,7 @@ def external_endpoints(url: str) -> dict[str, str]:
     return {service: os.environ.get(variable) or url for service, variable in ENDPOINT_ENV.items()}
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--port", type=int, default=4599, show_default=True, envvar="SEGLOG_EMULATOR_PORT",
               help="The HTTP gateway's port (0: any free).")
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -71,7 +72,10 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
 
     Starts an HTTP gateway for the API (payload format 2.0) and a poller per event source mapping, each in
     its own process, with the handlers in worker processes. Ctrl-C drains and stops.
+    `seglog emulate status` shows what a running emulator is doing.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     config = settings(ctx).stack_config()
     overrides = parse_parameters(parameters)
     if endpoint_url:
@@ -91,6 +95,22 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
     raise SystemExit(supervisor.run())
+
+
+@emulate.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="The emulator's state directory (default: emulator/ in the stack's run directory).")
+@click.pass_context
+@reports_errors
+def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) -> None:
+    """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far.
+
+    Exit status 0 when it runs with every child reporting, 1 otherwise.
+    """
+    found = read_status(state_dir or settings(ctx).stack_config().run_dir / "emulator")
+    click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
+    raise SystemExit(0 if found.healthy else 1)
 
 
 @click.command()

@@ -58,9 +58,17 @@ class PidRecord:
 
 def is_alive(record: PidRecord) -> bool:
     """Whether the process of ``record`` still runs: same pid and start time, and not a zombie."""
+    return pid_running(record.pid, record.create_time)
+
+
+def pid_running(pid: int | None, create_time: float | None = None) -> bool:
+    """Whether process ``pid`` runs (not a zombie) and, given ``create_time``, is the one started then (a pid
+    can be reused once its process is gone)."""
+    if not pid:
+        return False
     try:
-        process = psutil.Process(record.pid)
-        if abs(process.create_time() - record.create_time) > 1.0:
+        process = psutil.Process(pid)
+        if create_time is not None and abs(process.create_time() - create_time) > 1.0:
             return False
         return bool(process.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:

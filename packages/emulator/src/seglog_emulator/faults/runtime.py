@@ -84,16 +84,27 @@ class FaultRuntime:
 
     def injected(self) -> list[dict[str, Any]]:
         """Every fault any process of the run recorded, in file order."""
-        path = self.directory / LOG_FILE
-        if not path.is_file():
-            return []
-        lines = path.read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return read_injected(self.directory)
 
     def counts(self) -> dict[str, int]:
         """Faults injected by kind, every kind of the plan listed (zeros included)."""
         counted = Counter(f["kind"] for f in self.injected())
         return {str(kind): counted[str(kind)] for kind in FaultKind if kind in self.plan.specs or counted[kind]}
+
+
+def read_injected(directory: Path) -> list[dict[str, Any]]:
+    """The faults recorded in ``directory``'s log, in file order (none if there is no log). A line still being
+    appended while this reads is left for the next read."""
+    path = directory / LOG_FILE
+    if not path.is_file():
+        return []
+    found = []
+    for line in path.read_text().splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
 
 
 def install_in_worker(process: str = "worker") -> FaultRuntime | None:
