@@ -226,6 +226,17 @@ def test_armed_crash_points_are_mirrored_in_the_environment(make_invoker: MakeIn
     assert unarmed.payload["env"]["SEGLOG_CRASH_POINTS"] is None
 
 
+def test_a_clock_skew_runs_the_services_clock_ahead_for_that_invocation_only(make_invoker: MakeInvoker) -> None:
+    """clock_skew: seglog_core.crashpoints.clock, which the snapshot worker stamps claims with, runs the given
+    seconds ahead in that invocation; the next one, in the same warm worker, has the real clock again."""
+    invoker = make_invoker("clock_ahead")
+    skewed = invoker.invoke({}, clock_skew=6.5)
+    real = invoker.invoke({})
+    assert skewed.pid == real.pid
+    assert 6.4 < skewed.payload < 6.6
+    assert abs(real.payload) < 0.1
+
+
 # ------------------------------------------------------------------------------------------------ environment
 
 

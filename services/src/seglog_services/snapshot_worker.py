@@ -15,7 +15,7 @@ import structlog
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from seglog_core.crashpoints import should_crash
+from seglog_core.crashpoints import clock, should_crash
 from seglog_core.document import SheetDocument
 from seglog_core.pipeline import Outcome, SnapshotWorker
 from seglog_core.ports import QueueMessage
@@ -41,6 +41,7 @@ def worker() -> SnapshotWorker:
         chunk_cells=int(os.environ.get("SEGLOG_CHUNK_CELLS", "20000")),
         order_wait=float(os.environ.get("SEGLOG_ORDER_WAIT_SECONDS", "3")),
         crash=should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
+        clock=clock,  # the real clock, unless the emulator's clock_skew fault runs it fast
     )
 
 

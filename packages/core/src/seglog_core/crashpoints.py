@@ -14,12 +14,15 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from typing import Final
 
 import structlog
 
 #: The environment variable naming the armed points, comma-separated.
 ENV_VAR: Final = "SEGLOG_CRASH_POINTS"
+#: Seconds this process's :func:`clock` runs ahead of the real one (the emulator's clock_skew fault).
+CLOCK_SKEW_ENV: Final = "SEGLOG_CLOCK_SKEW_SECONDS"
 
 #: The snapshot worker's points, in protocol order (DESIGN §5, §7).
 WORKER_CRASH_POINTS: Final = (
@@ -59,3 +62,10 @@ def kill_self() -> None:
         with contextlib.suppress(OSError, ValueError):  # a closed or broken stream must not stop the crash
             stream.flush()
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def clock() -> float:
+    """The wall clock the snapshot worker stamps claims with: ``time.time()``, plus the skew the emulator's
+    clock_skew fault sets for one invocation (``SEGLOG_CLOCK_SKEW_SECONDS``; on AWS nothing sets it)."""
+    skew = os.environ.get(CLOCK_SKEW_ENV)
+    return time.time() + (float(skew) if skew else 0.0)

@@ -12,21 +12,26 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from seglog_core.crashpoints import ENV_VAR, armed, should_crash
+from seglog_core.crashpoints import CLOCK_SKEW_ENV, ENV_VAR, armed, should_crash
 
 
-def arm(points: Iterable[str]) -> None:
-    """Arm exactly ``points`` in this process (replacing any armed before)."""
+def arm(points: Iterable[str], *, clock_skew: float = 0.0) -> None:
+    """Arm exactly ``points`` in this process (replacing any armed before), and set the services' clock
+    (:func:`seglog_core.crashpoints.clock`) ``clock_skew`` seconds ahead."""
     chosen = sorted(set(points))
     if chosen:
         os.environ[ENV_VAR] = ",".join(chosen)
     else:
         os.environ.pop(ENV_VAR, None)
+    if clock_skew:
+        os.environ[CLOCK_SKEW_ENV] = repr(float(clock_skew))
+    else:
+        os.environ.pop(CLOCK_SKEW_ENV, None)
 
 
 def disarm() -> None:
-    """Arm nothing."""
+    """Arm nothing; the clock is the real one again."""
     arm(())
 
 
-__all__ = ["ENV_VAR", "arm", "armed", "disarm", "should_crash"]
+__all__ = ["CLOCK_SKEW_ENV", "ENV_VAR", "arm", "armed", "disarm", "should_crash"]

@@ -139,7 +139,7 @@ class LambdaInvoker:
     # ------------------------------------------------------------------------------------------- invoke
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
-               crash_points: Iterable[str] = (), timeout: float | None = None,
+               crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
         """Run the handler on ``event`` in a worker and wait for the outcome.
 
@@ -150,6 +150,7 @@ class LambdaInvoker:
             crash_points: named points at which the worker kills itself during this invocation.
             timeout: ends this invocation as timed out after so many seconds, if sooner than the function's
                 timeout (the function_timeout fault: the handler sees the function's own deadline).
+            clock_skew: seconds the services' clock runs ahead during this invocation (the clock_skew fault).
             log_fields: more correlation ids for the invocation's log line (shard, message id, ...).
 
         Raises:
@@ -157,7 +158,9 @@ class LambdaInvoker:
             TypeError: the event is not JSON-serializable.
         """
         event_json = json.dumps(event)  # once, and here: a bad event is the caller's error, not a worker fault
-        body = {"invoked_function_arn": self.arn, "crash_points": sorted(set(crash_points))}
+        body: dict[str, Any] = {"invoked_function_arn": self.arn, "crash_points": sorted(set(crash_points))}
+        if clock_skew:
+            body["clock_skew_seconds"] = clock_skew
         request_id = str(uuid.uuid4())
         self._enter()
         try:
@@ -168,6 +171,8 @@ class LambdaInvoker:
             "function": self.function.logical_id, "request_id": request_id, "source": source, "attempt": attempt,
             "outcome": str(result.outcome), "duration_ms": round(result.duration_ms, 1), "pid": result.pid,
             "cold_start": result.cold_start, **(log_fields or {})}
+        if clock_skew:
+            line["clock_skew_ms"] = round(clock_skew * 1000)
         if isinstance(event.get("Records"), list):
             line["batch_size"] = len(event["Records"])
         if result.init_duration_ms is not None:

@@ -139,7 +139,7 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
                             invoked_function_arn=str(request.get("invoked_function_arn", "")))
     structlog.contextvars.clear_contextvars()  # handlers bind their own ids; these name the invocation till then
     structlog.contextvars.bind_contextvars(function_name=context.function_name, request_id=request_id)
-    crash.arm(request.get("crash_points") or ())
+    crash.arm(request.get("crash_points") or (), clock_skew=float(request.get("clock_skew_seconds") or 0.0))
     # The sandbox enforces the timeout itself, as Lambda's does: the invoker kills a late worker too, but an
     # invoker that died (its poller or gateway was killed) cannot, and a handler running past its deadline
     # could then write after a client's retry had already been accepted.

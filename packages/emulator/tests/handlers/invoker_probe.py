@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from seglog_core.crashpoints import clock
 from seglog_emulator import crash
 
 #: Counts invocations served by this process: survives between invocations only in a warm worker.
@@ -49,6 +50,11 @@ def steps(event: dict[str, Any], context: Any) -> list[str]:
         crash.should_crash(point)
         done.append(point)
     return done
+
+
+def clock_ahead(event: dict[str, Any], context: Any) -> float:
+    """How far the services' clock runs ahead of the real one in this invocation (the clock_skew fault)."""
+    return clock() - time.time()
 
 
 def exit_process(event: dict[str, Any], context: Any) -> None:

@@ -68,7 +68,7 @@ DEFAULT_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.POLLER_RESTART: 0.02, FaultKind.SUPERVISOR_RESTART: 0.1, FaultKind.DDB_THROTTLE: 0.02,
     FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
     FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
-    FaultKind.DDB_LOST_RESPONSE: 0.02,
+    FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.CLOCK_SKEW: 0.15,
 }
 #: The supervisor_restart decision is taken once per tick of the workload phase.
 RESTART_TICK_SECONDS: Final = 3.0

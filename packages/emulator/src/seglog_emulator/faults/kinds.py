@@ -49,6 +49,11 @@ class FaultKind(StrEnum):
     (DESIGN §7, "lost responses on client appends")."""
     DDB_LOST_RESPONSE = "ddb_lost_response"
     """Inside a function: a DynamoDB write went through, but the caller sees InternalServerError."""
+    CLOCK_SKEW = "clock_skew"
+    """A snapshot worker's clock runs ``ahead_ms`` fast for one invocation. Claims look older to it than they
+    are, so it may take over one whose holder still runs (a zombie, which learns at its next checkpoint that
+    its increment is gone, DESIGN §5 step 5). Beyond DESIGN §7's list: it is how a live claim gets taken over
+    when the takeover time is no shorter than the function timeout."""
 
 
 #: The amount each kind draws: its name (the key a plan sets a range with) and the default inclusive range.
@@ -59,6 +64,7 @@ AMOUNTS: Final[dict[FaultKind, tuple[str, tuple[int, int]]]] = {
     FaultKind.FUNCTION_TIMEOUT: ("after_ms", (0, 3_000)),
     FaultKind.STALE_READ: ("items_behind", (1, 1)),
     FaultKind.S3_LATENCY: ("latency_ms", (50, 500)),
+    FaultKind.CLOCK_SKEW: ("ahead_ms", (5_000, 8_000)),
 }
 
 #: The AWS error codes (and HTTP status) each error kind draws from. DynamoDB: Amazon DynamoDB Developer Guide,

@@ -24,7 +24,7 @@ class Invoker(Protocol):
     """The part of :class:`seglog_emulator.invoker.LambdaInvoker` a poller uses."""
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
-               crash_points: Iterable[str] = (), timeout: float | None = None,
+               crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult: ...
 
 

@@ -164,9 +164,9 @@ class QueuePoller:
             return
         crash_points, timeout = self._invocation_faults(records)
         expiry = self._visibility_expiry(records, handles)
-        duplicates = self._duplicates(records, crash_points)
+        duplicates = self._duplicates(records)
         attempt = max(int(r["attributes"]["ApproximateReceiveCount"]) for r in records)
-        result = self._invoke(records, attempt, crash_points, timeout)
+        result = self._invoke(records, attempt, crash_points, timeout, self._clock_skew(records, "skew"))
         if expiry is not None:
             expiry.cancel()
         for thread in duplicates:
@@ -174,12 +174,12 @@ class QueuePoller:
         self._settle(records, handles, result)
 
     def _invoke(self, records: list[dict[str, Any]], attempt: int, crash_points: list[str],
-                timeout: float | None) -> InvocationResult:
+                timeout: float | None, clock_skew: float = 0.0) -> InvocationResult:
         with self._lock:
             self.batches += 1
         ids = [r["messageId"] for r in records]
         return self.invoker.invoke({"Records": records}, attempt=attempt, source=self.name,
-                                   crash_points=crash_points, timeout=timeout,
+                                   crash_points=crash_points, timeout=timeout, clock_skew=clock_skew,
                                    log_fields={"message_id": ids[0] if len(ids) == 1 else ids})
 
     def _settle(self, records: list[dict[str, Any]], handles: dict[str, str], result: InvocationResult) -> None:
@@ -238,6 +238,13 @@ class QueuePoller:
             timeout = cut.amount / 1000
         return crash_points, timeout
 
+    def _clock_skew(self, records: list[dict[str, Any]], what: str) -> float:
+        """clock_skew: seconds this invocation's clock runs ahead (0 when the fault does not fire)."""
+        if self.faults is None:
+            return 0.0
+        decision = self.faults.decide(FaultKind.CLOCK_SKEW, self._key(records[0], what))
+        return decision.amount / 1000 if decision is not None and decision.amount is not None else 0.0
+
     def _visibility_expiry(self, records: list[dict[str, Any]], handles: dict[str, str]) -> threading.Timer | None:
         """visibility_expiry: ``after_ms`` into the run, the message becomes visible again (as if the
         visibility timeout were shorter than the run), so another receive delivers it concurrently."""
@@ -260,18 +267,20 @@ class QueuePoller:
         timer.start()
         return timer
 
-    def _duplicates(self, records: list[dict[str, Any]], crash_points: list[str]) -> list[threading.Thread]:
+    def _duplicates(self, records: list[dict[str, Any]]) -> list[threading.Thread]:
         """duplicate_delivery: the same message (same id and receipt handle) handed to another invocation
         at once, as at-least-once delivery allows (with-sqs: "Lambda might process a message more than
-        once"). Duplicates run clean (no crash point) and are not settled: the first invocation decides."""
+        once"). Duplicates run without crash points (their clocks may be skewed) and are not settled: the
+        first invocation decides."""
         if self.faults is None:
             return []
         decision = self.faults.decide(FaultKind.DUPLICATE_DELIVERY, self._key(records[0], "duplicate"))
         if decision is None:
             return []
         attempt = int(records[0]["attributes"]["ApproximateReceiveCount"])
-        threads = [threading.Thread(target=self._invoke, args=(records, attempt, [], None), daemon=True)
-                   for _ in range(decision.amount or 1)]
+        threads = [threading.Thread(target=self._invoke, daemon=True,
+                                    args=(records, attempt, [], None, self._clock_skew(records, f"skew-copy-{i}")))
+                   for i in range(decision.amount or 1)]
         for thread in threads:
             thread.start()
         return threads
