@@ -37,6 +37,7 @@ GLOBAL_ENV = {
     "SEGLOG_BUCKET": "local:Ref:SnapshotBucket",
     "SEGLOG_QUEUE_URL": "local:Ref:SnapshotQueue",
     "SEGLOG_SNAPSHOT_EVERY": "1000",  # !Ref SnapshotEvery: the parameter's Default
+    "SEGLOG_SEGMENT_ENTRIES": "100000",  # !Ref SegmentEntries
 }
 
 

@@ -67,10 +67,14 @@ class Services:
     @classmethod
     def build(cls, backend: Backend) -> Services:
         every = int(os.environ.get("SEGLOG_SNAPSHOT_EVERY", "1000"))
+        # The segment size policy (template parameter SegmentEntries): without it a log's one segment would grow
+        # without bound and retention could never retire anything.
+        size = int(os.environ.get("SEGLOG_SEGMENT_ENTRIES", "100000"))
         return cls(
             backend=backend,
-            log=backend.event_log(snapshot_every=every, cache_tail=False),
-            external_log=backend.event_log(snapshot_every=every, cache_tail=False, large_threshold=0),
+            log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False),
+            external_log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False,
+                                           large_threshold=0),
             document=backend.document(),
             uploads=Uploads(s3=presign_client(), bucket=backend.resources.bucket, blobs=backend.blobs),
         )
