@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from structlog.testing import capture_logs
 
 from seglog_aws.events import http_api_event
 from seglog_aws.local import LocalDeployment
-from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot
+from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot, SetRange
 from seglog_services import runtime
 from seglog_services.api import app, handler, openapi
 
@@ -42,6 +43,8 @@ class Reply:
     status: int
     headers: dict[str, str]
     json: Any
+    #: Bytes of the whole invocation response payload, the size Lambda limits to 6 MB.
+    size: int = 0
 
     @property
     def error(self) -> dict[str, Any]:
@@ -49,8 +52,17 @@ class Reply:
         return error
 
 
+#: Leave a field of the retry protocol out of an append (to see it refused).
+OMIT: Any = object()
+START = {"segment": 0, "num": 0}
+
+
 class Api:
-    """Calls the handler as API Gateway would, and decodes its answer."""
+    """Calls the handler as API Gateway would, and decodes its answer. Appends follow the retry protocol unless
+    told otherwise: a fresh ``entry_id``, and as ``since`` the position of this client's last answer."""
+
+    def __init__(self) -> None:
+        self.positions: dict[str, dict[str, int]] = {}
 
     def call(self, method: str, path: str, body: Any = None, *, raw: str | bytes | None = None,
              query: dict[str, str] | None = None) -> Reply:
@@ -59,7 +71,8 @@ class Api:
         response = handler(event, Context())
         text = response.get("body") or ""
         assert "Traceback" not in text
-        return Reply(response["statusCode"], dict(response.get("headers") or {}), json.loads(text) if text else None)
+        return Reply(response["statusCode"], dict(response.get("headers") or {}), json.loads(text) if text else None,
+                     len(json.dumps(response).encode()))
 
     def create(self) -> str:
         reply = self.call("POST", "/sheets")
@@ -68,7 +81,13 @@ class Api:
         return log_id
 
     def append(self, log_id: str, entry: dict[str, Any], **fields: Any) -> Reply:
-        return self.call("POST", f"/sheets/{log_id}/entries", {"entry": entry, **fields})
+        body = {"entry": entry, "entry_id": str(uuid.uuid4()), **fields}
+        if "since" not in body and "expected" not in body:
+            body["since"] = self.positions.get(log_id, START)
+        reply = self.call("POST", f"/sheets/{log_id}/entries", {k: v for k, v in body.items() if v is not OMIT})
+        if reply.status == 200:
+            self.positions[log_id] = reply.json["position"]
+        return reply
 
 
 def use_deployment(deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
@@ -104,8 +123,9 @@ def test_a_new_sheet_loads_empty_at_its_creation_snapshot(api: Api) -> None:
     loaded = api.call("GET", f"/sheets/{log_id}")
 
     assert 200 == loaded.status
-    assert {"snapshot": {"segment": 0, "num": 0, "root": EMPTY_SNAPSHOT_ROOT}, "rows": [],
-            "position": {"segment": 0, "num": 0}} == loaded.json
+    assert {"snapshot": {"segment": 0, "num": 0, "root": EMPTY_SNAPSHOT_ROOT}, "rows": [], "row": 1, "col": 1,
+            "next": None, "position": {"segment": 0, "num": 0}} == loaded.json
+    assert START == reply.json["position"]
 
 
 @stack
@@ -129,7 +149,65 @@ def test_every_entry_type_appends_in_order_and_load_folds_them(api: Api) -> None
     assert {"segment": 0, "num": 4} == loaded.json["position"]
 
 
+def load_pages(api: Api, log_id: str, first: Reply | None = None) -> tuple[list[list[Any]], list[Reply]]:
+    """Load a sheet page by page as a client does (from ``first`` if given): follow ``next``; a page whose ``col``
+    is past 1 continues the previous page's last row."""
+    rows: list[list[Any]] = []
+    replies = [first or api.call("GET", f"/sheets/{log_id}")]
+    while True:
+        page = replies[-1].json
+        assert 200 == replies[-1].status, page
+        if page["col"] > 1:
+            rows[-1].extend(page["rows"][0])
+            rows.extend(page["rows"][1:])
+        else:
+            rows.extend(page["rows"])
+        if page["next"] is None:
+            return rows, replies
+        replies.append(api.call("GET", f"/sheets/{log_id}", query={"cursor": page["next"]}))
+
+
+@stack
+def test_a_sheet_larger_than_a_lambda_response_loads_in_pages_of_one_state(
+        api: Api, deployment: LocalDeployment) -> None:
+    """About 9 MB of cells: every page stays under Lambda's 6 MB response limit, the pages join into the sheet,
+    and an edit made between two pages does not show up in the later page (they read one state)."""
+    log_id = api.create()
+    lid = uuid.UUID(log_id)
+    writer = deployment.backend().event_log()
+    rows = [[f"r{r}c{c}:" + "x" * 80 for c in range(5)] for r in range(20_000)]
+    for start in range(0, len(rows), 4000):
+        writer.append(lid, SetRange(row=start + 1, col=1, values=rows[start:start + 4000]))
+
+    first = api.call("GET", f"/sheets/{log_id}")
+    writer.append(lid, SetRange(row=19_999, col=1, values=[["edited"]]))
+    loaded, replies = load_pages(api, log_id, first)
+
+    assert rows == loaded
+    assert len(replies) >= 3
+    assert all(r.size < 6 * 1024 * 1024 for r in replies), [r.size for r in replies]
+    after_edit, _ = load_pages(api, log_id)
+    assert ["edited"] == after_edit[19_998][:1]
+
+
 # ----------------------------------------------------------------------------------------- sync
+
+
+@stack
+def test_sync_answers_in_pages_that_chain_by_position(api: Api) -> None:
+    log_id = api.create()
+    appended = [api.append(log_id, {"type": "set", "ref": f"A{n}", "value": n}).json["num"] for n in range(1, 6)]
+    seen: list[int] = []
+    position = START
+    while True:
+        page = api.call("GET", f"/sheets/{log_id}/entries",
+                        query={"segment": str(position["segment"]), "after": str(position["num"]), "limit": "2"}).json
+        seen += [e["num"] for e in page["entries"]]
+        position = page["position"]
+        if not page["more"]:
+            break
+        assert 2 == len(page["entries"])
+    assert appended == seen
 
 
 @stack
@@ -150,7 +228,7 @@ def test_sync_answers_the_entries_after_a_position_and_the_new_position(api: Api
     everything = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "0"}).json
     assert [1, 2] == [e["num"] for e in everything["entries"]]
     caught_up = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "2"}).json
-    assert {"reload": False, "entries": [], "position": {"segment": 0, "num": 2}} == caught_up
+    assert {"reload": False, "entries": [], "position": {"segment": 0, "num": 2}, "more": False} == caught_up
 
 
 @stack
@@ -184,10 +262,10 @@ def test_the_same_entry_id_twice_is_one_entry(api: Api) -> None:
     entry_id = str(uuid.uuid4())
     entry = {"type": "set", "ref": "A1", "value": 1}
 
-    first = api.append(log_id, entry, entry_id=entry_id, since=0)
-    again = api.append(log_id, entry, entry_id=entry_id, since=0)
+    first = api.append(log_id, entry, entry_id=entry_id, since=START)
+    again = api.append(log_id, entry, entry_id=entry_id, since=START)
     api.append(log_id, {"type": "set", "ref": "A2", "value": 2})
-    late_retry = api.append(log_id, entry, entry_id=entry_id, since=0)
+    late_retry = api.append(log_id, entry, entry_id=entry_id, since=START)
 
     assert (200, False, 1) == (first.status, first.json["deduplicated"], first.json["num"])
     for retry in (again, late_retry):
@@ -199,23 +277,40 @@ def test_the_same_entry_id_twice_is_one_entry(api: Api) -> None:
 
 
 @stack
-def test_a_repeat_of_the_latest_entry_is_found_without_since(api: Api) -> None:
+def test_retries_of_one_entry_id_racing_other_writers_store_it_once(api: Api) -> None:
+    """Three copies of each append (same entry id, same since) sent at once while two other writers append: the
+    retry protocol's consistent forward read and conditional put leave each entry id stored exactly once."""
     log_id = api.create()
-    entry_id = str(uuid.uuid4())
-    first = api.append(log_id, {"type": "set", "ref": "B1", "value": 3}, entry_id=entry_id)
+    rounds, copies = 8, 3
 
-    repeat = api.append(log_id, {"type": "set", "ref": "B1", "value": 3}, entry_id=entry_id)
+    def send(entry_id: str, since: dict[str, int], value: int) -> Reply:
+        return Api().append(log_id, {"type": "set", "ref": "A1", "value": value}, entry_id=entry_id, since=since)
 
-    assert (True, first.json["num"]) == (repeat.json["deduplicated"], repeat.json["num"])
+    with ThreadPoolExecutor(max_workers=copies + 2) as pool:
+        for n in range(rounds):
+            since = api.positions.get(log_id, START)
+            entry_id = str(uuid.uuid4())
+            others = [pool.submit(send, str(uuid.uuid4()), since, -1) for _ in range(2)]
+            replies = [f.result() for f in [pool.submit(send, entry_id, since, n) for _ in range(copies)]]
+            assert [200] * copies == [r.status for r in replies], [r.json for r in replies]
+            assert 1 == len({r.json["num"] for r in replies})
+            assert copies - 1 == sum(r.json["deduplicated"] for r in replies)
+            api.positions[log_id] = max((r.json["position"] for r in replies + [o.result() for o in others]),
+                                        key=lambda p: (p["segment"], p["num"]))
+
+    entries = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "0"}).json["entries"]
+    ids = [e["entry_id"] for e in entries]
+    assert 3 * rounds == len(ids)
+    assert len(ids) == len(set(ids))
 
 
 @stack
 def test_an_expected_version_conflict_answers_409_with_the_entry_that_holds_the_num(api: Api) -> None:
     log_id = api.create()
-    winner = api.append(log_id, {"type": "set", "ref": "A1", "value": "mine"}, expected=1)
+    winner = api.append(log_id, {"type": "set", "ref": "A1", "value": "mine"}, expected={"segment": 0, "num": 1})
 
-    loser = api.append(log_id, {"type": "set", "ref": "A1", "value": "theirs"}, expected=1)
-    next_one = api.append(log_id, {"type": "set", "ref": "A2", "value": "next"}, expected=2)
+    loser = api.append(log_id, {"type": "set", "ref": "A1", "value": "theirs"}, expected={"segment": 0, "num": 1})
+    next_one = api.append(log_id, {"type": "set", "ref": "A2", "value": "next"}, expected={"segment": 0, "num": 2})
 
     assert (200, 1, 1) == (winner.status, winner.json["num"], winner.json["attempts"])
     assert_error(loser, 409, "version_conflict")
@@ -228,9 +323,10 @@ def test_an_expected_version_conflict_answers_409_with_the_entry_that_holds_the_
 def test_a_conflict_with_its_own_entry_id_is_the_earlier_append(api: Api) -> None:
     log_id = api.create()
     entry_id = str(uuid.uuid4())
-    api.append(log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=entry_id, expected=1)
+    at = {"segment": 0, "num": 1}
+    api.append(log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=entry_id, expected=at)
 
-    retry = api.append(log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=entry_id, expected=1)
+    retry = api.append(log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=entry_id, expected=at)
 
     assert (200, True, 1) == (retry.status, retry.json["deduplicated"], retry.json["num"])
 
@@ -265,7 +361,11 @@ def test_snapshot_status_lists_completed_snapshots_per_segment_and_pending_build
 
 
 def _set(value: Any, ref: str = "A1") -> dict[str, Any]:
-    return {"entry": {"type": "set", "ref": ref, "value": value}}
+    return {"entry": {"type": "set", "ref": ref, "value": value}, "entry_id": str(uuid.uuid4()), "since": START}
+
+
+def _without(body: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k not in names}
 
 
 BAD_APPENDS = [
@@ -282,13 +382,20 @@ BAD_APPENDS = [
                  id="value-of-wrong-type"),
     pytest.param(_set(1, ref="1A"), 400, "invalid_cell_ref", id="bad-ref"),
     pytest.param(_set(1, ref="XFE1"), 400, "invalid_cell_ref", id="ref-past-last-column"),
-    pytest.param({"entry": {"type": "setrng", "ref": "XFD1", "values": [[1, 2]]}}, 400, "invalid_cell_ref",
+    pytest.param({**_set(0), "entry": {"type": "setrng", "ref": "XFD1", "values": [[1, 2]]}}, 400, "invalid_cell_ref",
                  id="range-past-last-column"),
     pytest.param({"entry": {"type": "delrow", "row": 0}}, 400, "invalid_request", id="row-zero"),
     pytest.param(_set("x" * (32 * 1024 + 1)), 400, "value_too_large", id="text-too-large"),
     pytest.param(_set(2**64), 400, "value_too_large", id="integer-too-large"),
     pytest.param({**_set(1), "entry_id": "not-a-uuid"}, 400, "invalid_request", id="bad-entry-id"),
-    pytest.param({**_set(1), "expected": -1}, 400, "invalid_request", id="negative-expected"),
+    pytest.param({**_without(_set(1), "since"), "expected": -1}, 400, "invalid_request", id="negative-expected"),
+    pytest.param(_without(_set(1), "entry_id"), 400, "missing_entry_id", id="no-entry-id"),
+    pytest.param(_without(_set(1), "since"), 400, "missing_since", id="no-since"),
+    pytest.param({**_set(1), "since": 0}, 400, "position_required", id="since-without-segment"),
+    pytest.param({**_set(1), "expected": {"segment": 0, "num": 1}}, 400, "since_and_expected", id="both"),
+    pytest.param({**_without(_set(1), "since"), "expected": START}, 400, "invalid_expected", id="expected-num-0"),
+    pytest.param({**_set(1), "since": {"segment": 0, "num": 5}}, 409, "unknown_position", id="since-past-the-end"),
+    pytest.param({**_set(1), "since": {"segment": 3, "num": 0}}, 409, "unknown_position", id="since-no-segment"),
     pytest.param({"entry": {"type": "setrng", "ref": "A1", "values": [["y" * 1000] * 1100]}}, 413,
                  "payload_too_large", id="request-too-large"),
 ]

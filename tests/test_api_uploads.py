@@ -20,7 +20,7 @@ import pytest
 from seglog_aws.local import LocalDeployment
 from seglog_core.log import MAX_BODY
 from seglog_services import runtime
-from test_api import Api, Reply, assert_error, use_deployment
+from test_api import OMIT, START, Api, Reply, assert_error, use_deployment
 
 pytestmark = pytest.mark.stack
 
@@ -55,7 +55,10 @@ def upload(api: Api, log_id: str, data: bytes, content_type: str) -> dict[str, A
 
 
 def complete(api: Api, log_id: str, upload_id: str, entry_type: str, **fields: Any) -> Reply:
-    return api.call("POST", f"/sheets/{log_id}/uploads/{upload_id}/complete", {"type": entry_type, **fields})
+    """Step 3, with the retry protocol's ``since`` (a new sheet's start unless given)."""
+    body = {"type": entry_type, "since": START, **fields}
+    return api.call("POST", f"/sheets/{log_id}/uploads/{upload_id}/complete", {k: v for k, v in body.items()
+                                                                               if v is not OMIT})
 
 
 def test_step_1_answers_a_presigned_put_whose_object_carries_the_discardable_tag(
@@ -135,8 +138,8 @@ def test_completing_twice_appends_one_entry(api: Api) -> None:
     log_id = api.create()
     uploaded = upload(api, log_id, b"a\n", "text/csv")
 
-    first = complete(api, log_id, uploaded["upload_id"], "imp", since=0)
-    second = complete(api, log_id, uploaded["upload_id"], "imp", since=0)
+    first = complete(api, log_id, uploaded["upload_id"], "imp", since=START)
+    second = complete(api, log_id, uploaded["upload_id"], "imp", since=START)
 
     assert (200, False) == (first.status, first.json["deduplicated"])
     assert (200, True, first.json["num"], first.json["entry_id"]) == (
@@ -162,11 +165,11 @@ def test_an_upload_put_without_its_tag_is_tagged_when_completed(api: Api, deploy
 def test_a_repeated_completion_keeps_the_body_the_router_already_kept(api: Api, deployment: LocalDeployment) -> None:
     log_id = api.create()
     uploaded = upload(api, log_id, b"a,b\n", "text/csv")
-    first = complete(api, log_id, uploaded["upload_id"], "imp", since=0).json
+    first = complete(api, log_id, uploaded["upload_id"], "imp", since=START).json
     blobs = deployment.backend().blobs
     blobs.keep(first["external"])  # what the stream router does on the entry's INSERT
 
-    again = complete(api, log_id, uploaded["upload_id"], "imp", since=0)
+    again = complete(api, log_id, uploaded["upload_id"], "imp", since=START)
 
     assert (True, first["external"]) == (again.json["deduplicated"], again.json["external"])
     assert not blobs.is_discardable(first["external"])
@@ -202,6 +205,7 @@ def test_completing_refuses_what_cannot_become_the_entry(api: Api) -> None:
     assert_error(complete(api, log_id, json_upload["upload_id"], "setrng", entry_id=json_upload["upload_id"]), 400,
                  "invalid_entry_id")
     assert_error(complete(api, log_id, not_utf8["upload_id"], "imp"), 400, "invalid_import")
+    assert_error(complete(api, log_id, not_utf8["upload_id"], "imp", since=OMIT), 400, "missing_since")
     assert_error(complete(api, log_id, not_a_range["upload_id"], "setrng"), 400, "invalid_upload")
     assert_error(complete(api, log_id, bad_ref["upload_id"], "setrng"), 400, "invalid_cell_ref")
     assert {"segment": 0, "num": 0} == api.call("GET", f"/sheets/{log_id}").json["position"]

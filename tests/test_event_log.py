@@ -9,6 +9,7 @@ import pytest
 
 from seglog_core import errors
 from seglog_core.document import SheetDocument
+from seglog_core.idempotence import Position, append_after
 from seglog_core.log import EventLog, external_body_key
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.reader import LogReader
@@ -60,7 +61,8 @@ def test_same_entry_id_twice_is_one_entry(stores: tuple[LogStore, BlobStore]) ->
     assert again.entry == first.entry
     log.append(log_id, SetCell(row=1, col=1, value=2))
     # Further back in the log: found by reading forward from where the client last knew the log.
-    later = _log(stores).append(log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, check_from=0)
+    later = append_after(_log(stores), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id,
+                         since=Position(segment=0, num=0))
     assert later.deduplicated
     assert later.entry.num == first.entry.num
     assert verify_log(stores[0], log_id, acknowledged=[entry_id]).ok
@@ -162,6 +164,7 @@ def test_a_retried_large_append_does_not_put_the_discardable_tag_back(stores: tu
     first = log.append(log_id, body, entry_id=entry_id).entry
     assert first.external is not None
     stores[1].keep(first.external)  # what the stream router does
-    again = _log(stores, large_threshold=256).append(log_id, body, entry_id=entry_id, check_from=0)
+    again = append_after(_log(stores, large_threshold=256), log_id, body, entry_id=entry_id,
+                         since=Position(segment=0, num=0))
     assert again.deduplicated
     assert not stores[1].is_discardable(first.external)

@@ -65,11 +65,12 @@ def edit_and_wait(supervisor: Supervisor, deployment: local.LocalDeployment,
     log_id = uuid.uuid4()
     status, created = api.request("POST", "/sheets", {"log_id": str(log_id)})
     assert (status, created["created"]) == (201, True)
-    ids = []
+    ids, since = [], created["position"]
     for n in range(edits):
         entry_id = uuid.uuid4()
-        api.request("POST", f"/sheets/{log_id}/entries",
-                    {"entry": {"type": "set", "ref": f"A{n + 1}", "value": n}, "entry_id": str(entry_id)})
+        _, answer = api.request("POST", f"/sheets/{log_id}/entries", {
+            "entry": {"type": "set", "ref": f"A{n + 1}", "value": n}, "entry_id": str(entry_id), "since": since})
+        since = answer["position"]
         ids.append(entry_id)
     backend = deployment.backend()
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
+from seglog_core import errors
+from seglog_core.idempotence import Position, append_after
 from seglog_core.schema import Import
 from seglog_core.sheet import parse_assignment, read_import, render
 
@@ -47,16 +49,21 @@ def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_
             raise click.BadParameter(f"{entry_id!r} is not a UUID", param_hint="--entry-id") from None
     backend = settings(ctx).backend()
     event_log = backend.event_log()
-    check_from = None
+    since = None
     if base_id is not None:
-        # A retry of an earlier run: look for its entries from the current segment's latest snapshot on.
-        segments = backend.store.latest_segments(log_id, 1)
-        check_from = (segments[0].last_snapshot or 0) if segments else None
+        # A retry of an earlier run: its entries lie after the current segment's latest snapshot, so the log is
+        # read forward from there (consistently) before anything is written again.
+        segments = backend.store.latest_segments(log_id, 1, consistent=True)
+        if not segments:
+            raise errors.LogNotFoundError(log_id)
+        since = Position(segment=segments[0].num, num=segments[0].last_snapshot or 0)
     for index, body in enumerate(bodies):
-        eid = None
-        if base_id is not None:
+        if base_id is None:
+            done = event_log.append(log_id, body)
+        else:
             eid = base_id if len(bodies) == 1 else uuid.uuid5(base_id, str(index))
-        done = event_log.append(log_id, body, entry_id=eid, check_from=check_from)
+            assert since is not None
+            done = append_after(event_log, log_id, body, entry_id=eid, since=since)
         note = " (already there)" if done.deduplicated else ""
         click.echo(f"{assignments[index]} -> entry {done.entry.segment}/{done.entry.num}{note}")
 

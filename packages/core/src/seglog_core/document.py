@@ -41,10 +41,17 @@ class SheetDocument:
     def load(self, log_id: uuid.UUID) -> tuple[Sheet, LogView]:
         """Load the latest state of a sheet."""
         view = self.reader.load(log_id)
+        return self._fold(view), view
+
+    def load_at(self, log_id: uuid.UUID, snapshot: tuple[int, int], upto: tuple[int, int]) -> Sheet:
+        """The sheet as an earlier load saw it: that load's snapshot folded with the entries up to ``upto``."""
+        return self._fold(self.reader.view_at(log_id, snapshot, upto))
+
+    def _fold(self, view: LogView) -> Sheet:
         sheet = self.snapshot_state(view.snapshot)
         for entry in view.entries:
             sheet.apply(self.body(entry))
-        return sheet, view
+        return sheet
 
     def update(self, sheet: Sheet, view: LogView) -> Sheet:
         """Apply what was appended since the view was read; a reload when it fell behind."""

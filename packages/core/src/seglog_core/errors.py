@@ -122,6 +122,20 @@ class VersionConflictError(SeglogError):
         )
 
 
+class UnknownPositionError(SeglogError):
+    """An append named a position (``since``) the log does not hold: past its end, or in a retired segment."""
+
+    def __init__(self, log_id: uuid.UUID, segment: int, num: int) -> None:
+        self.log_id = log_id
+        self.segment = segment
+        self.num = num
+        super().__init__(
+            f"log {log_id} has no entry {segment}/{num}: send as since a position the log answered (an append's "
+            "or a load's position; a new log's is 0/0); a position older than the two latest segments may be "
+            "retired: load the sheet again"
+        )
+
+
 class AppendContentionError(SeglogError):
     """Optimistic append gave up after its bounded attempts."""
 

@@ -141,7 +141,6 @@ class EventLog:
         *,
         entry_id: uuid.UUID | None = None,
         expected: int | None = None,
-        check_from: int | None = None,
     ) -> Appended:
         """Append a document entry.
 
@@ -150,8 +149,9 @@ class EventLog:
             entry_id: the client entry id ``K``; a retry with the same id never duplicates. Generated if absent.
             expected: the num this entry must get (expected-version append: one write, no read). On conflict
                 :class:`~seglog_core.errors.VersionConflictError` carries the entry that holds the num.
-            check_from: a num of the current segment from which an earlier try of this entry id may already
-                be in the log (a client retrying after a crash); those entries are read first.
+
+        A retry of the same entry id within this call never duplicates. A caller in another process (an HTTP
+        client whose answer was lost) must name where to look: :func:`seglog_core.idempotence.append_after`.
 
         Raises:
             InvalidInputError: a log-level body, or a body too large.
@@ -162,9 +162,9 @@ class EventLog:
         self.validate(body)
         entry_id = entry_id or self.id_factory()
         data = encode_body(body)
-        external = self._store_large_body(log_id, entry_id, data)
+        external = self.store_large_body(log_id, entry_id, data)
         tail = self._tail(log_id)
-        maybe_at = check_from  # the lowest num where an earlier try of this entry may have landed
+        maybe_at: int | None = None  # the lowest num where an earlier try of this entry may have landed
         bound = structlog.contextvars.bound_contextvars
         for attempt in range(1, self.retry.max_attempts + 1):
             num = -1
@@ -173,10 +173,10 @@ class EventLog:
                     if maybe_at is not None:
                         found = self._find_entry_id(log_id, tail, maybe_at, entry_id)
                         if found is not None:
-                            return self._landed(found, attempt, deduplicated=True)
+                            return self.landed(found, attempt, deduplicated=True)
                     nxt = self._next_num(log_id, tail, entry_id, expected, attempt)
                     if isinstance(nxt, Entry):
-                        return self._landed(nxt, attempt, deduplicated=True)
+                        return self.landed(nxt, attempt, deduplicated=True)
                     num = nxt
                     entry = Entry(
                         log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
@@ -184,15 +184,15 @@ class EventLog:
                         external=external, entry_id=entry_id,
                     )
                     self.store.put_entry(entry)
-                    landed = self._landed(entry, attempt)
-                    self._apply_policy_after(entry)
+                    landed = self.landed(entry, attempt)
+                    self.apply_policy_after(entry)
                     return landed
                 except errors.ItemExistsError as exc:
                     existing = exc.existing
                     if existing is None and (expected is not None or maybe_at is not None):
                         existing = self.store.get_entry(log_id, tail.segment, num)
                     if existing is not None and existing.entry_id == entry_id:
-                        return self._landed(existing, attempt, deduplicated=True)
+                        return self.landed(existing, attempt, deduplicated=True)
                     tail.num = None
                     tail.taken = max(tail.taken, num)
                     if expected is not None:
@@ -212,7 +212,8 @@ class EventLog:
                     self.retry.backoff(attempt)
         raise errors.AppendContentionError(log_id, self.retry.max_attempts)
 
-    def _store_large_body(self, log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes) -> str | None:
+    def store_large_body(self, log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes) -> str | None:
+        """Put a body over the threshold in the bucket first (tagged discardable); its key, or None if inline."""
         if len(data) > MAX_BODY:
             raise errors.ValueTooLargeError("the entry body", len(data), MAX_BODY)
         if len(data) <= min(self.large_threshold, MAX_INLINE_BODY):
@@ -288,7 +289,8 @@ class EventLog:
                 return entry
         return None
 
-    def _landed(self, entry: Entry, attempts: int, *, deduplicated: bool = False) -> Appended:
+    def landed(self, entry: Entry, attempts: int, *, deduplicated: bool = False) -> Appended:
+        """Record that ``entry`` is in the log (it moves this client's cached tail) and say how it got there."""
         tail = self._tails.setdefault(entry.log_id, _Tail(segment=entry.segment))
         if tail.segment == entry.segment and (tail.num is None or entry.num > tail.num):
             tail.num = entry.num
@@ -296,7 +298,7 @@ class EventLog:
                   attempts=attempts, deduplicated=deduplicated)
         return Appended(entry=entry, attempts=attempts, deduplicated=deduplicated)
 
-    def _apply_policy_after(self, entry: Entry) -> None:
+    def apply_policy_after(self, entry: Entry) -> None:
         """:meth:`_apply_policy` once ``entry`` has landed: its failure must not fail (and so repeat) the append.
 
         Chaos runs found a client's entry written twice: the Snapshot entry after it failed past its retries,
@@ -346,7 +348,7 @@ class EventLog:
                 entry = Entry(log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
                               type=EntryType.SNAPSHOT, body=encode_body(SnapshotMarker()))
                 self.store.put_entry(entry)
-                self._landed(entry, attempt)
+                self.landed(entry, attempt)
                 log.info("snapshot entry appended", log_id=str(log_id), segment=entry.segment, entry=num)
                 return entry
             except errors.ItemExistsError as exc:

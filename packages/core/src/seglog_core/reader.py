@@ -6,6 +6,7 @@ not grow with the length of the log once snapshots exist.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from dataclasses import dataclass, field
 
@@ -70,8 +71,29 @@ class LogReader:
             view._extend(self._segment_from(log_id, current, 1))
         return view
 
-    def update(self, view: LogView) -> list[Entry]:
-        """Bring a view up to date; returns the new entries. Reloads if the view fell behind both segments."""
+    def view_at(self, log_id: uuid.UUID, snapshot: tuple[int, int], upto: tuple[int, int]) -> LogView:
+        """The view a load answered earlier: the completed snapshot at ``snapshot`` and the entries after it up to
+        ``upto`` (segment, num), so a paged load reads every page from the same state.
+
+        Raises:
+            UnknownPositionError: no completed Snapshot entry there (retired since), or ``upto`` before it.
+        """
+        base = self.store.get_entry(log_id, *snapshot)
+        if base is None or base.type is not EntryType.SNAPSHOT or base.snapshot_root is None or upto < snapshot:
+            raise errors.UnknownPositionError(log_id, *snapshot)
+        view = LogView(log_id=log_id, snapshot=base, segment=base.segment, num=base.num)
+        segment, start = snapshot[0], snapshot[1] + 1
+        while segment <= upto[0]:
+            end = upto[1] if segment == upto[0] else None
+            view._extend(list(self.store.entries(log_id, segment, start, end, page_size=self.page_size)))
+            segment, start = segment + 1, 1
+        if (view.segment, view.num) != upto:
+            raise errors.UnknownPositionError(log_id, *upto)
+        return view
+
+    def update(self, view: LogView, *, limit: int | None = None) -> list[Entry]:
+        """Bring a view up to date (at most ``limit`` entries further); returns the new entries. Reloads if the
+        view fell behind both segments."""
         segments = self.store.latest_segments(view.log_id, 2)
         if not segments:
             raise errors.LogNotFoundError(view.log_id)
@@ -83,11 +105,17 @@ class LogReader:
             return list(fresh.entries)
         new: list[Entry] = []
         for seg in reversed(segments):
+            left = None if limit is None else limit - len(new)
+            if left == 0:
+                break
             if seg.num == view.segment:
-                new += view._extend(list(self.store.entries(
-                    view.log_id, seg.num, view.num + 1, page_size=self.page_size)))
+                start = view.num + 1
             elif seg.num > view.segment:
-                new += view._extend(self._segment_from(view.log_id, seg, 1))
+                start = 1
+            else:
+                continue
+            read = self.store.entries(view.log_id, seg.num, start, page_size=min(self.page_size, left or 1 << 30))
+            new += view._extend(list(itertools.islice(read, left)))
         return new
 
     def _segment_from(self, log_id: uuid.UUID, segment: Segment, start: int) -> list[Entry]:

@@ -24,7 +24,9 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 def _errors(*statuses: int) -> dict[str, Any]:
     text = {400: "Bad request: malformed JSON, unknown fields or types, bad cell references, values too large",
-            404: "No such sheet (or upload)", 409: "Expected-version conflict: `error.entry` holds that num",
+            404: "No such sheet (or upload)",
+            409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
+                 "no entry at `since` (load again)",
             413: "Payload too large", 415: "Content type not accepted",
             503: "Storage unavailable or contended: retry after `Retry-After` seconds with the same entry_id"}
     return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
@@ -39,6 +41,14 @@ REF: Final = {"type": "string", "pattern": "^[A-Za-z]{1,3}[1-9][0-9]*$", "exampl
 NUM: Final = {"type": "integer", "minimum": 0}
 POSITION: Final = {"type": "object", "required": ["segment", "num"],
                    "properties": {"segment": NUM, "num": NUM}}
+
+RETRY_PROTOCOL: Final = (
+    "Appending exactly once. First try: a new UUID as `entry_id`, and as `since` the `position` of the last "
+    "answer you had (create, append, load or sync). Lost answer, timeout or 5xx: send the identical request again, "
+    "at any time — even while the first try may still run. The server reads the log forward from `since` with "
+    "consistent reads and writes only with a conditional put after what it read, so two tries of one entry id can "
+    "never both be stored; a retry whose first try landed answers `deduplicated: true`. A request without "
+    "`entry_id`, or without `since` (or `expected`), is refused with 400.")
 
 SCHEMAS: Final[dict[str, Any]] = {
     "Error": {
@@ -64,19 +74,25 @@ SCHEMAS: Final[dict[str, Any]] = {
     "EntryBody": {"oneOf": [_ref("SetCell"), _ref("SetRange"), _ref("InsertRow"), _ref("DeleteRow")],
                   "discriminator": {"propertyName": "type"}},
     "AppendRequest": {
-        "type": "object", "additionalProperties": False, "required": ["entry"],
+        "type": "object", "additionalProperties": False, "required": ["entry", "entry_id"],
+        "description": RETRY_PROTOCOL,
+        "oneOf": [{"required": ["since"]}, {"required": ["expected"]}],
         "properties": {
             "entry": _ref("EntryBody"),
             "entry_id": {"type": "string", "format": "uuid",
-                         "description": "The client's id of this entry: repeating it never adds a second entry."},
-            "expected": {**NUM, "description": "The num the entry must get (one write); 409 if taken."},
-            "since": {**NUM, "description": "The num the client last saw: a retry looks for entry_id after it."},
+                         "description": "Made once per entry by the client and sent on every try of it."},
+            "since": {**POSITION, "description": "The `position` of the last answer the client had before this "
+                                                 "entry's first try (a new sheet's is 0/0); the same on every try."},
+            "expected": {**POSITION, "description": "Instead of `since`: the exact position the entry must take; "
+                                                    "409 `version_conflict` with the holder when it is taken."},
         },
     },
     "Appended": {
         "type": "object", "required": ["segment", "num", "entry_id", "deduplicated", "attempts"],
         "properties": {"segment": NUM, "num": NUM, "entry_id": {"type": "string", "format": "uuid"},
-                       "deduplicated": {"type": "boolean"}, "attempts": {"type": "integer", "minimum": 1},
+                       "position": {**POSITION, "description": "The entry's position: the next `since`."},
+                       "deduplicated": {"type": "boolean", "description": "An earlier try had stored it."},
+                       "attempts": {"type": "integer", "minimum": 1},
                        "external": {"type": "string", "description": "S3 key of the body, when stored there"},
                        "upload_id": {"type": "string", "format": "uuid"}},
     },
@@ -94,19 +110,26 @@ SCHEMAS: Final[dict[str, Any]] = {
         },
     },
     "Sheet": {
-        "type": "object", "required": ["snapshot", "rows", "position"],
+        "type": "object", "required": ["snapshot", "rows", "position", "row", "col", "next"],
+        "description": "One page of a load (each page under 4 MB, so under Lambda's 6 MB response limit). Every "
+                       "page of one load shows the same state: the snapshot and position of its first page.",
         "properties": {
             "snapshot": {"type": "object", "required": ["segment", "num", "root"],
                          "properties": {"segment": NUM, "num": NUM, "root": {"type": ["string", "null"]}}},
-            "rows": {**ROWS, "description": "Row 1 first, each from column A; trailing empty cells left out."},
+            "row": {"type": "integer", "minimum": 1, "description": "The row number of `rows[0]`."},
+            "col": {"type": "integer", "minimum": 1,
+                    "description": "1, or: `rows[0]` continues the previous page's last row from this column."},
+            "rows": {**ROWS, "description": "Rows from `row`, each from column A; trailing empty cells left out."},
             "position": POSITION,
+            "next": {"type": ["string", "null"], "description": "Cursor of the next page (`?cursor=`); null: last."},
         },
     },
     "Sync": {
         "type": "object", "required": ["reload"],
         "properties": {"reload": {"type": "boolean",
                                   "description": "true: the client fell behind both latest segments; load again"},
-                       "entries": {"type": "array", "items": _ref("Entry")}, "position": POSITION},
+                       "entries": {"type": "array", "items": _ref("Entry")}, "position": POSITION,
+                       "more": {"type": "boolean", "description": "true: ask again from `position` for the rest"}},
     },
     "SnapshotStatus": {
         "type": "object", "required": ["latest", "segments", "pending"],
@@ -148,8 +171,9 @@ SCHEMAS: Final[dict[str, Any]] = {
         "properties": {
             "type": {"type": "string", "enum": ["imp", "setrng"],
                      "description": "imp: the upload is CSV or XLSX; setrng: JSON {\"ref\", \"values\"}."},
-            "entry_id": {"type": "string", "format": "uuid"},
-            "since": NUM,
+            "entry_id": {"type": "string", "format": "uuid",
+                         "description": "Defaults to a UUIDv5 of the upload id (a retried completion is one entry)."},
+            "since": {**POSITION, "description": "Required, as for appends."},
         },
     },
 }
@@ -159,14 +183,17 @@ PATHS: Final[dict[str, Any]] = {
         "operationId": "createSheet", "summary": "Create a sheet (a new log)",
         "requestBody": {"required": False, "content": {"application/json": {"schema": {
             "type": "object", "additionalProperties": False}}}},
-        "responses": {"201": _json({"type": "object", "required": ["log_id"],
-                                    "properties": {"log_id": {"type": "string", "format": "uuid"}}}, "Created"),
+        "responses": {"201": _json({"type": "object", "required": ["log_id", "created", "position"],
+                                    "properties": {"log_id": {"type": "string", "format": "uuid"},
+                                                   "created": {"type": "boolean"}, "position": POSITION}},
+                                   "Created (200 with created=false: a sheet with the client's log_id existed)"),
                       **_errors(400, 413, 503)},
     }},
     "/sheets/{log_id}": {"get": {
         "operationId": "loadSheet", "summary": "Load: the latest snapshot folded with the entries after it",
-        "parameters": [LOG_ID],
-        "responses": {"200": _json(_ref("Sheet"), "The sheet"), **_errors(400, 404, 503)},
+        "parameters": [LOG_ID, {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"},
+                                "description": "The `next` of the previous page."}],
+        "responses": {"200": _json(_ref("Sheet"), "A page of the sheet"), **_errors(400, 404, 409, 503)},
     }},
     "/sheets/{log_id}/entries": {
         "post": {
@@ -180,7 +207,9 @@ PATHS: Final[dict[str, Any]] = {
             "operationId": "syncEntries", "summary": "Sync: the entries after a position",
             "parameters": [LOG_ID,
                            {"name": "segment", "in": "query", "required": True, "schema": NUM},
-                           {"name": "after", "in": "query", "required": True, "schema": NUM}],
+                           {"name": "after", "in": "query", "required": True, "schema": NUM},
+                           {"name": "limit", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
             "responses": {"200": _json(_ref("Sync"), "New entries, or reload"), **_errors(400, 404, 503)},
         },
     },

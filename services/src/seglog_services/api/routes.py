@@ -22,18 +22,21 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from seglog_aws.backend import Backend
 from seglog_core import errors
 from seglog_core.document import SheetDocument
+from seglog_core.idempotence import Position, append_after
 from seglog_core.log import Appended, EventLog
 from seglog_core.reader import LogView
 from seglog_core.schema import Entry, EntryType
 from seglog_services import runtime
 from seglog_services.api import openapi
 from seglog_services.api.errors import ApiError, error_response, json_response
+from seglog_services.api.pages import MAX_PAGE_BYTES, LoadCursor, escaped_size, page_rows
 from seglog_services.api.schemas import (
     APPEND_DECODER,
     COMPLETE_DECODER,
     CREATE_DECODER,
     UPLOAD_DECODER,
     CreateRequest,
+    PositionIn,
     entry_json,
     entry_ref,
     pending_json,
@@ -139,15 +142,50 @@ def request_body[T](decoder: msgspec.json.Decoder[T], *, empty: T | None = None)
                        f"the body is not valid JSON ({exc}): send one JSON object") from None
 
 
-def query_int(name: str) -> int:
+def query_int(name: str, default: int | None = None) -> int:
     value = (app.current_event.query_string_parameters or {}).get(name)
     if value is None:
+        if default is not None:
+            return default
         raise ApiError(HTTPStatus.BAD_REQUEST, "missing_parameter",
                        f"query parameter {name!r} is required: pass the position the client last saw")
     if not (value.isascii() and value.isdigit()) or len(value) > 19:
         raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_parameter",
                        f"query parameter {name!r} is {value!r}: give a whole number (0 or more)")
     return int(value)
+
+
+#: Why a request without the retry protocol's fields is refused, and what to send (README "Appending exactly once").
+_PROTOCOL = ("so that a retry is never stored twice (README, \"Appending exactly once\"): send the same entry_id and "
+             "since on every try of this entry")
+
+
+def retry_position(entry_id: uuid.UUID | None, since: PositionIn | int | None, expected: PositionIn | None
+                   ) -> tuple[uuid.UUID, Position, bool]:
+    """The entry id, the position to read forward from, and whether the entry must land right after it.
+
+    Refuses (400) a request the retry protocol cannot make safe: no entry id, or no position to look from.
+    """
+    if entry_id is None:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_entry_id",
+                       f"entry_id is required: a UUID the client makes once for this entry, {_PROTOCOL}")
+    if isinstance(since, int):
+        raise ApiError(HTTPStatus.BAD_REQUEST, "position_required",
+                       'since must be a position {"segment": s, "num": n} as the API answers it (`position`): a '
+                       "bare num cannot say which segment")
+    if since is not None and expected is not None:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "since_and_expected",
+                       "send since (append after what you saw) or expected (the exact position), not both")
+    if expected is not None:
+        if expected.num == 0:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_expected",
+                           "num 0 of a segment is its Snapshot entry: expected must be a num of 1 or more")
+        return entry_id, Position(segment=expected.segment, num=expected.num - 1), True
+    if since is None:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_since",
+                       "since is required: the position ({segment, num}) of the last answer the client had before "
+                       f"this entry's first try (a new sheet's is 0/0), {_PROTOCOL}")
+    return entry_id, Position(segment=since.segment, num=since.num), False
 
 
 def keep_body(svc: Services, appended: Appended) -> None:
@@ -165,7 +203,8 @@ def keep_body(svc: Services, appended: Appended) -> None:
 def appended_json(appended: Appended) -> dict[str, Any]:
     entry = appended.entry
     data: dict[str, Any] = {"segment": entry.segment, "num": entry.num, "entry_id": str(entry.entry_id),
-                            "deduplicated": appended.deduplicated, "attempts": appended.attempts}
+                            "deduplicated": appended.deduplicated, "attempts": appended.attempts,
+                            "position": position_json(entry)}
     if entry.external is not None:
         data["external"] = entry.external
     return data
@@ -184,10 +223,14 @@ def create_sheet() -> Response[str]:
             raise
         # The client's id is taken: by its own earlier try whose answer it lost, so the sheet is there.
         structlog.contextvars.bind_contextvars(log_id=str(request.log_id))
-        return json_response(200, {"log_id": str(request.log_id), "created": False},
+        # A position that exists: the latest segment's Snapshot entry 0 (segment 0 may be retired by now).
+        latest = services().backend.store.latest_segments(request.log_id, 1, consistent=True)
+        start = {"segment": latest[0].num if latest else 0, "num": 0}
+        return json_response(200, {"log_id": str(request.log_id), "created": False, "position": start},
                              {"Location": f"/sheets/{request.log_id}"})
     structlog.contextvars.bind_contextvars(log_id=str(log_id))
-    return json_response(201, {"log_id": str(log_id), "created": True}, {"Location": f"/sheets/{log_id}"})
+    return json_response(201, {"log_id": str(log_id), "created": True, "position": {"segment": 0, "num": 0}},
+                         {"Location": f"/sheets/{log_id}"})
 
 
 @app.post("/sheets/<log_id>/entries")
@@ -195,38 +238,69 @@ def append_entry(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
     request = request_body(APPEND_DECODER)
     body = to_body(request.entry)
-    check_from = None if request.since is None else request.since + 1
+    entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
+    structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
     svc = services()
-    appended = svc.log.append(lid, body, entry_id=request.entry_id, expected=request.expected,
-                              check_from=check_from)
+    appended = append_after(svc.log, lid, body, entry_id=entry_id, since=since, strict=strict)
     keep_body(svc, appended)
     return json_response(200, appended_json(appended))
 
 
 @app.get("/sheets/<log_id>")
 def load_sheet(log_id: str) -> Response[str]:
+    """Load, a page at a time: the first page reads the latest snapshot and the entries after it; ``next``
+    (when not null) is the cursor of the following page, which reads the same state."""
     lid = log_id_of(log_id)
-    sheet, view = services().document.load(lid)
-    snapshot = view.snapshot
-    return json_response(200, {
-        "snapshot": {"segment": snapshot.segment, "num": snapshot.num, "root": snapshot.snapshot_root},
-        "rows": sheet.rows(),
-        "position": position_json(view),
-    })
+    document = services().document
+    text = (app.current_event.query_string_parameters or {}).get("cursor")
+    if text is None:
+        sheet, view = document.load(lid)
+        snapshot = view.snapshot
+        cursor = LoadCursor(snapshot=(snapshot.segment, snapshot.num), upto=(view.segment, view.num))
+        root = snapshot.snapshot_root
+    else:
+        cursor = LoadCursor.parse(text)
+        sheet, root = document.load_at(lid, cursor.snapshot, cursor.upto), None
+    page = page_rows(sheet.rows(), cursor.row, cursor.col)
+    following = None if page.next_row is None else LoadCursor(
+        snapshot=cursor.snapshot, upto=cursor.upto, row=page.next_row, col=page.next_col)
+    data: dict[str, Any] = {
+        "snapshot": {"segment": cursor.snapshot[0], "num": cursor.snapshot[1], "root": root},
+        "position": {"segment": cursor.upto[0], "num": cursor.upto[1]},
+        "row": cursor.row, "col": cursor.col, "rows": page.rows,
+        "next": None if following is None else str(following),
+    }
+    return json_response(200, data)
+
+
+#: Entries a sync page reads at most (each is also counted against the page's bytes).
+SYNC_LIMIT = 1000
 
 
 @app.get("/sheets/<log_id>/entries")
 def sync_entries(log_id: str) -> Response[str]:
+    """The entries after a position, a page at a time: ``more`` says to ask again from ``position``."""
     lid = log_id_of(log_id)
     segment, after = query_int("segment"), query_int("after")
+    limit = min(max(query_int("limit", SYNC_LIMIT), 1), SYNC_LIMIT)
     # The view stands for what the client holds; LogReader.update swaps its snapshot when it had to reload.
     held = Entry(log_id=lid, segment=segment, num=after, created=0, type=EntryType.SNAPSHOT)
     view = LogView(log_id=lid, snapshot=held, segment=segment, num=after)
-    new = services().document.reader.update(view)
+    new = services().document.reader.update(view, limit=limit)
     if view.snapshot is not held:
         return json_response(200, {"reload": True})
-    entries = [entry_json(e, None if e.external is not None else e.decoded()) for e in new]
-    return json_response(200, {"reload": False, "entries": entries, "position": position_json(view)})
+    entries: list[dict[str, Any]] = []
+    used, more = 0, len(new) == limit
+    for entry in new:
+        item = entry_json(entry, None if entry.external is not None else entry.decoded())
+        used += escaped_size(item) + 1
+        if entries and used > MAX_PAGE_BYTES:
+            more = True
+            break
+        entries.append(item)
+    position = {"segment": entries[-1]["segment"], "num": entries[-1]["num"]} if entries else \
+        {"segment": segment, "num": after}
+    return json_response(200, {"reload": False, "entries": entries, "position": position, "more": more})
 
 
 @app.get("/sheets/<log_id>/snapshots")
@@ -262,12 +336,11 @@ def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     lid, uid = log_id_of(log_id), upload_id_of(upload_id)
     structlog.contextvars.bind_contextvars(upload_id=str(uid))
     request = request_body(COMPLETE_DECODER)
-    entry_id = request.entry_id or default_entry_id(uid)
+    entry_id, since, _ = retry_position(request.entry_id or default_entry_id(uid), request.since, None)
     check_upload_entry_id(uid, entry_id)
     svc = services()
     body = svc.uploads.read(lid, uid, request.type)
-    check_from = None if request.since is None else request.since + 1
-    appended = svc.external_log.append(lid, body, entry_id=entry_id, check_from=check_from)
+    appended = append_after(svc.external_log, lid, body, entry_id=entry_id, since=since)
     keep_body(svc, appended)
     return json_response(200, {**appended_json(appended), "upload_id": str(uid)})
 
@@ -300,6 +373,9 @@ def failure(exc: Exception) -> Response[str]:
             return error_response(exc.status, exc.code, exc.message, **exc.details)
         case errors.LogNotFoundError():
             return error_response(HTTPStatus.NOT_FOUND, "log_not_found", str(exc))
+        case errors.UnknownPositionError():
+            return error_response(HTTPStatus.CONFLICT, "unknown_position", str(exc),
+                                  position={"segment": exc.segment, "num": exc.num})
         case errors.VersionConflictError():
             held = entry_ref(exc.existing) or {"segment": exc.segment, "num": exc.num}
             return error_response(HTTPStatus.CONFLICT, "version_conflict", str(exc), entry=held)
@@ -323,7 +399,8 @@ def failure(exc: Exception) -> Response[str]:
             log.warning("storage error", error=type(exc).__name__, code=exc.code, detail=str(exc))
             return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable",
                                   "the storage did not answer as expected; retry in a moment (repeat an append "
-                                  "with the same entry_id: it is never applied twice)", storage_code=exc.code)
+                                  "as it was, with the same entry_id and since: it is stored once)",
+                                  storage_code=exc.code)
         case errors.CorruptLogError():
             log.error("corrupt log", error=str(exc))
             return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "corrupt_log", str(exc))

@@ -89,19 +89,29 @@ class CreateRequest(Request, frozen=True):
     log_id: uuid.UUID | None = None
 
 
+class PositionIn(Request, frozen=True):
+    """A place in the log, as the API answers it (``position``): the segment and the entry num in it."""
+
+    segment: NonNegative
+    num: NonNegative
+
+
 class AppendRequest(Request, frozen=True):
-    """``POST /sheets/{log_id}/entries``."""
+    """``POST /sheets/{log_id}/entries``. The retry protocol (README, "Appending exactly once"):
+
+    - ``entry_id`` (required): a UUID the client makes once per entry and sends on every try of it.
+    - ``since`` (required unless ``expected``): the ``position`` of the last answer the client had *before the
+      first try* (a create answers 0/0); every try sends the same. The server reads forward from it with
+      consistent reads and writes only after what it read, so a retry is safe at any time, even while the first
+      try still runs: the entry id is stored at most once.
+    - ``expected`` instead of ``since``: the position the entry must take; 409 with the holder when it is taken.
+    """
 
     entry: EntryIn
-    #: The client's id for this entry. A retry with the same id adds no second entry when the first try is the
-    #: latest entry; when others may have appended since, send ``since`` too, or the retry may write again.
-    #: Retry a request whose answer was lost only after the function's timeout (ApiTimeout): a first try
-    #: still running when the retry checks is not seen by it.
     entry_id: uuid.UUID | None = None
-    #: Expected-version append: the num the entry must get (one write, no read); 409 when it is taken.
-    expected: NonNegative | None = None
-    #: The num this client last saw: a retry looks for its entry id after it before writing again.
-    since: NonNegative | None = None
+    #: A bare num is refused with a message that asks for the position object (it cannot say which segment).
+    since: PositionIn | NonNegative | None = None
+    expected: PositionIn | None = None
 
 
 class UploadRequest(Request, frozen=True):
@@ -115,8 +125,10 @@ class CompleteRequest(Request, frozen=True):
     """``POST /sheets/{log_id}/uploads/{upload_id}/complete``: step 3 of the large-entry flow."""
 
     type: Literal["imp", "setrng"]
+    #: Defaults to a UUIDv5 of the upload id, so a retried completion is the same entry.
     entry_id: uuid.UUID | None = None
-    since: NonNegative | None = None
+    #: Required, as for appends: the position the client had seen before its first try.
+    since: PositionIn | NonNegative | None = None
 
 
 class RangeUpload(Request, frozen=True):
@@ -168,7 +180,8 @@ def entry_ref(entry: Entry | None) -> dict[str, Any] | None:
             "entry_id": str(entry.entry_id) if entry.entry_id else None}
 
 
-def position_json(view: LogView) -> dict[str, int]:
+def position_json(view: LogView | Entry) -> dict[str, int]:
+    """Where a view ends, or where an entry stands: what a client sends back as ``since``."""
     return {"segment": view.segment, "num": view.num}
 
 

@@ -162,9 +162,9 @@ class Workload:
             if self.large_rows:
                 rows = [[PRODUCTS[i % len(PRODUCTS)], i, i * 2, f"row {i} " + "x" * 40] for i in range(self.large_rows)]
                 eid = entry_id(log_id, -1, 0)
-                body = {"entry": {"type": "setrng", "ref": "A30", "values": rows}, "entry_id": str(eid)}
-                _, answer = client.request("POST", f"/sheets/{log_id}/entries", body,
-                                           retry_body={**body, "since": 0})
+                body = {"entry": {"type": "setrng", "ref": "A30", "values": rows}, "entry_id": str(eid),
+                        "since": {"segment": 0, "num": 0}}
+                _, answer = client.request("POST", f"/sheets/{log_id}/entries", body)
                 client.stats.acknowledge(log_id, eid, bool(answer.get("deduplicated")))
         return ids
 
@@ -174,18 +174,17 @@ class Workload:
         def one(log_id: uuid.UUID, index: int) -> None:
             client = ApiClient(base_url, stats, in_flight_grace=in_flight_grace)
             rng = random.Random(f"{seed}:{log_id}:{index}")
-            seen = 0  # the latest num this client knows of: an earlier try of its next entry lands after it
+            seen = {"segment": 0, "num": 0}  # the latest position this client knows: its next entry lands after it
             for n in range(self.edits):
                 eid = entry_id(log_id, index, n)
-                body = {"entry": edit(rng, index, n), "entry_id": str(eid)}
+                body = {"entry": edit(rng, index, n), "entry_id": str(eid), "since": seen}
                 try:
-                    _, answer = client.request("POST", f"/sheets/{log_id}/entries", body,
-                                               retry_body={**body, "since": seen})
+                    _, answer = client.request("POST", f"/sheets/{log_id}/entries", body)
                 except Exception as exc:  # recorded, and the run fails on it: nothing is lost silently
                     stats.failures.append(f"{log_id} client {index} edit {n}: {exc}")
                     log.error("append failed", log_id=str(log_id), client=index, edit=n, error=str(exc))
                     continue
-                seen = max(seen, int(answer.get("num", 0)))
+                seen = max(seen, answer["position"], key=lambda p: (p["segment"], p["num"]))
                 stats.acknowledge(log_id, eid, bool(answer.get("deduplicated")))
                 if on_append is not None:
                     on_append()

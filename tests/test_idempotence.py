@@ -1,0 +1,149 @@
+"""Appends after a client-known position (the HTTP retry protocol, DESIGN §3), on every backend.
+
+The interleaving tests pause one try between its read and its put — the window in which a retry, or another
+writer, runs whole — and check that the entry id is still stored once.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from seglog_core import errors
+from seglog_core.idempotence import Position, append_after
+from seglog_core.log import EventLog
+from seglog_core.ports import BlobStore, LogStore
+from seglog_core.retry import RetryPolicy
+from seglog_core.schema import Entry, SetCell
+from seglog_core.verify import verify_log
+
+START = Position(segment=0, num=0)
+
+
+def _log(store: LogStore, blobs: BlobStore, **kw: Any) -> EventLog:
+    return EventLog(store=store, blobs=blobs, retry=RetryPolicy(base=0.001, cap=0.01), cache_tail=False, **kw)
+
+
+def _ids(store: LogStore, log_id: uuid.UUID) -> list[uuid.UUID | None]:
+    return [e.entry_id for s in store.segments(log_id) for e in store.entries(log_id, s.num)]
+
+
+class PausedPut:
+    """A LogStore whose first ``put_entry`` of one entry id waits until released: the try is paused after its
+    read and before its write."""
+
+    def __init__(self, inner: LogStore, entry_id: uuid.UUID) -> None:
+        self._inner, self._entry_id = inner, entry_id
+        self.reached, self.release = threading.Event(), threading.Event()
+
+    def put_entry(self, entry: Entry) -> None:
+        if entry.entry_id == self._entry_id and not self.reached.is_set():
+            self.reached.set()
+            assert self.release.wait(10)
+        self._inner.put_entry(entry)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _paused_first_try(stores: tuple[LogStore, BlobStore], log_id: uuid.UUID, entry_id: uuid.UUID,
+                      meanwhile: Callable[[], None]) -> list[Any]:
+    """Run a first try that pauses before its put, ``meanwhile`` in the pause, then let the first try finish."""
+    store, blobs = stores
+    paused = PausedPut(store, entry_id)
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(append_after(
+        _log(paused, blobs), log_id, SetCell(row=1, col=1, value="first"), entry_id=entry_id, since=START)))  # type: ignore[arg-type]
+    first.start()
+    assert paused.reached.wait(10)
+    meanwhile()
+    paused.release.set()
+    first.join(10)
+    return results
+
+
+def test_a_retry_while_the_first_try_is_paused_stores_the_entry_once(stores: tuple[LogStore, BlobStore]) -> None:
+    """The retry lands first; the paused first try then loses the race for the same num, reads on, and finds
+    it: deduplicated, not a second copy."""
+    store, blobs = stores
+    log_id = _log(store, blobs).create()
+    entry_id = uuid.uuid4()
+    retry: list[Any] = []
+
+    first = _paused_first_try(stores, log_id, entry_id, lambda: retry.append(append_after(
+        _log(store, blobs), log_id, SetCell(row=1, col=1, value="first"), entry_id=entry_id, since=START)))
+
+    assert (False, True) == (retry[0].deduplicated, first[0].deduplicated)
+    assert retry[0].entry.num == first[0].entry.num
+    assert 1 == _ids(store, log_id).count(entry_id)
+
+
+def test_a_paused_first_try_behind_another_writer_and_its_retry_stores_once(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """The first try read tail 0 and will put #1; meanwhile another writer takes #1 and the retry lands at #2.
+    A put that skipped the taken #1 without reading it would write #2... and a second copy at #3."""
+    store, blobs = stores
+    log_id = _log(store, blobs).create()
+    entry_id = uuid.uuid4()
+
+    def others() -> None:
+        _log(store, blobs).append(log_id, SetCell(row=2, col=1, value="other"))
+        append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value="first"), entry_id=entry_id, since=START)
+
+    (first,) = _paused_first_try(stores, log_id, entry_id, others)
+
+    assert (True, 2) == (first.deduplicated, first.entry.num)
+    assert 1 == _ids(store, log_id).count(entry_id)
+    assert verify_log(store, log_id, acknowledged=[entry_id]).ok
+
+
+def test_retries_are_found_across_a_segment_boundary(stores: tuple[LogStore, BlobStore]) -> None:
+    """The first try landed in segment 0, which then ended: the retry follows EndSegment and finds it there."""
+    store, blobs = stores
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    entry_id = uuid.uuid4()
+    first = append_after(writer, log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+    writer.start_segment(log_id)
+    writer.append(log_id, SetCell(row=1, col=1, value=2))
+
+    retry = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+
+    assert (True, Position.of(first.entry)) == (retry.deduplicated, Position.of(retry.entry))
+    fresh = append_after(_log(store, blobs), log_id, SetCell(row=3, col=1, value=3), entry_id=uuid.uuid4(),
+                         since=START)
+    assert (1, 2) == (fresh.entry.segment, fresh.entry.num)
+
+
+def test_a_position_the_log_does_not_hold_is_refused_and_nothing_is_written(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    store, blobs = stores
+    log = _log(store, blobs)
+    log_id = log.create()
+    for since in (Position(segment=0, num=1), Position(segment=1, num=0)):
+        with pytest.raises(errors.UnknownPositionError, match="load the sheet again"):
+            append_after(log, log_id, SetCell(row=1, col=1, value=1), entry_id=uuid.uuid4(), since=since)
+    with pytest.raises(errors.LogNotFoundError):
+        append_after(log, uuid.uuid4(), SetCell(row=1, col=1, value=1), entry_id=uuid.uuid4(), since=START)
+    assert [None] == _ids(store, log_id)
+
+
+def test_strict_appends_write_only_right_after_since(stores: tuple[LogStore, BlobStore]) -> None:
+    store, blobs = stores
+    log = _log(store, blobs)
+    log_id = log.create()
+    mine = uuid.uuid4()
+    won = append_after(log, log_id, SetCell(row=1, col=1, value="mine"), entry_id=mine, since=START, strict=True)
+    again = append_after(log, log_id, SetCell(row=1, col=1, value="mine"), entry_id=mine, since=START, strict=True)
+
+    with pytest.raises(errors.VersionConflictError) as conflict:
+        append_after(log, log_id, SetCell(row=1, col=1, value="theirs"), entry_id=uuid.uuid4(), since=START,
+                     strict=True)
+
+    assert (1, True) == (won.entry.num, again.deduplicated)
+    assert conflict.value.existing is not None and mine == conflict.value.existing.entry_id
+    assert [None, mine] == _ids(store, log_id)
