@@ -1,0 +1,333 @@
+"""SeglogClient: the seglog HTTP API from Python, with the API's retry protocol built in.
+
+The protocol (``GET /openapi.json``, ``AppendRequest``): an append carries an ``entry_id`` made once for the entry
+and ``since``, the position of the last answer the client had before the entry's first try; on a lost answer, a
+timeout, a 5xx or a 429 the client sends the identical request again — at once if it likes, even while the
+first try may still be running: the server reads forward from ``since`` with consistent reads and writes with a
+conditional put, so the entry id is stored once. This client
+
+* remembers the latest position it has seen of each sheet (creates, appends, loads, syncs), so ``since`` is
+  automatic; for a sheet it has not seen, it asks for the latest completed snapshot's position first;
+* encodes each request once, with sorted keys, and sends those bytes on every try;
+* never retries another 4xx: it raises :class:`~seglog_client.errors.ApiError` with the API's code.
+
+A client is safe to share between threads; one per thread keeps each thread's ``since`` its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+from urllib.parse import quote, urlencode
+
+import msgspec
+import structlog
+
+from seglog_client.entries import EntryBody
+from seglog_client.errors import ApiError, ProtocolError, RetriesExhaustedError
+from seglog_client.hooks import Attempt, ClientHooks, NoHooks
+from seglog_client.models import (
+    ENCODER,
+    START,
+    Appended,
+    AppendRequest,
+    CompleteRequest,
+    Created,
+    CreateRequest,
+    Position,
+    Presigned,
+    Sheet,
+    SheetPage,
+    Snapshots,
+    Sync,
+    SyncPage,
+    UploadRequest,
+)
+from seglog_client.retry import FINAL_SERVER_CODES, Backoff, retry_after, retryable
+from seglog_client.transport import NoAnswer, Response, exchange
+
+log = structlog.get_logger("seglog.client")
+
+JSON_HEADERS: Final = {"content-type": "application/json", "accept": "application/json"}
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder[T](kind: type[T]) -> msgspec.json.Decoder[T]:
+    decoder = _DECODERS.get(kind)
+    if decoder is None:
+        decoder = _DECODERS[kind] = msgspec.json.Decoder(kind)
+    return decoder
+
+
+def as_uuid(value: uuid.UUID | str, what: str = "log id") -> uuid.UUID:
+    """``value`` as a UUID; a clear ValueError for text that is not one."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value.strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a {what} (a UUID)") from None
+
+
+class SeglogClient:
+    """A client of one seglog API (``base_url``, e.g. ``http://127.0.0.1:4599`` or an API Gateway stage URL).
+
+    Args:
+        timeout: seconds a try waits for its answer (then it counts as lost, and is retried).
+        max_tries: tries of a request before :class:`RetriesExhaustedError` (the first try counts).
+        sleep: how to wait between tries (tests pass a recorder).
+        backoff: the waits between tries.
+        hooks: told of every try and every acknowledged append (see :class:`~seglog_client.hooks.Counters`).
+        headers: extra headers sent with every API request (not with an upload's PUT, whose headers are signed).
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10,
+                 sleep: Callable[[float], None] = time.sleep, backoff: Backoff | None = None,
+                 hooks: ClientHooks | None = None, headers: Mapping[str, str] | None = None) -> None:
+        if max_tries < 1:
+            raise ValueError("max_tries must be at least 1")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_tries = max_tries
+        self.backoff = backoff or Backoff()
+        self.hooks: ClientHooks = hooks or NoHooks()
+        self._sleep = sleep
+        self._headers = {**JSON_HEADERS, **(headers or {})}
+        self._positions: dict[uuid.UUID, Position] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------- positions
+
+    def position(self, log_id: uuid.UUID | str) -> Position | None:
+        """The latest position of the sheet this client has seen (None: none yet)."""
+        with self._lock:
+            return self._positions.get(as_uuid(log_id))
+
+    def note_position(self, log_id: uuid.UUID | str, position: Position) -> Position:
+        """Record that ``position`` of the sheet exists (a client that knows more tells us); keeps the latest."""
+        lid = as_uuid(log_id)
+        with self._lock:
+            held = self._positions.get(lid)
+            if held is None or held < position:
+                self._positions[lid] = held = position
+            return held
+
+    def _since(self, log_id: uuid.UUID) -> Position:
+        """Where an append looks from: the latest position seen, else the latest completed snapshot's (one GET)."""
+        known = self.position(log_id)
+        if known is not None:
+            return known
+        return self.note_position(log_id, self.snapshots(log_id).latest or START)
+
+    # ------------------------------------------------------------------------------------- operations
+
+    def create(self, log_id: uuid.UUID | str | None = None) -> Created:
+        """Create a sheet under ``log_id`` (a new UUID when None, so that a retried create is safe too)."""
+        lid = uuid.uuid4() if log_id is None else as_uuid(log_id)
+        answer = self._call(Created, "POST", "/sheets", CreateRequest(log_id=lid), log_id=lid)
+        self.note_position(lid, answer.position)
+        return answer
+
+    def append(self, log_id: uuid.UUID | str, entry: EntryBody | Mapping[str, Any], *,
+               entry_id: uuid.UUID | str | None = None, since: Position | None = None,
+               expected: Position | None = None) -> Appended:
+        """Append ``entry`` once, however often it must be tried.
+
+        Args:
+            entry: a body from :mod:`seglog_client.entries` (``set_cell("B2", 5)``) or the same as a dict.
+            entry_id: the entry's id (new when None); to repeat an append that raised
+                :class:`RetriesExhaustedError`, pass its ``entry_id`` and ``since``.
+            since: the position to look from (default: the latest this client has seen).
+            expected: instead of ``since``: the exact position the entry must take (409 ``version_conflict``
+                with the holder when it is taken).
+
+        Raises:
+            ApiError: refused (400 bad entry, 404 no sheet, 409 conflict or unknown position, 413 too large).
+            RetriesExhaustedError: no good answer after ``max_tries``; carries ``entry_id`` and ``since``.
+        """
+        if since is not None and expected is not None:
+            raise ValueError("append takes since or expected, not both")
+        lid = as_uuid(log_id)
+        eid = uuid.uuid4() if entry_id is None else as_uuid(entry_id, "entry id")
+        if expected is None and since is None:
+            since = self._since(lid)
+        request = AppendRequest(entry=entry, entry_id=eid, since=since, expected=expected)
+        answer = self._call(Appended, "POST", f"/sheets/{lid}/entries", request, log_id=lid, entry_id=eid,
+                            since=since)
+        self.note_position(lid, answer.position)
+        self.hooks.appended(lid, answer)
+        return answer
+
+    def load(self, log_id: uuid.UUID | str) -> Sheet:
+        """The sheet: its latest snapshot folded with the entries after it, every page joined.
+
+        Raises:
+            ProtocolError: the pages do not fit together (each continues where the previous one stopped).
+        """
+        lid = as_uuid(log_id)
+        page = self._call(SheetPage, "GET", f"/sheets/{lid}", log_id=lid)
+        first, pages = page, 1
+        rows: list[list[Any]] = []
+        while True:
+            _join(rows, page, lid)
+            if page.next is None:
+                break
+            page = self._call(SheetPage, "GET", f"/sheets/{lid}?cursor={quote(page.next, safe='')}", log_id=lid)
+            pages += 1
+            if (page.position, page.snapshot.segment, page.snapshot.num) != (
+                    first.position, first.snapshot.segment, first.snapshot.num):
+                raise ProtocolError(f"load of {lid}: page {pages} is of another state ({page.position}) than the "
+                                    f"first ({first.position}); load again")
+        self.note_position(lid, first.position)
+        return Sheet(log_id=lid, rows=rows, position=first.position, snapshot=first.snapshot, pages=pages)
+
+    def sync(self, log_id: uuid.UUID | str, position: Position, *, limit: int | None = None) -> Sync:
+        """The entries after ``position``, following ``more`` to the end; ``reload`` when the client must load
+        again (it fell behind the log's two latest segments)."""
+        lid = as_uuid(log_id)
+        entries, at = [], position
+        while True:
+            query = {"segment": at.segment, "after": at.num, **({"limit": limit} if limit else {})}
+            page = self._call(SyncPage, "GET", f"/sheets/{lid}/entries?{urlencode(query)}", log_id=lid)
+            if page.reload:
+                return Sync(reload=True, entries=[], position=position)
+            entries += page.entries
+            at = page.position or at
+            if not page.more:
+                break
+        self.note_position(lid, at)
+        return Sync(reload=False, entries=entries, position=at)
+
+    def upload(self, log_id: uuid.UUID | str, data: bytes, content_type: str,
+               entry_type: Literal["imp", "setrng"], *, entry_id: uuid.UUID | str | None = None,
+               since: Position | None = None) -> Appended:
+        """Append a large entry in three steps: a presigned URL, the PUT of ``data``, the completion.
+
+        ``content_type`` is ``text/csv`` or the XLSX type for ``imp`` (an import), ``application/json``
+        (``{"ref", "values"}``) for ``setrng``. Each step is retry-safe: an unused presigned upload expires, a
+        PUT to the same key replaces the object ("Uploading objects with presigned URLs", Amazon S3 User Guide,
+        https://docs.aws.amazon.com/AmazonS3/latest/userguide/PresignedUrlUploadObject.html), and the
+        completion carries the entry id and ``since`` as an append does.
+        """
+        lid = as_uuid(log_id)
+        eid = uuid.uuid4() if entry_id is None else as_uuid(entry_id, "entry id")
+        since = since or self._since(lid)
+        presigned = self._call(Presigned, "POST", f"/sheets/{lid}/uploads",
+                               UploadRequest(size=len(data), content_type=content_type), log_id=lid)
+        self._send(presigned.method, presigned.url, data, dict(presigned.headers), log_id=lid)
+        answer = self._call(Appended, "POST", f"/sheets/{lid}/uploads/{presigned.upload_id}/complete",
+                            CompleteRequest(type=entry_type, entry_id=eid, since=since), log_id=lid, entry_id=eid,
+                            since=since)
+        self.note_position(lid, answer.position)
+        self.hooks.appended(lid, answer)
+        return answer
+
+    def snapshots(self, log_id: uuid.UUID | str) -> Snapshots:
+        """The latest completed snapshot, each segment's, and the snapshot builds under way."""
+        lid = as_uuid(log_id)
+        return self._call(Snapshots, "GET", f"/sheets/{lid}/snapshots", log_id=lid)
+
+    def openapi(self) -> dict[str, Any]:
+        """The API's OpenAPI document."""
+        return self._call(dict[str, Any], "GET", "/openapi.json")
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Any request of the API, with the same retries (the same bytes on every try); the decoded JSON answer.
+        The typed methods above are the way to use the API: this is for what they do not cover."""
+        return self._call(Any, method, path, body)
+
+    # ------------------------------------------------------------------------------------- HTTP
+
+    def _call[T](self, kind: type[T], method: str, path: str, body: Any = None, *,
+                 log_id: uuid.UUID | None = None, entry_id: uuid.UUID | None = None,
+                 since: Position | None = None) -> T:
+        """One API request (encoded once), its answer decoded as ``kind``."""
+        data = None if body is None else ENCODER.encode(body)
+        response = self._send(method, self.base_url + path, data, self._headers, log_id=log_id,
+                              entry_id=entry_id, since=since, path=path)
+        try:
+            return _decoder(kind).decode(response.body)
+        except msgspec.DecodeError as exc:
+            raise ProtocolError(f"{method} {path} answered {response.status} with a body this client cannot "
+                                f"read ({exc}): is {self.base_url} a seglog API of a compatible version?") from None
+
+    def _send(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str], *,
+              log_id: uuid.UUID | None = None, entry_id: uuid.UUID | None = None, since: Position | None = None,
+              path: str | None = None) -> Response:
+        """Try until an answer that is not retried; 2xx returned, 4xx (and final 5xx) raised as ApiError."""
+        path = path or url
+        ids = {k: str(v) for k, v in (("log_id", log_id), ("entry_id", entry_id)) if v is not None}
+        failure, status = "", None
+        for number in range(1, self.max_tries + 1):
+            started = time.monotonic()
+            try:
+                response: Response | None = exchange(method, url, data, headers, self.timeout)
+            except NoAnswer as exc:
+                response, failure = None, f"no answer ({exc.reason})"
+            status = None if response is None else response.status
+            refusal = None if response is None or response.status < 400 else _refusal(response, method, path)
+            self.hooks.tried(Attempt(method=method, path=path, number=number, status=status,
+                                     error=failure if response is None else None if refusal is None else refusal.code,
+                                     seconds=time.monotonic() - started))
+            if response is not None and refusal is None:
+                return response
+            if refusal is not None:
+                if not retryable(refusal.status) or refusal.code in FINAL_SERVER_CODES:
+                    log.info("request refused", method=method, path=path, status=refusal.status, code=refusal.code,
+                             attempt=number, **ids)
+                    raise refusal
+                failure = f"HTTP {refusal.status} {refusal.code}: {refusal.message}"
+            if number == self.max_tries:
+                break
+            pause = self.backoff.delay(number, retry_after(response))
+            log.info("retrying", method=method, path=path, attempt=number, outcome=failure, delay=round(pause, 3),
+                     **ids)
+            self._sleep(pause)
+        log.warning("giving up", method=method, path=path, tries=self.max_tries, last=failure, **ids)
+        raise RetriesExhaustedError(method, path, self.max_tries, status, failure, entry_id=entry_id, since=since)
+
+
+def _join(rows: list[list[Any]], page: SheetPage, log_id: uuid.UUID) -> None:
+    """Add a load page's rows to ``rows``: a page with ``col > 1`` continues the last row from that column."""
+    if page.col > 1:
+        if page.row != len(rows) or not page.rows or len(rows[-1]) + 1 != page.col:
+            raise ProtocolError(f"load of {log_id}: a page continues row {page.row} at column {page.col}, but "
+                                f"{len(rows)} rows are held; load again")
+        rows[-1] += page.rows[0]
+        rows += page.rows[1:]
+        return
+    if page.row != len(rows) + 1:
+        raise ProtocolError(f"load of {log_id}: a page starts at row {page.row}, {len(rows)} rows are held; "
+                            "load again")
+    rows += page.rows
+
+
+def _refusal(response: Response, method: str, path: str) -> ApiError:
+    """The ApiError of a 4xx/5xx answer: the API's ``{"error": {"code", "message", ...}}``, API Gateway's
+    ``{"message"}``, or S3's XML ``<Code>``/``<Message>`` (an upload's PUT)."""
+    code, message = f"http_{response.status}", ""
+    details: dict[str, Any] = {}
+    try:
+        payload = msgspec.json.decode(response.body) if response.body else None
+    except msgspec.DecodeError:
+        payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        details = dict(payload["error"])
+        code = str(details.pop("code", code))
+        message = str(details.pop("message", ""))
+    elif isinstance(payload, dict) and "message" in payload:
+        message = str(payload["message"])
+    else:
+        text = response.body.decode("utf-8", "replace")
+        code = _xml_member(text, "Code") or code
+        message = _xml_member(text, "Message") or text[:300]
+    return ApiError(response.status, code, message or "(no message)", method=method, path=path, details=details)
+
+
+def _xml_member(text: str, name: str) -> str | None:
+    start = text.find(f"<{name}>")
+    end = text.find(f"</{name}>", start)
+    return text[start + len(name) + 2:end] if start >= 0 and end > start else None
