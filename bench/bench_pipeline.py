@@ -52,7 +52,8 @@ from seglog_aws import local
 from seglog_aws.backend import Backend
 from seglog_aws.local import LocalDeployment
 from seglog_aws.template import default_template_path
-from seglog_emulator.chaos import ApiClient, Campaign, ClientStats, RunReport, Workload
+from seglog_client import START, SeglogClient, set_cell
+from seglog_emulator.chaos import Campaign, RunReport, Workload
 from seglog_emulator.chaos.runner import _SupervisorProcess
 from seglog_emulator.chaos.watch import SnapshotWatcher
 from seglog_emulator.settings import EmulatorSettings
@@ -145,8 +146,8 @@ def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[He
 
 def measure(backend: Backend, url: str, load: Load, measured: Measured) -> None:
     """Warm up, then edit at the steady rate while a SnapshotWatcher times every snapshot."""
-    client = ApiClient(url, ClientStats())
-    warm = [create_sheet(client) for _ in range(WARM_SHEETS)]
+    client = SeglogClient(url)
+    warm = [client.create().log_id for _ in range(WARM_SHEETS)]
     watcher = SnapshotWatcher(backend, warm).start()
     try:
         edit_concurrently(url, warm, measured, rate=10.0, count=SNAPSHOT_EVERY)
@@ -156,7 +157,7 @@ def measure(backend: Backend, url: str, load: Load, measured: Measured) -> None:
     measured.warm_latency = watcher.latencies()
     measured.acks.clear()
 
-    sheets = [create_sheet(client) for _ in range(load.sheets)]
+    sheets = [client.create().log_id for _ in range(load.sheets)]
     watcher = SnapshotWatcher(backend, sheets).start()
     try:
         measured.since = time.time()
@@ -172,34 +173,26 @@ def measure(backend: Backend, url: str, load: Load, measured: Measured) -> None:
     measured.latency = watcher.latencies()
 
 
-def create_sheet(client: ApiClient) -> uuid.UUID:
-    log_id = uuid.uuid4()
-    client.request("POST", "/sheets", {"log_id": str(log_id)})
-    return log_id
-
-
 def edit_concurrently(url: str, sheets: list[uuid.UUID], measured: Measured, *, rate: float,
                       count: int | None = None, until: float = float("inf")) -> None:
     """One client per sheet, each sending an edit every 1/rate s (``count`` edits, or until ``until``)."""
     lock = threading.Lock()
 
     def client(log_id: uuid.UUID) -> None:
-        api = ApiClient(url, ClientStats())
-        due, n, seen = time.monotonic(), 0, {"segment": 0, "num": 0}
+        api = SeglogClient(url)
+        api.note_position(log_id, START)  # a sheet of this run: its next since is each answer's position
+        due, n = time.monotonic(), 0
         while (count is None or n < count) and due < until:
             time.sleep(max(0.0, due - time.monotonic()))
-            body = {"entry": {"type": "set", "ref": f"{'ABCD'[n % 4]}{n % 20 + 1}", "value": n},
-                    "entry_id": str(uuid.uuid4()), "since": seen}
             try:
-                _, answer = api.request("POST", f"/sheets/{log_id}/entries", body)
+                answer = api.append(log_id, set_cell(f"{'ABCD'[n % 4]}{n % 20 + 1}", n))
             except Exception as exc:  # reported with the figures: a client that gave up is a finding
                 with lock:
                     measured.failures.append(f"{log_id} edit {n}: {exc}")
                 return
             answered = time.time()
-            seen = answer["position"]
             with lock:
-                measured.acks[(str(log_id), int(answer["segment"]), int(answer["num"]))] = answered
+                measured.acks[(str(log_id), answer.segment, answer.num)] = answered
             n += 1
             due = max(due + 1 / rate, time.monotonic())  # a late edit does not make the next ones burst
 

@@ -20,9 +20,9 @@ from click.testing import CliRunner, Result
 from seglog_aws import local
 from seglog_aws.template import default_template_path
 from seglog_cli.main import cli
+from seglog_client import SeglogClient, set_cell
 from seglog_core.verify import verify_log
 from seglog_emulator.chaos import CHAOS_PARAMETERS
-from seglog_emulator.chaos.workload import ApiClient, ClientStats
 from seglog_emulator.child import read_statuses
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, Supervisor
@@ -60,18 +60,11 @@ def wait_for(predicate: object, timeout: float, what: str) -> None:
 def edit_and_wait(supervisor: Supervisor, deployment: local.LocalDeployment,
                   edits: int) -> tuple[uuid.UUID, list[uuid.UUID]]:
     """Create a sheet through the gateway, append ``edits`` cells, wait until every snapshot is complete."""
-    stats = ClientStats()
-    api = ApiClient(supervisor.api_url, stats)
-    log_id = uuid.uuid4()
-    status, created = api.request("POST", "/sheets", {"log_id": str(log_id)})
-    assert (status, created["created"]) == (201, True)
-    ids, since = [], created["position"]
-    for n in range(edits):
-        entry_id = uuid.uuid4()
-        _, answer = api.request("POST", f"/sheets/{log_id}/entries", {
-            "entry": {"type": "set", "ref": f"A{n + 1}", "value": n}, "entry_id": str(entry_id), "since": since})
-        since = answer["position"]
-        ids.append(entry_id)
+    api = SeglogClient(supervisor.api_url)
+    created = api.create()
+    assert created.created
+    log_id = created.log_id
+    ids = [api.append(log_id, set_cell(f"A{n + 1}", n)).entry_id for n in range(edits)]
     backend = deployment.backend()
 
     def snapshots_done() -> bool:

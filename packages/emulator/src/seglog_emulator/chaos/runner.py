@@ -257,14 +257,13 @@ class ChaosRunner:
         try:
             supervisor.start()
             progress.phase = "clients editing"
-            grace = self._in_flight_grace()
-            client = ApiClient(settings.api_url, stats, in_flight_grace=grace)
+            client = ApiClient(settings.api_url, stats)
             log_ids = self.workload.create(client, seed, run)
             watcher = progress.watcher = SnapshotWatcher(self.backend, log_ids).start()
             done = threading.Event()
             restarter = threading.Thread(target=self._restarts, args=(supervisor, runtime, done), daemon=True)
             restarter.start()
-            self.workload.run(settings.api_url, log_ids, seed, stats, in_flight_grace=grace)
+            self.workload.run(settings.api_url, log_ids, seed, stats)
             tail_end = time.monotonic() + FAULT_TAIL_SECONDS
             while time.monotonic() < tail_end and watcher.incomplete():
                 time.sleep(0.2)
@@ -300,11 +299,6 @@ class ChaosRunner:
         report.log_ids = [str(i) for i in log_ids]
         stop_monitor.set()
         return report
-
-    def _in_flight_grace(self) -> float:
-        """How long a client waits before retrying a request whose answer was lost mid-flight: the API
-        function's timeout, after which its first try has surely ended (see :class:`.workload.ApiClient`)."""
-        return float(self.parameters.get("ApiTimeout", 15)) + 1.0
 
     # ------------------------------------------------------------------------------------------ phases
 
