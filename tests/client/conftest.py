@@ -1,0 +1,45 @@
+"""One running emulator for the client's stack tests: template.yaml provisioned on the session's dynamodb-local
+stack under its own name, and the supervisor `seglog emulate` runs (HTTP gateway, pollers, the handlers in worker
+processes) serving the API on a free port."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from seglog_aws import local
+from seglog_aws.template import default_template_path
+from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.supervisor import Supervisor
+
+
+@dataclass(frozen=True)
+class Emulated:
+    url: str
+    deployment: local.LocalDeployment
+
+    def entry_ids(self, log_id: uuid.UUID) -> list[uuid.UUID | None]:
+        """Every entry id in the sheet's log, read from the table (not through the API under test)."""
+        return [e.entry_id for e in self.deployment.backend().reader().all_entries(log_id)]
+
+
+@pytest.fixture(scope="package")
+def emulator(stacks: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulated]:
+    base = stacks.deployment("dynamodb-local")
+    stack = f"cl-{uuid.uuid4().hex[:6]}"
+    deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack)
+    try:
+        supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack,
+                                                 state_dir=tmp_path_factory.mktemp("emulator")))
+        supervisor.start()
+        try:
+            supervisor.wait_ready()
+            yield Emulated(url=supervisor.api_url, deployment=deployment)
+        finally:
+            supervisor.stop()
+    finally:
+        local.deprovision(base.endpoints, region=base.region, stack_name=stack)
