@@ -17,6 +17,7 @@ from seglog_aws.backend import Backend
 from seglog_aws.resources import ENV as RESOURCE_ENV
 from seglog_aws.resources import Resources
 from seglog_aws.stack import StackConfig
+from seglog_client import SeglogClientError
 from seglog_core.errors import SeglogError
 
 
@@ -58,12 +59,18 @@ def reports_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
-        except SeglogError as exc:
+        except (SeglogError, SeglogClientError) as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc
 
     return wrapper
+
+
+#: `--api-url URL` (or SEGLOG_API_URL): the command talks to the HTTP API there instead of the tables.
+api_url_option = click.option(
+    "--api-url", envvar="SEGLOG_API_URL", metavar="URL",
+    help="Go through the seglog HTTP API at URL (e.g. the emulator's http://127.0.0.1:4599) instead of the tables.")
 
 
 def settings(ctx: click.Context) -> Settings:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
+from seglog_cli import remote
+from seglog_cli.context import api_url_option, echo_json, parse_log_id, reports_errors, settings
 from seglog_core import errors
 from seglog_core.idempotence import Position, append_after
 from seglog_core.schema import Import
@@ -23,10 +24,14 @@ def sheet() -> None:
 
 
 @sheet.command()
+@api_url_option
 @click.pass_context
 @reports_errors
-def create(ctx: click.Context) -> None:
+def create(ctx: click.Context, api_url: str | None) -> None:
     """Create an empty sheet and print its log id."""
+    if api_url:
+        remote.create(api_url)
+        return
     backend = settings(ctx).backend()
     click.echo(str(backend.event_log().create()))
 
@@ -35,9 +40,11 @@ def create(ctx: click.Context) -> None:
 @click.argument("log")
 @click.argument("assignments", nargs=-1, required=True)
 @click.option("--entry-id", help="A UUID that makes this edit idempotent: the same id twice makes one entry.")
+@api_url_option
 @click.pass_context
 @reports_errors
-def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_id: str | None) -> None:
+def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_id: str | None,
+              api_url: str | None) -> None:
     """Set cells: seglog sheet set LOG A1=42 B2=hello ('42 forces text; A1= clears)."""
     log_id = parse_log_id(log)
     bodies = [parse_assignment(a) for a in assignments]  # all parsed before anything is written
@@ -47,6 +54,9 @@ def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_
             base_id = uuid.UUID(entry_id)
         except ValueError:
             raise click.BadParameter(f"{entry_id!r} is not a UUID", param_hint="--entry-id") from None
+    if api_url:
+        remote.set_cells(api_url, log_id, assignments, bodies, base_id)
+        return
     backend = settings(ctx).backend()
     event_log = backend.event_log()
     since = None
@@ -71,9 +81,10 @@ def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_
 @sheet.command("import")
 @click.argument("log")
 @click.argument("file", type=click.Path(path_type=Path))
+@api_url_option
 @click.pass_context
 @reports_errors
-def import_file(ctx: click.Context, log: str, file: Path) -> None:
+def import_file(ctx: click.Context, log: str, file: Path, api_url: str | None) -> None:
     """Replace the sheet with the contents of a CSV or XLSX file (the file is kept in the bucket)."""
     log_id = parse_log_id(log)
     if not file.is_file():
@@ -82,6 +93,9 @@ def import_file(ctx: click.Context, log: str, file: Path) -> None:
         raise click.ClickException(f"cannot import {file}: larger than {MAX_IMPORT_BYTES} bytes")
     data = file.read_bytes()
     fmt, rows = read_import(file.name, data)  # parsed and checked before anything is written
+    if api_url:
+        remote.import_file(api_url, log_id, file.name, data, fmt, len(rows))
+        return
     backend = settings(ctx).backend()
     entry_id = uuid.uuid4()
     source = f"imports/{log_id}/{entry_id}/{file.name}"
@@ -96,11 +110,15 @@ def import_file(ctx: click.Context, log: str, file: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option("--max-rows", default=40, show_default=True)
 @click.option("--max-cols", default=12, show_default=True)
+@api_url_option
 @click.pass_context
 @reports_errors
-def show(ctx: click.Context, log: str, as_json: bool, max_rows: int, max_cols: int) -> None:
+def show(ctx: click.Context, log: str, as_json: bool, max_rows: int, max_cols: int, api_url: str | None) -> None:
     """Load the sheet (latest snapshot + the entries after it) and print it as a grid."""
     log_id = parse_log_id(log)
+    if api_url:
+        remote.show(api_url, log_id, as_json, max_rows, max_cols)
+        return
     state, view = settings(ctx).backend().document().load(log_id)
     if as_json:
         echo_json({"log_id": str(log_id), "segment": view.segment, "num": view.num, "rows": state.rows()})
