@@ -147,32 +147,3 @@ def test_strict_appends_write_only_right_after_since(stores: tuple[LogStore, Blo
     assert (1, True) == (won.entry.num, again.deduplicated)
     assert conflict.value.existing is not None and mine == conflict.value.existing.entry_id
     assert [None, mine] == _ids(store, log_id)
-
-
-class FailingPut:
-    """A LogStore whose first ``put_entry`` fails with a retryable error before writing (a throttled or 5xx
-    PutItem): the try does not know more than before it."""
-
-    def __init__(self, inner: LogStore) -> None:
-        self._inner, self.failed = inner, False
-
-    def put_entry(self, entry: Entry) -> None:
-        if not self.failed:
-            self.failed = True
-            raise errors.TransientStoreError("injected InternalServerError on PutItem", code="InternalServerError")
-        self._inner.put_entry(entry)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-def test_a_failed_put_at_the_tail_is_tried_again_not_refused(stores: tuple[LogStore, BlobStore]) -> None:
-    """``since`` is the log's last entry and the put after it fails (throttle, 5xx): the next attempt reads from
-    ``since`` again and writes. Reading only after ``since`` would find nothing there and refuse a position the
-    log holds (409 unknown_position; chaos clients gave up on exactly this)."""
-    store, blobs = stores
-    log_id = _log(store, blobs).create()
-    failing = FailingPut(store)
-    done = append_after(_log(failing, blobs), log_id, SetCell(row=1, col=1, value=1),  # type: ignore[arg-type]
-                        entry_id=uuid.uuid4(), since=START)
-    assert (True, Position(segment=0, num=1), 2) == (failing.failed, Position.of(done.entry), done.attempts)

@@ -147,9 +147,7 @@ def append_after(
             except errors.StoreError as exc:
                 if not exc.retryable:
                     raise
-                # A write whose outcome is unknown is found (or not) by the next consistent read. That read starts
-                # at ``checked`` itself: when the failed put was right after it, nothing may follow it yet.
-                inclusive = True
+                # A write whose outcome is unknown is found (or not) by the next consistent read.
                 log.info("append retry", error=type(exc).__name__, code=exc.code)
             if attempt < retry.max_attempts:
                 retry.backoff(attempt)
