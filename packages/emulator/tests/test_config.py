@@ -296,10 +296,14 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_unknown_event_types_are_ignored_with_a_note() -> None:
-    """Only DynamoDB, SQS and HttpApi events run locally; others are noted, not errors."""
-    config = read(make_template({"Nightly": {"Type": "Schedule", "Properties": {"Schedule": "rate(1 day)"}}}))
-    note = "Fn.Events.Nightly: event type 'Schedule' is ignored; the emulator runs DynamoDB, SQS and HttpApi events"
-    assert ((), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes)
+    """Only DynamoDB, SQS, HttpApi and Schedule events run locally; others (here EventBridge Scheduler's
+    ScheduleV2) are noted, not errors."""
+    config = read(make_template({"Nightly": {"Type": "ScheduleV2",
+                                             "Properties": {"ScheduleExpression": "rate(1 day)"}}}))
+    note = ("Fn.Events.Nightly: event type 'ScheduleV2' is ignored; the emulator runs DynamoDB, SQS, HttpApi and "
+            "Schedule events")
+    assert ((), (), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes,
+                                config.schedules)
     assert (note,) == config.notes
 
 
