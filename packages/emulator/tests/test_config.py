@@ -81,6 +81,10 @@ def test_functions_come_from_the_template_with_globals_merged(config: EmulatorCo
             logical_id="SnapshotWorkerFunction", Handler="seglog_services.snapshot_worker.handler",
             Runtime="python3.13", Timeout=60,  # !Ref SnapshotWorkerTimeout, Default 60
             MemorySize=1024, Environment={**GLOBAL_ENV, "SEGLOG_TAKEOVER_SECONDS": "60"}),
+        "RetentionFunction": FunctionSpec(
+            logical_id="RetentionFunction", Handler="seglog_services.retention.handler", Runtime="python3.13",
+            Timeout=300, MemorySize=512,
+            Environment={**GLOBAL_ENV, "SEGLOG_RETENTION_KEEP": "3", "SEGLOG_RETENTION_MIN_AGE_SECONDS": "604800"}),
     }
     assert expected == config.functions
     assert ("seglog_services.stream_router", "handler") == (

@@ -16,14 +16,15 @@ from typing import Any
 
 import pytest
 
-from seglog_aws.template import Template
+from seglog_aws.template import Template, load_template
 from seglog_emulator.config import EmulatorConfig, EmulatorConfigError, ScheduleRule
 from seglog_emulator.errors import ScheduleExpressionError
 from seglog_emulator.invoker import InvocationResult, Outcome
-from seglog_emulator.schedule_expressions import RateExpression, parse_schedule_expression
+from seglog_emulator.schedule_expressions import CronExpression, RateExpression, parse_schedule_expression
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.supervisor import child_names
 
+REPO_ROOT = Path(__file__).resolve().parents[3]
 UTC = dt.UTC
 
 
@@ -43,6 +44,22 @@ def schedule_event(**props: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ template
+
+
+def test_the_templates_retention_schedule_is_read_from_its_parameter() -> None:
+    """RetentionFunction's Schedule event: the expression comes from RetentionSchedule (Default rate(1 hour), or
+    an override), and the supervisor starts a schedule: child for it."""
+    template = load_template(REPO_ROOT / "template.yaml")
+    config = EmulatorConfig.from_template(template, resolve)
+    expected = ScheduleRule(function="RetentionFunction", event="Retention",
+                            Schedule=RateExpression(text="rate(1 hour)", seconds=3600))
+    assert (expected,) == config.schedules
+    assert "RetentionFunctionRetention" == config.schedules[0].logical_id
+    assert "schedule:RetentionFunction.Retention" in child_names(config)
+    nightly = EmulatorConfig.from_template(template, resolve, parameters={"RetentionSchedule": "cron(0 3 * * ? *)"})
+    cron = nightly.schedules[0].Schedule
+    assert isinstance(cron, CronExpression)
+    assert (frozenset({0}), frozenset({3}), None) == (cron.minutes, cron.hours, cron.days_of_week)
 
 
 def test_state_input_and_name_are_read_and_a_disabled_rule_gets_no_child() -> None:
