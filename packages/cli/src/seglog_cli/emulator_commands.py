@@ -63,15 +63,18 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault schedule.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Checkpoints and markers (default: emulator/ in the stack's run directory).")
+@click.option("--schedule-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              envvar="SEGLOG_SCHEDULE_SCALE",
+              help="Run scheduled rules' clocks this many times faster (60: an hour of schedule per real minute).")
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None) -> None:
+            state_dir: Path | None, schedule_scale: float) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
-    Starts an HTTP gateway for the API (payload format 2.0) and a poller per event source mapping, each in
-    its own process, with the handlers in worker processes. Ctrl-C drains and stops.
+    Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
+    per Schedule event, each in its own process, with the handlers in worker processes. Ctrl-C drains and stops.
     `seglog emulate status` shows what a running emulator is doing.
     """
     if ctx.invoked_subcommand is not None:
@@ -90,7 +93,7 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
         runtime.start()
     supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
-                                             host=host, port=port), faults=runtime)
+                                             host=host, port=port, schedule_scale=schedule_scale), faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
