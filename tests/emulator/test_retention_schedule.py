@@ -47,11 +47,10 @@ def retention_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
 
 def append(api: ApiClient, log_id: uuid.UUID, n: int, since: dict[str, int]) -> tuple[dict[str, int], uuid.UUID]:
     """Append cell A{n+1} = n with a fresh entry id and ``since`` = the last position the API answered (a create
-    answers segment 0, num 0); returns the new entry's position and its id. This branch's API takes only the position's
-    num as ``since``; an API that takes the ``{"segment", "num"}`` object gets ``since`` as it is."""
+    answers segment 0, num 0); returns the new entry's position and its id."""
     entry_id = uuid.uuid4()
     body = {"entry": {"type": "set", "ref": f"A{n + 1}", "value": n}, "entry_id": str(entry_id),
-            "since": since["num"]}
+            "since": since}
     status, answer = api.request("POST", f"/sheets/{log_id}/entries", body)
     assert 200 == status, answer
     return {"segment": answer["segment"], "num": answer["num"]}, entry_id
