@@ -5,7 +5,10 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
 1. done already?   the Snapshot entry has ``R``: redo the completion steps a crash may have skipped, delete.
 2. pending upsert  create the pending item (or record our messageId as its claimer), conditionally. A loser
                    whose messageId differs from the claimer's deletes its message (the claimer's message
-                   carries the work); one whose messageId matches is a redelivery of the only copy and goes on.
+                   carries the work) while the claim is live; one whose messageId matches is a redelivery of
+                   the only copy and goes on. A claim left alone for longer than the takeover timeout (M
+                   older than ``takeover_after``: its holder deferred and is hidden, handed off, or died) is
+                   taken over instead: our messageId becomes the claimer and goes on.
 3. order           an earlier pending item of this log, or an incomplete Snapshot entry between the previous
                    completed snapshot and ours (given a pending item and a job of its own): defer by
                    visibility with exponential backoff and jitter, keep the message.
@@ -22,6 +25,37 @@ Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
       claim X=1, building ...                           create: exists; Q == m1: ours, do NOT delete
       ...                                               claim refused (A active): hide m1 for time left
       dies (kill -9)                                    ... m1 comes back after the timeout, takes over
+
+Timing diagrams of the takeover of a stale claimer (T = ``takeover_after``). The claimer's message is the
+only one that must survive; a message is deleted as a duplicate only while the claim is live (M within T), and
+a stale claim passes to whichever message comes next, so a snapshot whose claimer's message is gone (the DLQ)
+completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a new messageId)::
+
+    claimer m1 (dies)                  pending item                    m2 (reprocess / redrive)
+      claim X=1, M=t0 ---------------> {Q: m1, A: true, X: 1, M: t0}
+      killed; m1 redelivered until
+      maxReceiveCount, then in the DLQ                                 t > t0 + T: Q != m2, M stale:
+                                       {Q: m2, A: false, X: 1} <------ take over (Q = m1, X = 1, M < t - T)
+                                       {Q: m2, A: true, X: 2}  <------ claim, build, complete
+      (had m1 been only slow, its next checkpoint fails: X is 2)
+
+A deferred claimer is inactive, and its message hidden for up to ``defer_cap`` (900 s) while M stays at the
+time of the deferral, so past T its claim looks stale although its message will come back::
+
+    claimer m1 (deferred)              pending item                    m2 (a duplicate job)
+      defer: R+1, M=t0, hide m1 for b  {Q: m1, A: false, M: t0}
+      (b up to defer_cap, > T)                                         t0 + T < t1 < t0 + b: take over
+                                       {Q: m2, A: false, M: t1} <----- then order, claim, build as usual
+      t0 + b: m1 again, Q == m2:
+        M within T (m2 working or just deferred): m1 is the duplicate, deleted; m2's message carries the work
+        M stale (m2 hidden long in turn):         m1 takes the claim back, m2 is the duplicate later
+        snapshot done meanwhile:                  step 1, deleted
+
+Either way one live message claims the snapshot at any time, and at most one invocation builds it (the claim
+and the increment decide that, as before). The cost of taking over a deferred claimer is one extra receive of
+a duplicate, never a lost job. A job that arrives while the claim is live, though, is deleted: run
+``seglog reprocess`` or ``seglog redrive`` once the claimer has been quiet for T (its message reached the DLQ
+after at least one receive, so usually that is already the case).
 
 Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
 worker exactly there.
@@ -214,7 +248,8 @@ class SnapshotWorker:
     # ------------------------------------------------------------------------------------------- steps
 
     def _upsert(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
-        """Make sure a pending item exists and names a claimer; False when our message is a duplicate."""
+        """Make sure a pending item exists and names a claimer; False when our message is a duplicate of a live
+        claim's. A stale claim (untouched for ``takeover_after``) becomes ours (see the module's diagrams)."""
         item = self.pending.get(log_id, segment, entry)
         if item is None:
             try:
@@ -230,6 +265,14 @@ class SnapshotWorker:
                 return True
             except errors.ItemExistsError:
                 item = self.pending.get(log_id, segment, entry)
+        if (item is not None and item.claimer is not None and item.claimer != message.message_id
+                and item.modified < now - self.takeover_after):
+            if self.pending.take_over(log_id, segment, entry, message.message_id, previous=item.claimer,
+                                      increment=item.increment, now=now, takeover_after=self.takeover_after):
+                log.info("stale claim taken over", previous_claimer=item.claimer, was_active=item.active,
+                         idle_seconds=now - item.modified)
+                return True
+            item = self.pending.get(log_id, segment, entry)  # another message took it first, or it completed
         if item is None:
             # Completed and removed by another invocation in the meantime: step 1 next time says so.
             return True
