@@ -8,18 +8,24 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from structlog.testing import capture_logs
 
 from pipeline_support import Crash, PipelineDriver
+from seglog_aws.clients import client, local_session
+from seglog_aws.items import entry_to_item
 from seglog_aws.local import LocalDeployment
 from seglog_aws.redrive import redrive
+from seglog_cli.main import cli
 from seglog_core.pipeline import Outcome
 from seglog_core.pipeline.fallback import reprocess
 from seglog_core.ports import QueueMessage
-from seglog_core.schema import SetCell, SnapshotJob
+from seglog_core.schema import Entry, EntryType, SetCell, SnapshotJob, encode_body
 from seglog_core.verify import verify_log
+from seglog_emulator.status import read_status
 
 pytestmark = pytest.mark.stack
 
@@ -180,3 +186,75 @@ def test_a_deferred_claimer_hidden_past_the_takeover_timeout_is_taken_over_and_r
         driver.queue.change_visibility(message, 0)
     driver.drain(worker)
     _verified(driver, log_id)
+
+
+# ------------------------------------------------------------------------------------ entries newer code wrote
+
+
+def _put_raw(deployment: LocalDeployment, entry: Entry, *, type_: str | None = None) -> None:
+    """Write an entry as newer code would: straight to the table, with a type this code may not know."""
+    item = entry_to_item(entry)
+    if type_ is not None:
+        item["T"] = {"S": type_}
+    ddb = client("dynamodb", session=local_session(deployment.region), endpoint_url=deployment.endpoints["dynamodb"])
+    ddb.put_item(TableName=deployment.resources.entries_table, Item=item)
+
+
+def test_an_entry_of_a_type_only_newer_code_knows_blocks_the_snapshots_after_it_with_a_reason(
+        driver: PipelineDriver, deployment: LocalDeployment, tmp_path: Path) -> None:
+    """The snapshot before the entry still builds (it does not read past itself); the one after is deferred with
+    the entry, its type and "deploy newer code" logged and recorded, and its message kept, not failed."""
+    log_id = _sheet(driver, 1)  # Snapshot entry 0/3
+    now = int(time.time())
+    _put_raw(deployment, Entry(log_id=log_id, segment=0, num=4, created=now, type=EntryType.SET_CELL,
+                               body=encode_body(SetCell(row=9, col=9, value="pivot"))), type_="pivot")
+    _put_raw(deployment, Entry(log_id=log_id, segment=0, num=5, created=now, type=EntryType.SNAPSHOT))
+    for entry in (3, 5):
+        driver.queue.send(SnapshotJob(log=str(log_id), segment=0, entry=entry))
+    before, after = _receive(driver, 2)
+    worker = driver.worker()
+    with capture_logs() as logs:
+        assert [Outcome.COMPLETED, Outcome.BLOCKED] == [worker.process(before), worker.process(after)]
+    reason = ("entry 0/4 has type 'pivot', unknown to this code: deploy newer code of the snapshot worker; the "
+              "snapshot is deferred until then")
+    item = driver.backend.pending.get(log_id, 0, 5)
+    assert item is not None
+    assert (reason, 1, False) == (item.blocked, item.retries, item.active)
+    assert [("pivot", 0, 4, "deploy newer code", "error")] == [
+        (line["entry_type"], line["blocked_segment"], line["blocked_entry"], line["action"], line["log_level"])
+        for line in logs if line["event"].startswith("snapshot blocked")]
+    assert after.message_id == driver.receive_one().message_id  # kept: back after the deferral
+    status = read_status(tmp_path, pending=driver.backend.pending)
+    assert status.blocked is not None
+    assert [(0, 5, reason)] == [(b.segment, b.entry, b.reason) for b in status.blocked if b.log_id == str(log_id)]
+    assert "snapshots blocked: " in status.render()
+
+
+def test_a_body_version_from_newer_code_blocks_its_snapshot_until_newer_code_builds_it(
+        driver: PipelineDriver, deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocked after the claim (bodies are decoded to build): the claim is released, the reason recorded; an
+    upgraded `seglog log verify` reports it; the worker with the newer code completes the snapshot."""
+    log_id = driver.create_log()
+    log = driver.event_log()
+    log.append(log_id, SetCell(row=1, col=1, value="v1"))
+    _put_raw(deployment, Entry(log_id=log_id, segment=0, num=2, created=int(time.time()), type=EntryType.SET_CELL,
+                               version=2, body=encode_body(SetCell(row=2, col=1, value="v2"))))
+    log.append_snapshot(log_id)  # 0/3: an append reads the latest entry's num, never its body
+    driver.route_new()
+    message = driver.receive_one()
+    assert Outcome.BLOCKED == driver.worker().process(message)
+    reason = ("entry 0/2 has 'set' body version 2, this code knows up to 1: deploy newer code of the snapshot "
+              "worker; the snapshot is deferred until then")
+    item = driver.backend.pending.get(log_id, 0, 3)
+    assert item is not None
+    assert (reason, False, 1) == (item.blocked, item.active, item.increment)
+    monkeypatch.setattr(SetCell, "VERSION", 2)  # newer code: first the operator's CLI, then the worker
+    for key, value in deployment.env().items():
+        monkeypatch.setenv(key, value)
+    shown = CliRunner().invoke(cli, ["log", "verify", str(log_id)])
+    assert 1 == shown.exit_code
+    assert f"  I5 segment 0 entry 3: snapshot blocked: {reason}\n" in shown.output
+    assert Outcome.COMPLETED == driver.worker().process(driver.receive_one())
+    _verified(driver, log_id)
+    state, _ = driver.document.load(log_id)
+    assert ("v1", "v2") == (state.get(1, 1), state.get(2, 1))

@@ -18,6 +18,10 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
                    with the condition X = ours (else taken over: stop); near the time limit hand off.
 6. complete        ``R`` on the entry, ``S`` on the segment, delete the pending item, delete the message.
 
+An entry this code cannot fold (an unknown type, a body version from newer code) blocks the snapshot: it is
+deferred at the longest backoff with the reason logged and recorded on the pending item (``blocked``), never
+built wrong and never failed in a loop; the next deployment of newer code builds it.
+
 Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
 
     invocation A (m1, receipt r1)   pending item        invocation B (m1, receipt r2, visibility expired)
@@ -102,14 +106,35 @@ class Outcome(StrEnum):
     BUSY = "busy"
     HANDED_OFF = "handed_off"
     TAKEN_OVER = "taken_over"
+    BLOCKED = "blocked"
 
     @property
     def keeps_message(self) -> bool:
-        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER)
+        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER, Outcome.BLOCKED)
 
 
 class InvalidJobError(errors.InvalidInputError):
     """A queue message that is not a snapshot job, or names no Snapshot entry."""
+
+
+class SnapshotBlockedError(errors.SeglogError):
+    """An entry before the Snapshot entry that this code cannot fold: the snapshot waits for newer code."""
+
+    def __init__(self, cause: errors.UnknownEntryTypeError | errors.BodyVersionError, *, segment: int | None,
+                 entry: int | None) -> None:
+        self.cause = cause
+        self.segment = segment
+        self.entry = entry
+        where = f"entry {segment}/{entry}" if segment is not None and entry is not None else "an entry"
+        if isinstance(cause, errors.BodyVersionError):
+            what = f"has {str(cause.type)!r} body version {cause.version}, this code knows up to {cause.known}"
+        else:
+            what = f"has type {str(cause.type)!r}, unknown to this code"
+        super().__init__(f"{where} {what}: deploy newer code of the snapshot worker; the snapshot is deferred "
+                         "until then")
+
+
+_UNREADABLE = (errors.UnknownEntryTypeError, errors.BodyVersionError)
 
 
 class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -202,15 +227,19 @@ class SnapshotWorker:
             return Outcome.DUPLICATE
         self.crash("after_pending_upsert")
         # 3. Order.
-        plan = self._plan(snapshot)
-        earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
-        if plan.incomplete or earlier:
-            self._ensure_predecessors(log_id, plan.incomplete, earlier, now)
-            if self._await_predecessors(log_id, segment, entry, remaining, margin):
-                plan = self._plan(snapshot)
-                earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+        try:
+            plan = self._plan(snapshot)
+            earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
             if plan.incomplete or earlier:
-                return self._defer(message, log_id, segment, entry, now)
+                self._ensure_predecessors(log_id, plan.incomplete, earlier, now)
+                if self._await_predecessors(log_id, segment, entry, remaining, margin):
+                    plan = self._plan(snapshot)
+                    earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+        except errors.UnknownEntryTypeError as exc:  # read from the log: the adapter says where
+            return self._blocked(message, snapshot, SnapshotBlockedError(exc, segment=exc.segment,
+                                                                         entry=exc.entry), now=now)
+        if plan.incomplete or earlier:
+            return self._defer(message, log_id, segment, entry, now)
         # 4. Claim.
         increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
                                        takeover_after=self.takeover_after)
@@ -224,9 +253,12 @@ class SnapshotWorker:
         item = self.pending.get(log_id, segment, entry)
         resumed = _CHECKPOINT_DECODER.decode(item.checkpoint) if item and item.checkpoint else _Checkpoint()
         chunk_cells = resumed.chunk_cells or self.chunk_cells
-        build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
-                              [self.body_of(e) for e in plan.between if e.type not in _LOG_LEVEL],
-                              chunk_cells=chunk_cells)
+        try:
+            build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
+                                  self._bodies(plan), chunk_cells=chunk_cells)
+        except SnapshotBlockedError as exc:
+            self.pending.release(log_id, segment, entry, increment=increment, now=int(self.clock()))
+            return self._blocked(message, snapshot, exc, now=int(self.clock()))
         for chunk in build.chunks(resumed.next_chunk):
             self.blobs.put(chunk.key, chunk.data)
             self.crash("mid_chunk")
@@ -288,7 +320,8 @@ class SnapshotWorker:
             if seg is None:
                 seg = next((s for s in self.store.segments(log_id) if s.num == segment), None)
             start = seg.last_snapshot if seg and seg.last_snapshot is not None and seg.last_snapshot < entry else 0
-            run = [e for e in self.store.entries(log_id, segment, start) if e.num < entry]
+            # Only up to ours: an entry after it (perhaps one only newer code reads) is not this snapshot's.
+            run = list(self.store.entries(log_id, segment, start, entry - 1)) if entry > 0 else []
             for index in range(len(run) - 1, -1, -1):
                 e = run[index]
                 if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
@@ -339,6 +372,36 @@ class SnapshotWorker:
         ceiling = min(self.defer_cap, self.defer_base * 2 ** min(max(retries - 1, 0), 20))
         self.queue.change_visibility(message, max(1, int(self.rng.uniform(ceiling / 2, ceiling))))
         return Outcome.DEFERRED
+
+    def _bodies(self, plan: _Plan) -> list[Body]:
+        """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
+        entry this code cannot read."""
+        bodies: list[Body] = []
+        for e in plan.between:
+            if e.type in _LOG_LEVEL:
+                continue
+            try:
+                bodies.append(self.body_of(e))
+            except _UNREADABLE as exc:
+                raise SnapshotBlockedError(exc, segment=e.segment, entry=e.num) from exc
+        return bodies
+
+    def _blocked(self, message: QueueMessage, snapshot: Entry, blocked: SnapshotBlockedError, *,
+                 now: int) -> Outcome:
+        """Defer a snapshot that this code cannot build, at the longest backoff (only a deployment helps), with
+        the reason logged and recorded on its pending item for ``seglog log verify`` and ``emulate status``."""
+        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
+        try:
+            retries = self.pending.defer(log_id, segment, entry, now=now, blocked=str(blocked))
+        except errors.ItemExistsError:  # completed meanwhile (by newer code): step 1 will say so
+            retries = 0
+        cause = blocked.cause
+        log.error("snapshot blocked: an entry before it needs newer code", reason=str(blocked),
+                  blocked_segment=blocked.segment, blocked_entry=blocked.entry, entry_type=str(cause.type),
+                  body_version=getattr(cause, "version", None), known_version=getattr(cause, "known", None),
+                  retries=retries, retry_in=int(self.defer_cap), action="deploy newer code")
+        self.queue.change_visibility(message, max(1, int(self.defer_cap)))
+        return Outcome.BLOCKED
 
     def _complete(self, message: QueueMessage, snapshot: Entry, root: str) -> None:
         log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
