@@ -132,6 +132,30 @@ def test_a_snapshot_whose_claimer_died_and_went_to_the_dlq_completes_after_repro
     _verified(driver, log_id)
 
 
+def test_a_predecessor_whose_claimer_went_to_the_dlq_is_sent_again_by_its_successor(
+        dlq_driver: PipelineDriver) -> None:
+    """No operator: 0/3's claimer died and its message is in the DLQ; 0/6 defers behind it and, finding the claim
+    stale, sends 0/3 a new job, which takes the claim over and builds it; then 0/6 completes. Without the re-send
+    (only unclaimed predecessors got one) no job for 0/3 ever comes and 0/6 defers until it too reaches the DLQ."""
+    driver = dlq_driver
+    log_id = _sheet(driver, 2)
+    driver.route_new()
+    first, second = _receive(driver, 2)
+    with pytest.raises(Crash):
+        driver.worker(crash=_die_after_claim, takeover_after=TAKEOVER).process(first)
+    driver.queue.change_visibility(first, 0)  # as the killed invocation's visibility timeout running out would
+    _until_in_dlq(driver, first)
+    _until_stale(driver, log_id, 3, TAKEOVER)
+    worker = driver.worker(takeover_after=TAKEOVER)
+
+    assert Outcome.DEFERRED == worker.process(second)
+    job = driver.receive_one()
+    assert (3, True) == (_entry(job), job.message_id != first.message_id)
+    assert Outcome.COMPLETED == worker.process(job)
+    assert Outcome.COMPLETED == worker.process(second)
+    _verified(driver, log_id)
+
+
 def test_a_deferred_snapshot_whose_message_went_to_the_dlq_completes_after_a_redrive(
         dlq_driver: PipelineDriver) -> None:
     """The claimer deferred behind its predecessor (inactive claim), and its message reached the DLQ; a redrive

@@ -337,8 +337,12 @@ class SnapshotWorker:
 
     def _ensure_predecessors(self, log_id: uuid.UUID, incomplete: list[Entry], earlier: list[PendingSnapshot],
                              now: int) -> None:
-        """Give every incomplete predecessor a pending item and, if nobody owns it, a job of its own (a
-        predecessor whose message was lost would otherwise hold this snapshot back for ever)."""
+        """Give every incomplete predecessor a pending item and, if its claim is stale, a job of its own.
+
+        A predecessor whose message was lost — never sent, or its claimer's message parked in the DLQ — would
+        otherwise hold this snapshot back for ever; a new job takes the stale claim over (step 2), so the pipeline
+        recovers without an operator. A claim that is only quiet (its claimer deferred, hidden) costs one
+        duplicate message, deleted when it meets the live claim. A blocked predecessor waits for newer code."""
         known = {(p.segment, p.entry): p for p in earlier}
         for e in incomplete:
             if (e.segment, e.num) not in known:
@@ -349,7 +353,7 @@ class SnapshotWorker:
                     continue
                 self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))
         for p in earlier:
-            if p.claimer is None and now - p.modified > self.takeover_after:
+            if p.blocked is None and now - p.modified > self.takeover_after:
                 self.queue.send(SnapshotJob(log=str(log_id), segment=p.segment, entry=p.entry))
 
     def _await_predecessors(self, log_id: uuid.UUID, segment: int, entry: int, remaining: Callable[[], float],
