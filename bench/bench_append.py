@@ -8,6 +8,16 @@ Three ways to append a ~1 KB entry (the item just under the 1 KB write unit):
     cached    one EventLog appending repeatedly with cache_tail=True: target one PutItem, 1.0 WRU, no read
     conflict  two cached EventLogs taking turns on one log, so every append finds its cached tail stale:
               a failed PutItem (ALL_OLD), a backoff, Query latest, PutItem (context for the contention bench)
+
+and the HTTP API's retry protocol (seglog_core.idempotence, every request carries entry_id and since):
+
+    protocol        since = the client's previous answer: one consistent Query from since (it returns that entry)
+                    + one PutItem; target 1 RRU + 1 WRU
+    protocol retry  the identical request again after the first landed (a lost answer): the Query finds the
+                    entry id, nothing is written
+    16 behind       since 16 entries back (other writers appended meanwhile): the Query reads them all
+    uniqueness item the alternative weighed against it: a transaction that puts the entry and a guard item keyed
+                    by the entry id, each conditional (seed 000: a transaction costs twice per item)
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from dataclasses import dataclass
 
 from bench.support import Headline, entry_item, item_size, sized_body, standalone
 from seglog_aws.backend import Backend
+from seglog_core.idempotence import Position, append_after
 from seglog_core.log import Appended
 from seglog_core.schema import SetCell
 
@@ -78,6 +89,64 @@ def conflict(backend: Backend, body: SetCell, n: int) -> Cost:
     return measure(backend, "cached tail, other writer between", n, next_writer)
 
 
+def protocol(backend: Backend, body: SetCell, n: int) -> list[Cost]:
+    """The HTTP API's appends: since = the previous answer; the retry of a landed one; since 16 entries back."""
+    writer = backend.event_log(cache_tail=False)
+    log_id = writer.create()
+    since = Position(segment=0, num=0)
+    sent: list[tuple[uuid.UUID, Position]] = []
+
+    def fresh() -> Appended:
+        nonlocal since
+        entry_id = uuid.uuid4()
+        sent.append((entry_id, since))
+        done = append_after(writer, log_id, body, entry_id=entry_id, since=since)
+        since = Position.of(done.entry)
+        return done
+
+    normal = measure(backend, "protocol (since = last answer)", n, fresh)
+    again = iter(list(sent))
+
+    def retry() -> Appended:
+        entry_id, first_since = next(again)
+        done = append_after(writer, log_id, body, entry_id=entry_id, since=first_since)
+        assert done.deduplicated
+        return done
+
+    retried = measure(backend, "protocol retry (first try landed)", n, retry)
+
+    def behind() -> Appended:
+        for _ in range(15):
+            writer.append(log_id, body)
+        backend.meter.reset()
+        return append_after(writer, log_id, body, entry_id=uuid.uuid4(), since=since)
+
+    lagging = [measure(backend, "", 1, behind) for _ in range(max(2, n // 10))]
+    far = Cost(name="protocol, since 16 entries back", appends=len(lagging),
+               calls=sum((c.calls for c in lagging), Counter()), rcu=sum(c.rcu for c in lagging),
+               wcu=sum(c.wcu for c in lagging), attempts=sum(c.attempts for c in lagging))
+    return [normal, retried, far]
+
+
+def uniqueness_item(backend: Backend, body: SetCell, n: int) -> Cost:
+    """The weighed alternative: entry and a guard item keyed by the entry id, in one conditional transaction."""
+    ddb, table_name = backend.store._ddb, backend.store.entries_table
+    log_id = uuid.uuid4()
+    rcu = wcu = 0.0
+    for num in range(1, n + 1):
+        entry = entry_item(log_id, num, body)
+        guard = {"G": {"B": b"K" + entry["K"]["B"]}, "N": {"N": "0"}}
+        answer = ddb.transact_write_items(ReturnConsumedCapacity="TOTAL", TransactItems=[
+            {"Put": {"TableName": table_name, "Item": entry, "ConditionExpression": "attribute_not_exists(N)"}},
+            {"Put": {"TableName": table_name, "Item": guard, "ConditionExpression": "attribute_not_exists(N)"}},
+        ])
+        for used in answer.get("ConsumedCapacity", []):
+            wcu += used.get("WriteCapacityUnits", used.get("CapacityUnits", 0.0))
+            rcu += used.get("ReadCapacityUnits", 0.0)
+    return Cost(name="uniqueness item (transaction)", appends=n, calls=Counter({"TransactWriteItems": n}),
+                rcu=rcu, wcu=wcu, attempts=n)
+
+
 def table(costs: list[Cost]) -> str:
     ops = [op for op in OPERATIONS if any(c.calls[op] for c in costs)]
     ops += sorted({op for c in costs for op in c.calls} - set(ops))
@@ -103,8 +172,9 @@ def run(backend: Backend, quick: bool) -> list[Headline]:
     size = item_size(entry_item(uuid.uuid4(), 1000, body))
     print(f"\n## append cost per call ({backend.store.entries_table}; entry item {size} B)")
     costs = [cold(backend, body, n), cached(backend, body, n), conflict(backend, body, n)]
+    costs += [*protocol(backend, body, n), uniqueness_item(backend, body, n)]
     print(table(costs))
-    c_cold, c_cached, c_conflict = costs
+    c_cold, c_cached, c_conflict, c_protocol, c_retry, _, c_unique = costs
     cached_met = (
         c_cached.calls == Counter({"PutItem": n}) and c_cached.wcu == n * 1.0 and c_cached.rcu == 0
         and c_cached.attempts == n
@@ -121,6 +191,13 @@ def run(backend: Backend, quick: bool) -> list[Headline]:
                  f"{c_conflict.per(c_conflict.rcu):g} RCU, {c_conflict.per(c_conflict.wcu):g} WCU metered "
                  f"(+{c_conflict.per(c_conflict.failed_puts):g} failed PutItem, metered at the 1 WRU it is billed), "
                  f"{c_conflict.per(c_conflict.attempts):g} attempts", target="none, context", met=None),
+        Headline(name="API append (retry protocol)", figure=f"{_calls(c_protocol)}, "
+                 f"{c_protocol.per(c_protocol.rcu):g} RRU + {c_protocol.per(c_protocol.wcu):g} WRU; a retry "
+                 f"{c_retry.per(c_retry.rcu):g} RRU + {c_retry.per(c_retry.wcu):g} WRU; a uniqueness-item "
+                 f"transaction {c_unique.per(c_unique.wcu):g} WRU metered (AWS bills 2 per item: 4)",
+                 target="1 Query + 1 PutItem, <= 1 RRU + 1 WRU",
+                 met=c_protocol.calls == Counter({"Query": n, "PutItem": n}) and c_protocol.per(c_protocol.rcu) <= 1.0
+                 and c_protocol.per(c_protocol.wcu) == 1.0),
     ]
 
 

@@ -147,3 +147,39 @@ def test_strict_appends_write_only_right_after_since(stores: tuple[LogStore, Blo
     assert (1, True) == (won.entry.num, again.deduplicated)
     assert conflict.value.existing is not None and mine == conflict.value.existing.entry_id
     assert [None, mine] == _ids(store, log_id)
+
+
+class FailingPuts:
+    """A LogStore whose first puts fail as DynamoDB throttles, or answer 500 after the write (lost answer)."""
+
+    def __init__(self, inner: LogStore, *, throttles: int = 0, lost: int = 0) -> None:
+        self._inner, self.throttles, self.lost = inner, throttles, lost
+
+    def put_entry(self, entry: Entry) -> None:
+        if self.throttles:
+            self.throttles -= 1
+            raise errors.ThrottledError("throttled", code="ThrottlingException")
+        self._inner.put_entry(entry)
+        if self.lost:
+            self.lost -= 1
+            raise errors.TransientStoreError("500 after the write", code="InternalServerError", outcome_unknown=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("fault", ["throttles", "lost"])
+def test_a_failed_put_at_the_tail_is_retried_after_reading_on_from_it(
+        stores: tuple[LogStore, BlobStore], fault: str) -> None:
+    """Chaos found it: a throttled put when ``since`` was the tail re-read an empty page after it and took that
+    for a position the log does not hold (409 unknown_position). A lost answer is found by the re-read."""
+    store, blobs = stores
+    log_id = _log(store, blobs).create()
+    failing = FailingPuts(store, **{fault: 2})
+    entry_id = uuid.uuid4()
+
+    done = append_after(_log(failing, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id,  # type: ignore[arg-type]
+                        since=START)
+
+    assert (1, fault == "lost") == (done.entry.num, done.deduplicated)
+    assert [None, entry_id] == _ids(store, log_id)

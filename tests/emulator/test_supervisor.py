@@ -81,16 +81,18 @@ def edit_and_wait(supervisor: Supervisor, deployment: local.LocalDeployment,
 
 def test_supervisor_runs_the_template_functions_behind_one_gateway(chaos_deployment: local.LocalDeployment,
                                                                      tmp_path: Path) -> None:
-    """Gateway + stream poller + queue poller, each its own process; a sheet edited through the API gets its
-    snapshots built by the deployed handlers; one log line per invocation names function, source, outcome."""
+    """Gateway + stream poller + queue poller + the retention schedule, each its own process; a sheet edited
+    through the API gets its snapshots built by the deployed handlers; one log line per invocation names
+    function, source, outcome."""
     supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state"))
     assert sorted(supervisor.children) == ["gateway:ApiFunction", "queue:SnapshotWorkerFunction.Jobs",
+                                           "schedule:RetentionFunction.Retention",
                                            "stream:StreamRouterFunction.Entries"]
     supervisor.start()
     try:
         supervisor.wait_ready()
         pids = {c.proc.pid for c in supervisor.children.values() if c.proc}
-        assert len(pids) == 3 and os.getpid() not in pids
+        assert len(pids) == 4 and os.getpid() not in pids
         edit_and_wait(supervisor, chaos_deployment, 21)
         statuses = {s["function"]: s for s in read_statuses(tmp_path / "state")}
         assert statuses["SnapshotWorkerFunction"]["invocations"] >= 2

@@ -37,7 +37,7 @@ def handler(event: dict[str, Any], context: Any) -> Any:
     if not event:
         return None  # an empty event only warms a worker up (its cold start out of the way), unlogged
     if "Records" not in event:
-        return _http(event, context)
+        return _http(event, context) if "rawPath" in event else _other(event, context)
     records = [_instructions(record) for record in event["Records"]]
     history = _read_log()
     _append({"phase": "start", "request_id": context.aws_request_id, "pid": os.getpid(), "time": time.time(),
@@ -75,6 +75,14 @@ def _http(event: dict[str, Any], context: Any) -> dict[str, Any]:
              "reported": []})
     return {"statusCode": 201, "headers": {"content-type": "application/json", "x-probe": "yes"},
             "body": json.dumps({"rawPath": event["rawPath"]})}
+
+
+def _other(event: dict[str, Any], context: Any) -> None:
+    """Any other event (an EventBridge scheduled event, a Schedule's Input): logged as received, nothing more."""
+    _append({"phase": "start", "request_id": context.aws_request_id, "pid": os.getpid(), "time": time.time(),
+             "ids": [], "names": [], "event": event})
+    _append({"phase": "end", "request_id": context.aws_request_id, "time": time.time(), "failed": [],
+             "reported": []})
 
 
 def _instructions(record: dict[str, Any]) -> dict[str, Any]:

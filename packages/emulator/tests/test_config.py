@@ -81,6 +81,10 @@ def test_functions_come_from_the_template_with_globals_merged(config: EmulatorCo
             logical_id="SnapshotWorkerFunction", Handler="seglog_services.snapshot_worker.handler",
             Runtime="python3.13", Timeout=60,  # !Ref SnapshotWorkerTimeout, Default 60
             MemorySize=1024, Environment={**GLOBAL_ENV, "SEGLOG_TAKEOVER_SECONDS": "60"}),
+        "RetentionFunction": FunctionSpec(
+            logical_id="RetentionFunction", Handler="seglog_services.retention.handler", Runtime="python3.13",
+            Timeout=300, MemorySize=512,
+            Environment={**GLOBAL_ENV, "SEGLOG_RETENTION_KEEP": "3", "SEGLOG_RETENTION_MIN_AGE_SECONDS": "604800"}),
     }
     assert expected == config.functions
     assert ("seglog_services.stream_router", "handler") == (
@@ -296,10 +300,14 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_unknown_event_types_are_ignored_with_a_note() -> None:
-    """Only DynamoDB, SQS and HttpApi events run locally; others are noted, not errors."""
-    config = read(make_template({"Nightly": {"Type": "Schedule", "Properties": {"Schedule": "rate(1 day)"}}}))
-    note = "Fn.Events.Nightly: event type 'Schedule' is ignored; the emulator runs DynamoDB, SQS and HttpApi events"
-    assert ((), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes)
+    """Only DynamoDB, SQS, HttpApi and Schedule events run locally; others (here EventBridge Scheduler's
+    ScheduleV2) are noted, not errors."""
+    config = read(make_template({"Nightly": {"Type": "ScheduleV2",
+                                             "Properties": {"ScheduleExpression": "rate(1 day)"}}}))
+    note = ("Fn.Events.Nightly: event type 'ScheduleV2' is ignored; the emulator runs DynamoDB, SQS, HttpApi and "
+            "Schedule events")
+    assert ((), (), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes,
+                                config.schedules)
     assert (note,) == config.notes
 
 

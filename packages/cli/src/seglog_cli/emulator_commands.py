@@ -63,15 +63,18 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault schedule.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Checkpoints and markers (default: emulator/ in the stack's run directory).")
+@click.option("--schedule-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              envvar="SEGLOG_SCHEDULE_SCALE",
+              help="Run scheduled rules' clocks this many times faster (60: an hour of schedule per real minute).")
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None) -> None:
+            state_dir: Path | None, schedule_scale: float) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
-    Starts an HTTP gateway for the API (payload format 2.0) and a poller per event source mapping, each in
-    its own process, with the handlers in worker processes. Ctrl-C drains and stops.
+    Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
+    per Schedule event, each in its own process, with the handlers in worker processes. Ctrl-C drains and stops.
     `seglog emulate status` shows what a running emulator is doing.
     """
     if ctx.invoked_subcommand is not None:
@@ -90,7 +93,7 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
         runtime.start()
     supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
-                                             host=host, port=port), faults=runtime)
+                                             host=host, port=port, schedule_scale=schedule_scale), faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
@@ -104,11 +107,15 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
 @click.pass_context
 @reports_errors
 def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) -> None:
-    """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far.
+    """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far,
+    and snapshots blocked until newer code is deployed (read from the pending table when the stack answers).
 
     Exit status 0 when it runs with every child reporting, 1 otherwise.
     """
-    found = read_status(state_dir or settings(ctx).stack_config().run_dir / "emulator")
+    config = settings(ctx).stack_config()
+    deployment = local.current(config)
+    found = read_status(state_dir or config.run_dir / "emulator",
+                        pending=deployment.backend().pending if deployment is not None else None)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
     raise SystemExit(0 if found.healthy else 1)
 

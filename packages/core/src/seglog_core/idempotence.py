@@ -66,24 +66,25 @@ class _Scan:
     last: Entry
 
 
-def _scan(store: LogStore, log_id: uuid.UUID, start: Position, entry_id: uuid.UUID, *, inclusive: bool) -> _Scan:
+def _scan(store: LogStore, log_id: uuid.UUID, start: Position, entry_id: uuid.UUID, known: Entry | None) -> _Scan:
     """Read forward from ``start`` with consistent reads, across EndSegment, looking for ``entry_id``.
 
+    Args:
+        known: the entry at ``start`` when an earlier scan read it (the read starts after it), else None (the read
+            includes ``start``, so a position the log does not hold is refused).
+
     Raises:
-        UnknownPositionError: ``inclusive`` and no entry at ``start`` (past the log's end, or retired).
+        UnknownPositionError: no entry at ``start``; LogNotFoundError: no such log at all.
     """
-    segment, num = start.segment, start.num
-    last: Entry | None = None
-    first_read = inclusive
+    segment, num, last = start.segment, start.num, known
     while True:
-        for entry in store.entries(log_id, segment, num if first_read else num + 1):
-            if first_read and entry.num != num:
+        for entry in store.entries(log_id, segment, num if last is None else num + 1):
+            if last is None and entry.num != num:
                 break
-            first_read = False
             if entry.entry_id == entry_id:
                 return _Scan(found=entry, last=entry)
             last = entry
-        if first_read or last is None:
+        if last is None:
             if not store.latest_segments(log_id, 1, consistent=True):
                 raise errors.LogNotFoundError(log_id)
             raise errors.UnknownPositionError(log_id, segment, num)
@@ -92,7 +93,7 @@ def _scan(store: LogStore, log_id: uuid.UUID, start: Position, entry_id: uuid.UU
         body = last.decoded()
         assert isinstance(body, EndSegment)
         # The next segment's entries from its Snapshot entry 0 on.
-        segment, num, first_read = body.next_segment or last.segment + 1, 0, True
+        segment, num, last = body.next_segment or last.segment + 1, 0, None
 
 
 def append_after(
@@ -115,15 +116,16 @@ def append_after(
     data = encode_body(body)
     external = event_log.store_large_body(log_id, entry_id, data)
     store, retry = event_log.store, event_log.retry
-    checked, inclusive = since, True  # entries up to ``checked`` are read and do not hold our id
+    # Entries up to ``tail`` are read and do not hold our id; None until the first read succeeds.
+    tail: Entry | None = None
     bound = structlog.contextvars.bound_contextvars
     for attempt in range(1, retry.max_attempts + 1):
         with bound(log_id=str(log_id), attempt=attempt):
             try:
-                scan = _scan(store, log_id, checked, entry_id, inclusive=inclusive)
+                scan = _scan(store, log_id, since if tail is None else Position.of(tail), entry_id, tail)
                 if scan.found is not None:
                     return event_log.landed(scan.found, attempt, deduplicated=True)
-                inclusive, tail = False, scan.last
+                tail = scan.last
                 if strict and Position.of(tail) != since:
                     holder = next(iter(store.entries(log_id, since.segment, since.num + 1, since.num + 1)), None)
                     raise errors.VersionConflictError(log_id, since.segment, since.num + 1, holder or tail)
@@ -137,8 +139,8 @@ def append_after(
                 event_log.apply_policy_after(entry)
                 return appended
             except errors.ItemExistsError as exc:
-                # Not a proof of anything below: the next read starts at our tail and sees who took the num.
-                checked = Position.of(tail)
+                # The next read starts after our tail and sees who took the num.
+                assert tail is not None
                 if exc.existing is not None and exc.existing.entry_id == entry_id:
                     return event_log.landed(exc.existing, attempt, deduplicated=True)
                 if strict and exc.existing is not None:

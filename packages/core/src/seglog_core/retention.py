@@ -2,6 +2,16 @@
 
 An archive is the segment's entries as one msgpack object at ``archive/{log}/{segment}``; the segment item
 stays, with ``A`` pointing at it, so history remains readable and verify knows the segment was not lost.
+
+Runs may overlap (a scheduled run still going when the next one starts, or ``seglog log retain`` beside it) and
+may die half-way (a function timeout). Either way a later reader of a segment can find some of its entries
+already deleted, and an archive written from what it read would overwrite the whole archive with a part. So an
+archive is written only from a *complete* segment (nums 0..n without a hole, ending with its EndSegment, which
+every segment but the latest has, DESIGN §6 I1); a run that finds entries missing finishes the deletion only
+when the archive already stored holds the complete segment.
+
+:func:`retain_logs` applies a policy to every log, a bounded amount of work per call, and remembers where it
+stopped (``retention/cursor`` in the bucket) so the next call goes on from there.
 """
 
 from __future__ import annotations
@@ -9,21 +19,27 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Final
 
 import msgspec
 import structlog
 
+from seglog_core import errors
 from seglog_core.ports import BlobStore, LogStore
-from seglog_core.schema import Entry
+from seglog_core.schema import Entry, EntryType
 
 log = structlog.get_logger("seglog.retention")
 
 _ARCHIVE_ENCODER = msgspec.msgpack.Encoder()
 _ARCHIVE_DECODER = msgspec.msgpack.Decoder(list[Entry])
 
-#: Load reads the two latest segments; they are never removed.
-MIN_KEEP = 2
+#: Load reads the two latest segments; they are never removed. Keeping two is also what keeps every pending
+#: snapshot buildable: a segment is closed only once it has a completed snapshot, so the latest completed
+#: snapshot (where every build starts folding) is always in one of the two latest segments.
+MIN_KEEP: Final = 2
+#: Where :func:`retain_logs` keeps the last log it finished: ``{"after": "<log id>"}``.
+CURSOR_KEY: Final = "retention/cursor"
 
 
 def archive_key(log_id: uuid.UUID, segment: int) -> str:
@@ -35,6 +51,12 @@ def read_archive(blobs: BlobStore, key: str) -> list[Entry]:
     return _ARCHIVE_DECODER.decode(blobs.get(key))
 
 
+def is_complete_segment(entries: list[Entry]) -> bool:
+    """Whether ``entries`` are a whole closed segment: nums 0..n in order, the last an EndSegment."""
+    return (bool(entries) and entries[-1].type is EntryType.END_SEGMENT
+            and [e.num for e in entries] == list(range(len(entries))))
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetentionPolicy:
     """Keep the ``keep`` latest segments and any younger than ``min_age`` seconds; archive or delete the rest."""
@@ -44,22 +66,138 @@ class RetentionPolicy:
     archive: bool = True
 
 
+def _never() -> bool:
+    return False
+
+
 def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy: RetentionPolicy,
-                    *, clock: Callable[[], float] = time.time) -> list[int]:
-    """Apply a policy to one log; returns the segment nums archived or deleted. Safe to run again."""
+                    *, clock: Callable[[], float] = time.time, stop: Callable[[], bool] = _never) -> list[int]:
+    """Apply a policy to one log; returns the segment nums archived or deleted. Safe to run again, and beside
+    another run.
+
+    Args:
+        stop: asked before each segment; True ends the call there (what is done stays done).
+
+    Raises:
+        CorruptLogError: a segment has lost entries and no complete archive holds them (see the module).
+        StoreError: from the stores.
+    """
     segments = list(store.segments(log_id))
     keep = max(policy.keep, MIN_KEEP)
     done: list[int] = []
     for segment in segments[: max(0, len(segments) - keep)]:
         if segment.archive is not None or clock() - segment.created < policy.min_age:
             continue
-        key = None
-        if policy.archive:
-            key = archive_key(log_id, segment.num)
-            # The archive is written (and can be read back) before any entry is deleted: nothing is lost
-            # if we crash in between; a second run rewrites the same object.
-            blobs.put(key, _ARCHIVE_ENCODER.encode(list(store.entries(log_id, segment.num))))
+        if stop():
+            break
+        key = _archive(store, blobs, log_id, segment.num) if policy.archive else None
         count = store.delete_segment(log_id, segment.num, archive=key)
         log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=key)
         done.append(segment.num)
     return done
+
+
+def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int) -> str:
+    """Write the segment's archive if the segment is complete, else check the stored one is; returns its key."""
+    key = archive_key(log_id, segment)
+    entries = list(store.entries(log_id, segment))
+    if is_complete_segment(entries):
+        # Written (and readable) before any entry is deleted: a crash in between loses nothing, and every
+        # writer writes the same bytes.
+        blobs.put(key, _ARCHIVE_ENCODER.encode(entries))
+        return key
+    # Another run has deleted some entries: it died after writing the archive, or runs right now.
+    try:
+        archived = read_archive(blobs, key)
+    except errors.BlobNotFoundError:
+        archived = []
+    if not is_complete_segment(archived):
+        raise errors.CorruptLogError(
+            log_id, f"segment {segment} misses entries ({len(entries)} left) and {key} does not hold the whole "
+                    "segment; nothing more was deleted. If a `seglog log retain --delete` was interrupted, run it "
+                    "again; otherwise restore the segment from a backup")
+    log.info("segment already archived by another run: finishing its deletion", log_id=str(log_id),
+             segment=segment, entries_left=len(entries))
+    return key
+
+
+# ------------------------------------------------------------------------------------------------ every log
+
+
+@dataclass(kw_only=True)
+class RetentionRun:
+    """What one :func:`retain_logs` call did."""
+
+    #: Logs whose retention ran to their end in this call.
+    logs: int = 0
+    #: Segments archived (or deleted) in this call.
+    segments: int = 0
+    #: Logs whose retention failed, with the error (they are tried again on the next pass).
+    failed: dict[str, str] = field(default_factory=dict)
+    #: Where this call began: after this log id (None: at the first log).
+    resumed_after: str | None = None
+    #: True when the pass reached the last log (the next call starts again from the first).
+    complete: bool = False
+
+
+def retain_logs(store: LogStore, blobs: BlobStore, policy: RetentionPolicy, *, stop: Callable[[], bool],
+                clock: Callable[[], float] = time.time) -> RetentionRun:
+    """Apply ``policy`` to every log, from where the last call stopped, until ``stop()`` says so.
+
+    A log interrupted half-way is done again from its start next time (each segment is retired once: the rest
+    skip it). A log whose retention fails is logged and skipped, so one bad log does not hold up the others.
+    """
+    after = _read_cursor(blobs)
+    run = RetentionRun(resumed_after=None if after is None else str(after))
+    last = after
+    ids = store.log_ids()
+    if after is not None:
+        for log_id in ids:  # the scan's order is stable: skip to just past the cursor
+            if log_id == after:
+                break
+        # A cursor log that is gone (the scan ended without it) ends this pass with nothing to do.
+    for log_id in ids:
+        if stop():
+            _move_cursor(blobs, after, last)
+            return run
+        with structlog.contextvars.bound_contextvars(log_id=str(log_id)):
+            try:
+                retired = apply_retention(store, blobs, log_id, policy, clock=clock, stop=stop)
+            except errors.SeglogError as exc:
+                log.error("retention of a log failed: it is tried again on the next pass", error=str(exc),
+                          error_type=type(exc).__name__)
+                run.failed[str(log_id)] = str(exc)
+                retired = []
+        run.segments += len(retired)
+        if stop():  # maybe mid-log: this log is done again next time
+            _move_cursor(blobs, after, last)
+            return run
+        run.logs += 1
+        last = log_id
+    run.complete = True
+    _move_cursor(blobs, after, None)
+    return run
+
+
+def _read_cursor(blobs: BlobStore) -> uuid.UUID | None:
+    try:
+        data = msgspec.json.decode(blobs.get(CURSOR_KEY))
+    except errors.BlobNotFoundError:
+        return None
+    except msgspec.DecodeError:
+        log.warning("retention cursor unreadable: starting from the first log", key=CURSOR_KEY)
+        return None
+    after = data.get("after") if isinstance(data, dict) else None
+    try:
+        return uuid.UUID(after) if isinstance(after, str) else None
+    except ValueError:
+        log.warning("retention cursor names no log id: starting from the first log", key=CURSOR_KEY, after=after)
+        return None
+
+
+def _move_cursor(blobs: BlobStore, was: uuid.UUID | None, after: uuid.UUID | None) -> None:
+    """Store where the next call starts (no write when that is where this one started)."""
+    if after == was:
+        return
+    blobs.put(CURSOR_KEY, msgspec.json.encode({"after": None if after is None else str(after)}),
+              content_type="application/json")

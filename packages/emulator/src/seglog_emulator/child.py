@@ -1,9 +1,11 @@
-"""One child of the supervisor: the HTTP gateway of a function, or the poller of one event source mapping.
+"""One child of the supervisor: the HTTP gateway of a function, the poller of one event source mapping, or the
+scheduler of one Schedule event.
 
-``python -m seglog_emulator.child gateway:ApiFunction`` (or ``stream:Function.Event``, ``queue:Function.Event``)
-with :data:`seglog_emulator.settings.ENV_VAR` set. The child reads the template itself (so a restarted child
-sees the same configuration), runs its part until SIGTERM, then drains: the batch or request in flight
-finishes (and is checkpointed or deleted), the worker processes get their grace period, and it exits 0.
+``python -m seglog_emulator.child gateway:ApiFunction`` (or ``stream:Function.Event``, ``queue:Function.Event``,
+``schedule:Function.Event``) with :data:`seglog_emulator.settings.ENV_VAR` set. The child reads the template
+itself (so a restarted child sees the same configuration), runs its part until SIGTERM, then drains: the batch or
+request in flight finishes (and is checkpointed or deleted), the worker processes get their grace period, and it
+exits 0.
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ from seglog_emulator.gateway import Gateway
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
+from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import EmulatorSettings
 
 log = structlog.get_logger("seglog.emulator.child")
 
 #: Concurrent requests the gateway runs (API Gateway has no such limit; this bounds local worker processes).
 GATEWAY_CONCURRENCY = 8
+#: Overlapping invocations of one scheduled rule (a slow function fired again before it ended; retries).
+SCHEDULE_CONCURRENCY = 4
 
 
 #: How often a child writes its status file (what the demo's live view shows).
@@ -117,8 +122,15 @@ class Child:
             queue_poller = QueuePoller(mapping_q, invoker, self.sqs, queue_url=url, queue_arn=arn,
                                        region=self.settings.deployment.region, faults=self.faults)
             self._serve(queue_poller.run, queue_poller.stop)
+        elif self.role == "schedule":
+            rule = next(r for r in self.config.schedules if f"{r.function}.{r.event}" == self.target)
+            scheduler = Scheduler(rule, self._invoker(rule.function, SCHEDULE_CONCURRENCY),
+                                  rule_name=rule.Name or _physical(self.settings, rule.logical_id, "AWS::Events::Rule"),
+                                  region=self.settings.deployment.region, scale=self.settings.schedule_scale,
+                                  faults=self.faults)
+            self._serve(scheduler.run, scheduler.stop)
         else:
-            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream: or queue:")
+            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue: or schedule:")
 
     def _on_failure(self, destination: str | None) -> Any:
         if destination is None:

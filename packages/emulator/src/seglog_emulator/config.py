@@ -4,7 +4,7 @@ The template is the only description of the topology; this module reads it the w
 keeps AWS's names (BatchSize, MaximumRetryAttempts, FilterCriteria, ...) so every setting can be looked up in
 the AWS documentation. Defaults are AWS's, cited where they are set. A template AWS would refuse is refused
 here, with every problem listed at once (:class:`EmulatorConfigError`); what the emulator does not run (event
-types other than DynamoDB, SQS and HttpApi, properties it does not emulate) is ignored and recorded in
+types other than DynamoDB, SQS, HttpApi and Schedule, properties it does not emulate) is ignored and recorded in
 :attr:`EmulatorConfig.notes`.
 
 Intrinsics: ``!Ref`` to a template parameter is resolved here (the parameter's Default, or an override passed
@@ -25,6 +25,7 @@ import structlog
 from seglog_aws.template import Template
 from seglog_emulator.errors import EmulatorConfigError as EmulatorConfigError  # importable from here too
 from seglog_emulator.filtering import Matcher
+from seglog_emulator.schedule_expressions import ScheduleExpression
 
 log = structlog.get_logger("seglog.emulator.config")
 
@@ -168,6 +169,28 @@ class HttpRoute:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScheduleRule:
+    """A Schedule event of a function: the EventBridge rule SAM makes for it, invoking the function
+    asynchronously at each time ``Schedule`` names (sam-property-function-schedule)."""
+
+    function: str
+    event: str
+    Schedule: ScheduleExpression
+    #: The rule's name if the event gives one; otherwise CloudFormation names it after the stack and the rule's
+    #: logical id (:attr:`logical_id`).
+    Name: str | None = None
+    Enabled: bool = True
+    #: The event's Input: JSON text sent instead of the scheduled event ("nothing from the event text itself
+    #: is passed to the target"), None for the scheduled event itself.
+    Input: str | None = None
+
+    @property
+    def logical_id(self) -> str:
+        """The AWS::Events::Rule SAM generates: the function's logical id followed by the event's name."""
+        return f"{self.function}{self.event}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class EmulatorConfig:
     """Everything the emulator runs, in template order."""
 
@@ -176,6 +199,7 @@ class EmulatorConfig:
     stream_mappings: tuple[StreamMapping, ...]
     queue_mappings: tuple[QueueMapping, ...]
     http_routes: tuple[HttpRoute, ...]
+    schedules: tuple[ScheduleRule, ...] = ()
     #: What was ignored or adjusted, one sentence each (also logged).
     notes: tuple[str, ...] = field(default=())
 

@@ -47,6 +47,21 @@ class FilterPatternError(EmulatorError, ValueError):
         )
 
 
+class ScheduleExpressionError(EmulatorError, ValueError):
+    """A schedule expression EventBridge would refuse, or one the emulator does not run.
+
+    Attributes:
+        expression: the expression as written.
+        reason: what is wrong with it, and what to write instead.
+    """
+
+    def __init__(self, expression: str, reason: str) -> None:
+        self.expression = expression
+        self.reason = reason
+        super().__init__(f"schedule expression {expression!r}: {reason} (Amazon EventBridge User Guide, "
+                         "eb-scheduled-rule-pattern)")
+
+
 # ------------------------------------------------------------------------------------------------ rules
 
 

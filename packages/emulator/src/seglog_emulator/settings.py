@@ -26,6 +26,8 @@ class EmulatorSettings:
         parameters: template parameter overrides.
         host, port: where the HTTP gateway listens.
         log_level: of the children and the worker processes.
+        schedule_scale: how many times faster than real time scheduled rules' clocks run (1: real time; 60: an
+            hour of schedule passes in a real minute).
     """
 
     deployment: LocalDeployment
@@ -36,6 +38,7 @@ class EmulatorSettings:
     host: str = "127.0.0.1"
     port: int = 0
     log_level: str = "INFO"
+    schedule_scale: float = 1.0
 
     @property
     def api_url(self) -> str:
@@ -44,7 +47,8 @@ class EmulatorSettings:
     def to_json(self) -> str:
         return json.dumps({"deployment": self.deployment.to_dict(), "template": str(self.template),
                            "stack": self.stack, "state_dir": str(self.state_dir), "parameters": self.parameters,
-                           "host": self.host, "port": self.port, "log_level": self.log_level})
+                           "host": self.host, "port": self.port, "log_level": self.log_level,
+                           "schedule_scale": self.schedule_scale})
 
     @classmethod
     def from_json(cls, text: str) -> EmulatorSettings:
@@ -54,7 +58,8 @@ class EmulatorSettings:
                                      resources=Resources(**d["resources"]))
         return cls(deployment=deployment, template=Path(data["template"]), stack=data["stack"],
                    state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
-                   port=int(data["port"]), log_level=data["log_level"])
+                   port=int(data["port"]), log_level=data["log_level"],
+                   schedule_scale=float(data.get("schedule_scale", 1.0)))
 
     @classmethod
     def from_env(cls) -> EmulatorSettings:

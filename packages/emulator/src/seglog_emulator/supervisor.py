@@ -5,7 +5,9 @@ From template.yaml it starts, each as its own process (:mod:`seglog_emulator.chi
 * ``gateway:<Function>`` — an HTTP server speaking API Gateway HTTP API payload 2.0 to each function with
   HttpApi events (one base URL for clients);
 * ``stream:<Function>.<Event>`` — a DynamoDB Streams poller per stream event source mapping;
-* ``queue:<Function>.<Event>`` — an SQS poller per queue event source mapping.
+* ``queue:<Function>.<Event>`` — an SQS poller per queue event source mapping;
+* ``schedule:<Function>.<Event>`` — the scheduled rule of each Schedule event (its clock scaled by
+  ``schedule_scale``).
 
 Each child runs its function's handler in warm worker processes (:class:`~seglog_emulator.invoker.LambdaInvoker`)
 with the function's timeout and environment from the template, and logs one structured line per invocation.
@@ -65,9 +67,10 @@ class _Child:
 
 
 def child_names(config: EmulatorConfig) -> list[str]:
-    """The children the template needs, in start order (pollers first, then gateways)."""
+    """The children the template needs, in start order (pollers first, then schedules, then gateways)."""
     names = [f"stream:{m.function}.{m.event}" for m in config.stream_mappings if m.Enabled]
     names += [f"queue:{m.function}.{m.event}" for m in config.queue_mappings if m.Enabled]
+    names += [f"schedule:{r.function}.{r.event}" for r in config.schedules if r.Enabled]
     names += [f"gateway:{f}" for f in dict.fromkeys(r.function for r in config.http_routes)]
     return names
 

@@ -3,6 +3,7 @@ collecting specs, every problem and notes, with AWS's defaults and ranges cited 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -22,10 +23,13 @@ from seglog_emulator.config import (
     QueueMapping,
     QueueSpec,
     Resolver,
+    ScheduleRule,
     StreamMapping,
     StreamPosition,
 )
+from seglog_emulator.errors import ScheduleExpressionError
 from seglog_emulator.filtering import FilterPatternError, Matcher, compile_filter_criteria
+from seglog_emulator.schedule_expressions import parse_schedule_expression
 
 #: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
 _DYNAMODB_PROPERTIES: Final = frozenset({
@@ -38,6 +42,8 @@ _SQS_PROPERTIES: Final = frozenset({
     "Queue", "BatchSize", "MaximumBatchingWindowInSeconds", "ScalingConfig", "FunctionResponseTypes",
     "FilterCriteria", "Enabled",
 })
+#: Schedule event properties the emulator reads (sam-property-function-schedule); Description only describes.
+_SCHEDULE_PROPERTIES: Final = frozenset({"Schedule", "Enabled", "State", "Input", "Name", "Description"})
 _SUB_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -59,6 +65,7 @@ class TemplateReader:
         streams: list[StreamMapping] = []
         queue_mappings: list[QueueMapping] = []
         routes: list[HttpRoute] = []
+        schedules: list[ScheduleRule] = []
         for logical, res in self.resources.items():
             if res.get("Type") == "AWS::Lambda::Function":
                 self._note(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
@@ -84,14 +91,18 @@ class TemplateReader:
                     route = self._route(logical, event, props, where)
                     if route is not None:
                         routes.append(route)
+                elif kind == "Schedule":
+                    schedule = self._schedule(logical, event, props, where)
+                    if schedule is not None:
+                        schedules.append(schedule)
                 else:
-                    self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS and "
-                               "HttpApi events")
+                    self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
+                               "HttpApi and Schedule events")
         if self.problems:
             raise EmulatorConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
                               queue_mappings=tuple(queue_mappings), http_routes=tuple(routes),
-                              notes=tuple(self.notes))
+                              schedules=tuple(schedules), notes=tuple(self.notes))
 
     # ------------------------------------------------------------------------------------ resources
 
@@ -249,6 +260,48 @@ class TemplateReader:
             return None
         return HttpRoute(function=function, event=event, Path=path, Method=method.upper(),
                          PayloadFormatVersion=version)
+
+    def _schedule(self, function: str, event: str, props: Mapping[str, Any], where: str) -> ScheduleRule | None:
+        # sam-property-function-schedule: SAM makes an AWS::Events::Rule with ScheduleExpression = Schedule and
+        # the function as its target. "Specify either the Enabled or State property, but not both"; Enabled true
+        # passes State ENABLED, false DISABLED. Input is "valid JSON text passed to the target".
+        self._note_unread(props, _SCHEDULE_PROPERTIES, where)
+        text = self._parameter(props.get("Schedule"))
+        expression = None
+        if not isinstance(text, str):
+            self._problem(f"{where}.Schedule: required, a rate() or cron() expression, got {text!r}")
+        else:
+            try:
+                expression = parse_schedule_expression(text)
+            except ScheduleExpressionError as exc:
+                self._problem(f"{where}.Schedule: {exc}")
+        enabled = True
+        if "Enabled" in props and "State" in props:
+            self._problem(f"{where}: set Enabled or State, not both (sam-property-function-schedule)")
+        elif "State" in props:
+            state = self._parameter(props["State"])
+            if state not in ("ENABLED", "DISABLED"):
+                self._problem(f"{where}.State: {state!r} is neither ENABLED nor DISABLED")
+            enabled = state == "ENABLED"
+        else:
+            enabled = self._bool(props.get("Enabled", True), f"{where}.Enabled")
+        payload = self._parameter(props.get("Input"))
+        if payload is not None:
+            try:
+                parsed = json.loads(payload)
+            except (TypeError, ValueError):
+                parsed = None
+            if not isinstance(parsed, dict):
+                self._problem(f"{where}.Input: {payload!r} is not the JSON text of an object (the function gets it "
+                              "as its event; the emulator passes objects only)")
+                payload = None
+        name = self._parameter(props.get("Name"))
+        if name is not None and not isinstance(name, str):
+            self._problem(f"{where}.Name: {name!r} is not a string")
+        if expression is None or not (name is None or isinstance(name, str)):
+            return None
+        return ScheduleRule(function=function, event=event, Schedule=expression, Name=name, Enabled=enabled,
+                            Input=payload)
 
     # ------------------------------------------------------------------------------------ values
 

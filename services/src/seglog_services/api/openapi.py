@@ -28,7 +28,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
             409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
                  "no entry at `since` (load again)",
             413: "Payload too large", 415: "Content type not accepted",
-            503: "Storage unavailable or contended: retry after `Retry-After` seconds with the same entry_id"}
+            503: "Storage unavailable or contended: after `Retry-After` seconds send the identical request again"}
     return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
 
 

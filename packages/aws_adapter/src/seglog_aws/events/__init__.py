@@ -4,9 +4,10 @@
 - :mod:`.sqs`: received SQS messages -> the SQS event.
 - :mod:`.api_gateway`: an HTTP request -> the HTTP API payload format 2.0 event, and a handler's return -> the
   HTTP response.
+- :mod:`.scheduled`: one firing of a scheduled EventBridge rule -> the "Scheduled Event" event.
 
-The emulator's pollers and gateway build every event here, so handlers see locally what they see on AWS
-(DESIGN §9 item 10).
+The emulator's pollers, gateway and scheduler build every event here, so handlers see locally what they see on
+AWS (DESIGN §9 item 10).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from seglog_aws.events.dynamodb_stream import (
     stream_event,
     stream_record,
 )
+from seglog_aws.events.scheduled import rule_arn, scheduled_event
 from seglog_aws.events.sqs import sqs_event, sqs_record
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "http_api_response",
     "lambda_stream_arn",
     "order_shards",
+    "rule_arn",
+    "scheduled_event",
     "sqs_event",
     "sqs_record",
     "stream_event",

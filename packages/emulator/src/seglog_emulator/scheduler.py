@@ -1,0 +1,151 @@
+"""Scheduler: a function's Schedule event, run the way EventBridge runs the scheduled rule SAM makes of it.
+
+What it reproduces:
+
+* the rule fires at each time its expression names (:mod:`seglog_emulator.schedule_expressions`): a rate
+  expression from the rule's creation (here: the scheduler's start), a cron expression at its UTC minutes;
+* each firing invokes the function *asynchronously* with the "Scheduled Event" (or the event's Input) built by
+  :func:`seglog_aws.events.scheduled.scheduled_event`: EventBridge does not wait for one invocation before the
+  next firing, so a slow function overlaps itself;
+* a failed invocation (an error, a timeout, a crash) is retried twice, one minute and then two minutes later
+  (AWS Lambda Developer Guide, invocation-async-error-handling: "by default Lambda attempts to run it two more
+  times, with a one-minute wait between the first two attempts, and two minutes between the second and third
+  attempts"), then dropped with a warning;
+* the duplicate_delivery fault delivers the same event a second time beside the first (same page: "it's
+  possible for it to receive the same event from Lambda multiple times").
+
+Time is scalable for tests and demos: with ``scale`` 60 the schedule's clock runs 60 times faster than real time
+from the scheduler's start (``rate(1 hour)`` fires every real minute, and the retry waits shrink alike). The
+event's ``time`` is the schedule's clock. A restarted scheduler is a rule created anew: rates count from then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import structlog
+
+from seglog_aws.events.scheduled import scheduled_event
+from seglog_emulator.config import ScheduleRule
+from seglog_emulator.errors import InvokerClosedError
+from seglog_emulator.faults.kinds import FaultKind
+from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
+from seglog_emulator.pollers.common import Invoker, site
+
+log = structlog.get_logger("seglog.scheduler")
+
+#: Waits before the second and third attempt of a failed asynchronous invocation (invocation-async-error-handling).
+RETRY_DELAYS: Final = (60.0, 120.0)
+
+
+def _utc(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC)
+
+
+class Scheduler:
+    """Fires one scheduled rule until :meth:`stop`.
+
+    Args:
+        rule: the Schedule event from the template.
+        invoker: runs the function (its concurrency bounds overlapping invocations).
+        rule_name: the rule's physical name (in the event's ``resources``).
+        region, account: the rule's region and account.
+        scale: how many times faster than real time the schedule's clock runs.
+        faults: the seeded schedule, if faults are in play.
+        clock: real time, epoch seconds.
+        wait: waits so many real seconds; returns True when the scheduler is stopping (default: the stop event).
+    """
+
+    def __init__(self, rule: ScheduleRule, invoker: Invoker, *, rule_name: str, region: str,
+                 account: str = LOCAL_ACCOUNT_ID, scale: float = 1.0, faults: FaultSchedule | None = None,
+                 clock: Callable[[], float] = time.time, wait: Callable[[float], bool] | None = None) -> None:
+        if not scale > 0:
+            raise ValueError(f"the schedule scale must be above 0 (1 is real time), got {scale}")
+        self.rule, self.invoker, self.rule_name = rule, invoker, rule_name
+        self.region, self.account, self.scale, self.faults = region, account, scale, faults
+        self.name = f"{rule.function}.{rule.event}"
+        self._clock = clock
+        self._stop = threading.Event()
+        self._wait = wait or self._stop.wait
+        self._origin = clock()
+        self._lock = threading.Lock()
+        self._deliveries: list[threading.Thread] = []
+        #: Times the rule fired so far.
+        self.fired = 0
+
+    def schedule_time(self) -> float:
+        """Now on the schedule's clock (epoch seconds): real time at the start, then ``scale`` times faster."""
+        return self._origin + (self._clock() - self._origin) * self.scale
+
+    def _sleep(self, real_seconds: float) -> bool:
+        """Wait; True when stopping."""
+        return bool(self._wait(max(0.0, real_seconds))) or self._stop.is_set()
+
+    def run(self) -> None:
+        """Fire at every scheduled time until :meth:`stop`; returns once the invocations in flight ended."""
+        self._origin = self._clock()
+        origin = _utc(self._origin)
+        expression = self.rule.Schedule
+        log.info("scheduler started", rule=self.rule_name, schedule=expression.text, scale=self.scale)
+        due = expression.next_after(origin, origin=origin)
+        while due is not None and not self._sleep((due.timestamp() - self.schedule_time()) / self.scale):
+            self._fire(due)
+            following = expression.next_after(due, origin=origin)
+            now = _utc(self.schedule_time())
+            if following is not None and following < now:
+                # Behind (a suspended machine, an overloaded one): EventBridge does not replay missed times.
+                log.warning("scheduled times missed", rule=self.rule_name, since=following.isoformat())
+                following = expression.next_after(now, origin=origin)
+            due = following
+        with self._lock:
+            deliveries = list(self._deliveries)
+        for thread in deliveries:
+            thread.join()
+        log.info("scheduler stopped", rule=self.rule_name, fired=self.fired)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _fire(self, due: dt.datetime) -> None:
+        self.fired += 1
+        event: dict[str, Any] = (
+            json.loads(self.rule.Input) if self.rule.Input is not None
+            else scheduled_event(rule=self.rule_name, time=due, region=self.region, account=self.account))
+        copies = 1
+        if self.faults is not None:
+            decision = self.faults.decide(FaultKind.DUPLICATE_DELIVERY, site("schedule", self.name, due.isoformat()))
+            if decision is not None:
+                copies += decision.amount or 1
+        fields = {"scheduled_time": due.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        if "id" in event:
+            fields["event_id"] = str(event["id"])
+        for _ in range(copies):
+            thread = threading.Thread(target=self._deliver, args=(event, fields), name=f"{self.name}-delivery",
+                                      daemon=True)
+            with self._lock:
+                self._deliveries = [t for t in self._deliveries if t.is_alive()] + [thread]
+            thread.start()
+
+    def _deliver(self, event: Mapping[str, Any], fields: dict[str, str]) -> None:
+        """One asynchronous invocation with its retries (invocation-async-error-handling)."""
+        for attempt in range(1, len(RETRY_DELAYS) + 2):
+            try:
+                result = self.invoker.invoke(event, attempt=attempt, source=self.name, log_fields=fields)
+            except InvokerClosedError:
+                return  # stopping
+            if result.ok:
+                return
+            if attempt > len(RETRY_DELAYS):
+                log.warning("scheduled event dropped: every attempt failed", rule=self.rule_name, attempts=attempt,
+                            **fields)
+                return
+            if self._sleep(RETRY_DELAYS[attempt - 1] / self.scale):
+                log.warning("retry of a scheduled event abandoned: the emulator is stopping", rule=self.rule_name,
+                            attempt=attempt + 1, **fields)
+                return

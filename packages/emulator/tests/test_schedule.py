@@ -1,0 +1,237 @@
+"""Schedule events: the template reader, EventBridge's schedule expressions, and the scheduler's firing, scaled
+clock and asynchronous retries.
+
+Pages cited: SAM sam-property-function-schedule; Amazon EventBridge User Guide eb-rate-expressions and
+eb-scheduled-rule-pattern; AWS Lambda Developer Guide invocation-async-error-handling.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seglog_aws.template import Template, load_template
+from seglog_emulator.config import EmulatorConfig, EmulatorConfigError, ScheduleRule
+from seglog_emulator.errors import ScheduleExpressionError
+from seglog_emulator.invoker import InvocationResult, Outcome
+from seglog_emulator.schedule_expressions import CronExpression, RateExpression, parse_schedule_expression
+from seglog_emulator.scheduler import Scheduler
+from seglog_emulator.supervisor import child_names
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+UTC = dt.UTC
+
+
+def resolve(value: Any) -> str:
+    return f"local:{value}"
+
+
+def read(events: dict[str, Any], **overrides: Any) -> EmulatorConfig:
+    body = {"Resources": {"Fn": {"Type": "AWS::Serverless::Function", "Properties": {
+        "Handler": "pkg.handler", "Runtime": "python3.13", "Events": events}}}}
+    return EmulatorConfig.from_template(Template(path=Path("hand-made.yaml"), body=body), resolve,
+                                        parameters=overrides)
+
+
+def schedule_event(**props: Any) -> dict[str, Any]:
+    return {"Nightly": {"Type": "Schedule", "Properties": props}}
+
+
+# ------------------------------------------------------------------------------------------------ template
+
+
+def test_the_templates_retention_schedule_is_read_from_its_parameter() -> None:
+    """RetentionFunction's Schedule event: the expression comes from RetentionSchedule (Default rate(1 hour), or
+    an override), and the supervisor starts a schedule: child for it."""
+    template = load_template(REPO_ROOT / "template.yaml")
+    config = EmulatorConfig.from_template(template, resolve)
+    expected = ScheduleRule(function="RetentionFunction", event="Retention",
+                            Schedule=RateExpression(text="rate(1 hour)", seconds=3600))
+    assert (expected,) == config.schedules
+    assert "RetentionFunctionRetention" == config.schedules[0].logical_id
+    assert "schedule:RetentionFunction.Retention" in child_names(config)
+    nightly = EmulatorConfig.from_template(template, resolve, parameters={"RetentionSchedule": "cron(0 3 * * ? *)"})
+    cron = nightly.schedules[0].Schedule
+    assert isinstance(cron, CronExpression)
+    assert (frozenset({0}), frozenset({3}), None) == (cron.minutes, cron.hours, cron.days_of_week)
+
+
+def test_state_input_and_name_are_read_and_a_disabled_rule_gets_no_child() -> None:
+    """sam-property-function-schedule: State DISABLED (or Enabled false) turns the rule off; Input is sent
+    instead of the event; Name names the rule; properties the emulator does not run are noted."""
+    config = read(schedule_event(Schedule="rate(5 minutes)", State="DISABLED", Input='{"k": 1}', Name="nightly",
+                                 RetryPolicy={"MaximumRetryAttempts": 0}))
+    (rule,) = config.schedules
+    assert (False, '{"k": 1}', "nightly") == (rule.Enabled, rule.Input, rule.Name)
+    assert [] == child_names(config)
+    assert ("Fn.Events.Nightly.RetryPolicy: not emulated, ignored",) == config.notes
+
+
+@pytest.mark.parametrize(("props", "fragment"), [
+    ({}, "Fn.Events.Nightly.Schedule: required, a rate() or cron() expression"),
+    ({"Schedule": "rate(1 minutes)"}, "with the value 1 the unit must be 'minute'"),
+    ({"Schedule": "cron(0 12 L * ? *)"}, "Day-of-month uses L, which the emulator does not run"),
+    ({"Schedule": "rate(1 day)", "Enabled": True, "State": "ENABLED"}, "set Enabled or State, not both"),
+    ({"Schedule": "rate(1 day)", "State": "PAUSED"}, "State: 'PAUSED' is neither ENABLED nor DISABLED"),
+    ({"Schedule": "rate(1 day)", "Input": "{not json"}, "Input: '{not json' is not the JSON text of an object"),
+], ids=lambda value: value if isinstance(value, str) and len(value) < 60 else None)
+def test_schedule_events_aws_or_the_emulator_refuses_name_the_event(props: dict[str, Any], fragment: str) -> None:
+    """A template the emulator cannot run as AWS would fails with the event and property named."""
+    with pytest.raises(EmulatorConfigError) as caught:
+        read(schedule_event(**props))
+    assert any(fragment in problem for problem in caught.value.problems), caught.value.problems
+
+
+# ------------------------------------------------------------------------------------------------ expressions
+
+NOW = dt.datetime(2026, 11, 22, 10, 17, 30, tzinfo=UTC)  # a Sunday
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("rate(1 minute)", dt.datetime(2026, 11, 22, 10, 18, 30, tzinfo=UTC)),
+    ("rate(2 hours)", dt.datetime(2026, 11, 22, 12, 17, 30, tzinfo=UTC)),
+    ("cron(0/15 * * * ? *)", dt.datetime(2026, 11, 22, 10, 30, tzinfo=UTC)),
+    ("cron(0 8 ? * MON-FRI *)", dt.datetime(2026, 11, 23, 8, 0, tzinfo=UTC)),
+    ("cron(0 12 ? * 1 *)", dt.datetime(2026, 11, 22, 12, 0, tzinfo=UTC)),  # 1 is SUN
+    ("cron(5,10 9 1 JAN,jul ? 2027-2028)", dt.datetime(2027, 1, 1, 9, 5, tzinfo=UTC)),
+    ("cron(0 0 29 FEB ? *)", dt.datetime(2028, 2, 29, 0, 0, tzinfo=UTC)),
+])
+def test_the_next_time_is_the_one_eventbridge_names(text: str, expected: dt.datetime) -> None:
+    """eb-rate-expressions: a rate counts from the rule's creation (here NOW); eb-scheduled-rule-pattern: cron
+    fields in UTC, Day-of-week 1-7 = SUN-SAT, names in any case, lists, ranges, increments from a start."""
+    assert expected == parse_schedule_expression(text).next_after(NOW, origin=NOW)
+
+
+def test_a_cron_with_no_time_left_before_2200_never_fires_again() -> None:
+    """eb-scheduled-rule-pattern: Year runs 1970-2199."""
+    assert None is parse_schedule_expression("cron(0 0 1 1 ? 2025)").next_after(NOW, origin=NOW)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("rate(5 minute)", "must be 'minutes'"),
+    ("rate(0 hours)", "not a positive whole number"),
+    ("rate(1 week)", "not one of minute, minutes"),
+    ("cron(0 8 * * * *)", "? in exactly one of Day-of-month and Day-of-week"),
+    ("cron(0 8 ? * ? *)", "? in exactly one of Day-of-month and Day-of-week"),
+    ("cron(0 8 * *)", "has six fields"),
+    ("cron(60 * * * ? *)", "Minutes value '60' is not in 0-59"),
+    ("cron(0 8 ? * 2#1 *)", "Day-of-week uses #"),
+    ("at(2027-01-01T00:00:00)", "at() is a one-time schedule of EventBridge Scheduler"),
+    ("every hour", "expected rate(value unit) or cron("),
+])
+def test_expressions_eventbridge_refuses_or_the_emulator_does_not_run_are_clear_errors(text: str,
+                                                                                        fragment: str) -> None:
+    """eb-rate-expressions: singular unit for 1, plural above; eb-scheduled-rule-pattern: six fields, ranges,
+    ? in one day field; L, W and # are EventBridge's but not run here: each refusal says why."""
+    with pytest.raises(ScheduleExpressionError, match=re.escape(fragment)):
+        parse_schedule_expression(text)
+
+
+# ------------------------------------------------------------------------------------------------ scheduler
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RecordingInvoker:
+    """Answers each invocation with the next outcome (success once they run out) and records the calls."""
+
+    def __init__(self, outcomes: Iterable[Outcome] = ()) -> None:
+        self.outcomes = list(outcomes)
+        self.calls: list[tuple[Mapping[str, Any], int, str, Mapping[str, Any]]] = []
+        self.lock = threading.Lock()
+        self.all_done = threading.Event()
+
+    def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
+               crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
+               log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
+        with self.lock:
+            self.calls.append((event, attempt, source, dict(log_fields or {})))
+            outcome = self.outcomes.pop(0) if self.outcomes else Outcome.SUCCESS
+            if not self.outcomes:
+                self.all_done.set()
+        return InvocationResult(outcome=outcome, function="Fn", request_id="r", pid=1, duration_ms=1.0,
+                                cold_start=False)
+
+
+class Waits:
+    """The scheduler's ``wait`` on a fake clock: waits pass at once; after ``firings`` waits of the main loop
+    it answers "stop" (once ``then`` is set, when given). Records the real seconds each wait asked for."""
+
+    def __init__(self, clock: FakeClock, firings: int, *, then: threading.Event | None = None) -> None:
+        self.clock, self.firings, self.then = clock, firings, then
+        self.main = threading.current_thread()
+        self.loop: list[float] = []
+        self.retries: list[float] = []
+
+    def __call__(self, seconds: float) -> bool:
+        if threading.current_thread() is not self.main:
+            self.retries.append(seconds)
+            return False
+        if len(self.loop) == self.firings:
+            if self.then is not None:
+                self.then.wait(10)
+            return True
+        self.loop.append(seconds)
+        self.clock.now += seconds
+        return False
+
+
+RULE = ScheduleRule(function="Fn", event="Nightly", Schedule=RateExpression(text="rate(1 hour)", seconds=3600))
+
+
+def test_rate_fires_every_period_of_the_scaled_clock_with_the_scheduled_time() -> None:
+    """scale 60: an hour of schedule is a real minute; each firing is one asynchronous invocation of a new
+    event whose time is the schedule's, logged with the event id and scheduled time."""
+    start = dt.datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
+    clock = FakeClock(start)
+    invoker = RecordingInvoker()
+    waits = Waits(clock, 3)
+
+    Scheduler(RULE, invoker, rule_name="r", region="us-east-1", scale=60, clock=clock, wait=waits).run()
+
+    assert [60.0, 60.0, 60.0] == waits.loop
+    invoker.calls.sort(key=lambda call: str(call[0]["time"]))  # each firing is delivered by a thread of its own
+    times = [event["time"] for event, *_ in invoker.calls]
+    assert ["2026-11-22T11:00:00Z", "2026-11-22T12:00:00Z", "2026-11-22T13:00:00Z"] == times
+    assert [(1, "Fn.Nightly")] * 3 == [(attempt, source) for _, attempt, source, _ in invoker.calls]
+    assert [{"scheduled_time": e["time"], "event_id": e["id"]} for e, *_ in invoker.calls] == \
+        [fields for *_, fields in invoker.calls]
+    assert 3 == len({event["id"] for event, *_ in invoker.calls})
+
+
+def test_a_failed_invocation_is_retried_twice_one_then_two_minutes_later_then_dropped() -> None:
+    """invocation-async-error-handling: two more attempts, one minute then two minutes apart (scaled); errors,
+    timeouts and crashes all count; the same event each time."""
+    clock = FakeClock(0.0)
+    invoker = RecordingInvoker([Outcome.ERROR, Outcome.TIMEOUT, Outcome.CRASHED])
+    waits = Waits(clock, 1, then=invoker.all_done)
+
+    Scheduler(RULE, invoker, rule_name="r", region="us-east-1", scale=60, clock=clock, wait=waits).run()
+
+    assert [1, 2, 3] == [attempt for _, attempt, *_ in invoker.calls]
+    assert 1 == len({event["id"] for event, *_ in invoker.calls})
+    assert [60 / 60, 120 / 60] == waits.retries
+
+
+def test_input_is_sent_instead_of_the_scheduled_event() -> None:
+    """sam-property-function-schedule, Input: "nothing from the event text itself is passed to the target"."""
+    clock = FakeClock(0.0)
+    invoker = RecordingInvoker()
+    rule = ScheduleRule(function="Fn", event="Nightly", Schedule=RULE.Schedule, Input='{"job": "retain"}')
+
+    Scheduler(rule, invoker, rule_name="r", region="us-east-1", clock=clock, wait=Waits(clock, 1)).run()
+
+    assert [{"job": "retain"}] == [event for event, *_ in invoker.calls]
+

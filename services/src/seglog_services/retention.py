@@ -1,0 +1,68 @@
+"""retention: archives the segments every log no longer keeps, on an EventBridge schedule (DESIGN §3).
+
+EventBridge invokes this function asynchronously with a "Scheduled Event" (AWS Lambda Developer Guide,
+with-scheduled-events); nothing in the event matters but its id and time, logged for correlation. Each run
+works until the function's time is nearly up, leaving room for the slowest segment seen so far twice over,
+and the next run goes on from the log where this one stopped (:func:`seglog_core.retention.retain_logs`).
+Runs may overlap (EventBridge does not wait for the last one, and Lambda may deliver an event twice,
+invocation-async-error-handling): retention is safe to run twice at once.
+
+Configuration (template.yaml): ``SEGLOG_RETENTION_KEEP`` (RetentionKeep) and
+``SEGLOG_RETENTION_MIN_AGE_SECONDS`` (RetentionMinAgeSeconds). Segments are always archived, never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import structlog
+
+from seglog_core.retention import RetentionPolicy, retain_logs
+from seglog_services import runtime
+
+log = structlog.get_logger("seglog.retention")
+
+#: Seconds kept free at the end of every run, besides twice the slowest step: the cursor write and the reply.
+RESERVE_SECONDS: Final = 5.0
+
+
+class Deadline:
+    """``stop()`` for a run: True once the time left is under the reserve plus twice the longest gap between
+    two calls so far (one segment's archive, or one log's look), so the step that starts always finishes."""
+
+    def __init__(self, remaining: Callable[[], float], *, reserve: float = RESERVE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.remaining, self.reserve, self.clock = remaining, reserve, clock
+        self.slowest = 0.0
+        self._last: float | None = None
+
+    def __call__(self) -> bool:
+        now = self.clock()
+        if self._last is not None:
+            self.slowest = max(self.slowest, now - self._last)
+        self._last = now
+        return self.remaining() < self.reserve + 2 * self.slowest
+
+
+def policy_from_env() -> RetentionPolicy:
+    return RetentionPolicy(keep=int(os.environ.get("SEGLOG_RETENTION_KEEP", "3")),
+                           min_age=float(os.environ.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")),
+                           archive=True)
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    runtime.bind("retention", context, event_id=event.get("id"), scheduled_time=event.get("time"))
+    backend = runtime.backend()
+    policy = policy_from_env()
+    started = time.monotonic()
+    deadline = Deadline(lambda: runtime.remaining_seconds(context))
+    run = retain_logs(backend.store, backend.blobs, policy, stop=deadline)
+    summary = {"logs": run.logs, "segments_archived": run.segments, "failed": len(run.failed),
+               "complete": run.complete, "resumed_after": run.resumed_after}
+    log.info("retention run", **summary, keep=policy.keep, min_age_seconds=policy.min_age,
+             slowest_step_ms=round(deadline.slowest * 1000, 1),
+             duration_ms=round((time.monotonic() - started) * 1000, 1))
+    return summary

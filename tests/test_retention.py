@@ -1,0 +1,153 @@
+"""Retention that is safe to interrupt and to run twice at once (DESIGN §3 Retention), and the pass over every
+log that the scheduled retention function makes a bounded piece of at a time."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from seglog_core import errors
+from seglog_core.log import EventLog
+from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
+from seglog_core.ports import BlobStore, LogStore
+from seglog_core.retention import (
+    CURSOR_KEY,
+    RetentionPolicy,
+    apply_retention,
+    archive_key,
+    read_archive,
+    retain_logs,
+)
+from seglog_core.retry import RetryPolicy
+from seglog_core.schema import Entry, SetCell
+from seglog_core.verify import verify_log
+
+FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
+KEEP_TWO = RetentionPolicy(keep=2)
+
+
+def make_log(store: LogStore, blobs: BlobStore, segments: int) -> uuid.UUID:
+    """A log with ``segments`` segments, three edits in each, every segment's first snapshot complete."""
+    log = EventLog(store=store, blobs=blobs, retry=FAST)
+    log_id = log.create()
+    for segment in range(1, segments):
+        for value in range(3):
+            log.append(log_id, SetCell(row=1, col=1, value=value))
+        log.start_segment(log_id)
+        store.complete_snapshot(log_id, segment, 0, "empty")  # stands in for the pipeline's build
+    return log_id
+
+
+class DeletingRunView:
+    """The store as a run sees it while an earlier run deletes ``segment``: the entries below ``gone`` are
+    no longer there (deletes go in num order, DynamoDBLogStore.delete_segment). ``die_deleting`` makes
+    delete_segment fail the way a function timeout ends it."""
+
+    def __init__(self, store: LogStore, segment: int, *, gone: int = 0, die_deleting: bool = False) -> None:
+        self._store, self._segment, self._gone, self._die = store, segment, gone, die_deleting
+
+    def entries(self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *,
+                page_size: int = 500) -> Iterator[Entry]:
+        low = max(start, self._gone) if segment == self._segment else start
+        return self._store.entries(log_id, segment, low, end, page_size=page_size)
+
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
+        if self._die:
+            raise errors.TransientStoreError("the run died while deleting", outcome_unknown=True)
+        return self._store.delete_segment(log_id, segment, archive)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_run_that_finds_entries_already_deleted_keeps_the_whole_archive(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """Run A archived segment 0 and died deleting it; run B then reads only what A left. Were B to archive what
+    it read, the archive (the only copy of the deleted entries) would lose them: B must keep A's archive and
+    only finish the deletion."""
+    store, blobs = stores
+    log_id = make_log(store, blobs, segments=4)
+    whole = list(store.entries(log_id, 0))
+    with pytest.raises(errors.TransientStoreError):
+        apply_retention(DeletingRunView(store, 0, die_deleting=True), blobs, log_id, KEEP_TWO)  # type: ignore[arg-type]
+
+    done = apply_retention(DeletingRunView(store, 0, gone=2), blobs, log_id, KEEP_TWO)  # type: ignore[arg-type]
+
+    assert [0, 1] == done
+    assert whole == read_archive(blobs, archive_key(log_id, 0))
+    assert [True, True, False, False] == [s.archive is not None for s in store.segments(log_id)]
+    assert verify_log(store, log_id).ok
+
+
+def test_a_segment_missing_entries_without_a_complete_archive_is_left_alone(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """Entries gone and no archive holding them: retention cannot make that right, so it deletes nothing more,
+    writes no partial archive, and says what happened."""
+    store, blobs = stores
+    log_id = make_log(store, blobs, segments=3)
+    left = list(store.entries(log_id, 0))[2:]
+
+    with pytest.raises(errors.CorruptLogError, match="segment 0 misses entries"):
+        apply_retention(DeletingRunView(store, 0, gone=2), blobs, log_id, KEEP_TWO)  # type: ignore[arg-type]
+
+    assert [] == list(blobs.keys(archive_key(log_id, 0)))
+    assert left == list(store.entries(log_id, 0))[2:]
+    assert [None, None, None] == [s.archive for s in store.segments(log_id)]
+
+
+def test_stop_ends_a_log_between_segments_and_a_second_call_finishes_it(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """The time budget is checked before each segment: what is done stays done, the rest waits."""
+    store, blobs = stores
+    log_id = make_log(store, blobs, segments=5)
+    answers = iter([False, True])
+
+    assert [0] == apply_retention(store, blobs, log_id, KEEP_TWO, stop=lambda: next(answers))
+    assert [1, 2] == apply_retention(store, blobs, log_id, KEEP_TWO)
+
+
+# ------------------------------------------------------------------------------------------------ every log
+# retain_logs scans every log of the table, so it runs on stores of its own (the session's stack table holds
+# other tests' logs); the stack path is the end-to-end test of the scheduled function (tests/emulator).
+
+
+def stop_after(calls: int) -> Any:
+    """A stop() that answers False ``calls`` times, then True."""
+    count = iter(range(calls + 1))
+    return lambda: next(count, calls) >= calls
+
+
+def test_a_pass_that_runs_out_of_time_resumes_after_the_last_log_it_finished() -> None:
+    """retain_logs stops when told, writes the cursor, and the next call starts after it: every log is reached
+    however short each call is, and a complete pass clears the cursor."""
+    store, blobs = InMemoryLogStore(), InMemoryBlobStore()
+    logs = [make_log(store, blobs, segments=3) for _ in range(3)]
+
+    first = retain_logs(store, blobs, KEEP_TWO, stop=stop_after(3))  # log 1 done; stops before log 2's segment
+    assert (1, 1, None, False) == (first.logs, first.segments, first.resumed_after, first.complete)
+    second = retain_logs(store, blobs, KEEP_TWO, stop=lambda: False)
+
+    assert (str(logs[0]), 2, 2, True) == (second.resumed_after, second.logs, second.segments, second.complete)
+    assert [[True, False, False]] * 3 == [[s.archive is not None for s in store.segments(i)] for i in logs]
+    assert b'{"after":null}' == blobs.get(CURSOR_KEY)
+
+
+def test_one_failing_log_does_not_hold_up_the_others() -> None:
+    """A log retention cannot fix is logged and counted; the pass goes on to the next log."""
+    store, blobs = InMemoryLogStore(), InMemoryBlobStore()
+    bad, good = make_log(store, blobs, segments=3), make_log(store, blobs, segments=3)
+    view = DeletingRunView(store, 0, gone=1)  # segment 0 of every log lost entry 0, and no archive holds it
+
+    class OnlyBadIsBroken(DeletingRunView):
+        def entries(self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *,
+                    page_size: int = 500) -> Iterator[Entry]:
+            source = view if log_id == bad else store
+            return source.entries(log_id, segment, start, end, page_size=page_size)
+
+    run = retain_logs(OnlyBadIsBroken(store, 0), blobs, KEEP_TWO, stop=lambda: False)  # type: ignore[arg-type]
+
+    assert ([str(bad)], 2, 1, True) == (list(run.failed), run.logs, run.segments, run.complete)
+    assert [True, False, False] == [s.archive is not None for s in store.segments(good)]
