@@ -15,10 +15,10 @@ import pytest
 from emulator.test_supervisor import wait_for
 from seglog_aws import local
 from seglog_aws.template import default_template_path
+from seglog_client import SeglogClient, set_cell
 from seglog_core.retention import read_archive
 from seglog_core.verify import verify_log
 from seglog_emulator.chaos import CHAOS_PARAMETERS
-from seglog_emulator.chaos.workload import ApiClient, ClientStats
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
@@ -45,15 +45,10 @@ def retention_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
     local.deprovision(base.endpoints, region=base.region, stack_name=stack)
 
 
-def append(api: ApiClient, log_id: uuid.UUID, n: int, since: dict[str, int]) -> tuple[dict[str, int], uuid.UUID]:
-    """Append cell A{n+1} = n with a fresh entry id and ``since`` = the last position the API answered (a create
-    answers segment 0, num 0); returns the new entry's position and its id."""
-    entry_id = uuid.uuid4()
-    body = {"entry": {"type": "set", "ref": f"A{n + 1}", "value": n}, "entry_id": str(entry_id),
-            "since": since}
-    status, answer = api.request("POST", f"/sheets/{log_id}/entries", body)
-    assert 200 == status, answer
-    return {"segment": answer["segment"], "num": answer["num"]}, entry_id
+def append(api: SeglogClient, log_id: uuid.UUID, n: int) -> uuid.UUID:
+    """Append cell A{n+1} = n (a fresh entry id; ``since`` the last position the API answered the client, a
+    create's 0/0 first); returns the entry id."""
+    return api.append(log_id, set_cell(f"A{n + 1}", n)).entry_id
 
 
 def log_lines(path: Path) -> list[dict[str, Any]]:
@@ -79,19 +74,16 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
         try:
             supervisor.wait_ready()
             assert "schedule:RetentionFunction.Retention" in [c.name for c in read_status(state).children]
-            api = ApiClient(supervisor.api_url, ClientStats())
-            log_id = uuid.uuid4()
-            # 200 instead of 201 when a first try's answer was lost and the client's retry found the sheet.
-            assert api.request("POST", "/sheets", {"log_id": str(log_id)})[0] in (200, 201)
-            acknowledged, last, n = [], {"segment": 0, "num": 0}, 0
+            api = SeglogClient(supervisor.api_url)
+            log_id = api.create().log_id
+            acknowledged, n = [], 0
             for _ in range(SEGMENTS - 1):
                 # A segment closes at the first multiple of SnapshotEvery past SegmentEntries once it has a
                 # completed snapshot (DESIGN §3): wait for the pipeline, then ten edits roll it.
                 wait_for(lambda: backend.store.latest_segments(log_id, 1)[0].last_snapshot is not None, 60,
                          "the pipeline to complete the latest segment's first snapshot")
                 for _ in range(10):
-                    last, entry_id = append(api, log_id, n, last)
-                    acknowledged.append(entry_id)
+                    acknowledged.append(append(api, log_id, n))
                     n += 1
             assert SEGMENTS == len(list(backend.store.segments(log_id)))
 
@@ -102,12 +94,11 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
                      "retention to archive every segment but the two latest")
             wait_for(lambda: backend.store.latest_segments(log_id, 1)[0].last_snapshot is not None, 60,
                      "the pipeline to complete the latest segment's first snapshot")
-            status, loaded = api.request("GET", f"/sheets/{log_id}")
+            loaded = api.load(log_id)
         finally:
             supervisor.stop()
 
-    assert 200 == status
-    assert [[value] for value in range(n)] == loaded["rows"]
+    assert [[value] for value in range(n)] == loaded.rows
     segments = list(backend.store.segments(log_id))
     archives = [entry for s in segments if s.archive for entry in read_archive(backend.blobs, s.archive)]
     live = [entry for s in segments if not s.archive for entry in backend.store.entries(log_id, s.num)]
@@ -125,5 +116,5 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
     (load,) = [line for line in invocations if line.get("method") == "GET" and line["path"] == f"/sheets/{log_id}"]
     # The latest segment has a completed snapshot: the load reads it alone, one Query for the two latest segments
     # and one for the entries from that snapshot on. Reading any older segment would add a Query per segment.
-    assert (segments[-1].num, segments[-1].num) == (loaded["snapshot"]["segment"], loaded["position"]["segment"])
+    assert (segments[-1].num, segments[-1].num) == (loaded.snapshot.segment, loaded.position.segment)
     assert 1 + 1 == load["usage"]["dynamodb"]["requests"]
