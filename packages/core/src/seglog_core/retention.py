@@ -1,7 +1,8 @@
 """Retention: delete or archive segments older than a policy allows, never the two latest (DESIGN §3).
 
 An archive is the segment's entries as one msgpack object at ``archive/{log}/{segment}``; the segment item
-stays, with ``A`` pointing at it, so history remains readable and verify knows the segment was not lost.
+stays, with ``A`` pointing at it, so history remains readable and verify folds it (seglog_core.verify).
+Deleting a segment takes what only its entries reference with it: its snapshots' objects and its large bodies.
 
 Runs may overlap (a scheduled run still going when the next one starts, or ``seglog log retain`` beside it) and
 may die half-way (a function timeout). Either way a later reader of a segment can find some of its entries
@@ -90,7 +91,11 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
             continue
         if stop():
             break
-        key = _archive(store, blobs, log_id, segment.num) if policy.archive else None
+        if policy.archive:
+            key: str | None = _archive(store, blobs, log_id, segment.num)
+        else:
+            key = None
+            _delete_objects(store, blobs, log_id, segment.num)
         count = store.delete_segment(log_id, segment.num, archive=key)
         log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=key)
         done.append(segment.num)
@@ -119,6 +124,18 @@ def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int)
     log.info("segment already archived by another run: finishing its deletion", log_id=str(log_id),
              segment=segment, entries_left=len(entries))
     return key
+
+
+def _delete_objects(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int) -> None:
+    """Delete the objects only this segment's entries reference (its snapshots', its large bodies), before the
+    entries themselves: a run that dies in between leaves the segment to be deleted again, never objects that
+    nothing references and no lifecycle rule expires (DESIGN §6 I6). Nothing else reads them: every build starts
+    from a snapshot in the two latest segments (see MIN_KEEP)."""
+    for key in list(blobs.keys(f"snapshots/{log_id}/{segment}/")):
+        blobs.delete(key)
+    for entry in store.entries(log_id, segment):
+        if entry.external is not None:
+            blobs.delete(entry.external)
 
 
 # ------------------------------------------------------------------------------------------------ every log

@@ -5,6 +5,16 @@ states are recomputed with the document model's plain fold, not the worker's str
 
 I1 gap-free segments, I2 entry ids once, I3 snapshot equals fold, I4 order of completion, I5 nothing pending
 (reported; a violation only when ``quiescent`` is asked for), I6 no orphaned or wrongly tagged objects.
+
+After retention (DESIGN §3) a segment is archived (its item keeps ``A``, its entries live in one object of the
+bucket) or deleted. Verify reads archived segments from their archives and judges them like stored ones: I1
+checks their shape too, I2 counts their entry ids, and the I3 fold goes through them, so every retained
+snapshot is checked against the whole history from the log's creation rather than trusted. An archive costs
+one GET, and I2 must read it anyway (an acknowledged entry may live only there). Where the history is gone —
+segments deleted by retention, an archive missing or unreadable (an I1 violation of its own), or archives with
+no bucket given to read them — the fold starts again from the next completed snapshot, whose stored state is
+taken as given (listed in ``unchecked``), and acknowledged ids not found are listed in ``unaccounted`` instead
+of reported missing: they may have lived in what is gone.
 """
 
 from __future__ import annotations
@@ -15,8 +25,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from seglog_core.errors import SeglogError
+import msgspec
+
+from seglog_core.errors import BlobNotFoundError, SeglogError
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_core.retention import read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, Segment
 from seglog_core.sheet import Sheet
 from seglog_core.snapshot import read_sheet, snapshot_keys
@@ -44,6 +57,12 @@ class VerifyReport:
     completed: int = 0
     pending: list[dict[str, object]] = field(default_factory=list)
     objects: int = 0
+    #: Entries read from archives (counted in ``entries`` too).
+    archived: int = 0
+    #: (segment, entry) of completed snapshots the I3 fold started from unchecked: the history before is gone.
+    unchecked: list[tuple[int, int]] = field(default_factory=list)
+    #: Acknowledged entry ids not found where part of the history is gone (they may have been in it).
+    unaccounted: list[uuid.UUID] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -52,7 +71,17 @@ class VerifyReport:
     def to_dict(self) -> dict[str, object]:
         return {"log_id": str(self.log_id), "ok": self.ok, "violations": [v.to_dict() for v in self.violations],
                 "entries": self.entries, "segments": self.segments, "snapshots": self.snapshots,
-                "completed_snapshots": self.completed, "pending": self.pending, "objects": self.objects}
+                "completed_snapshots": self.completed, "pending": self.pending, "objects": self.objects,
+                "archived_entries": self.archived, "unchecked_snapshots": [list(u) for u in self.unchecked],
+                "unaccounted": [str(u) for u in self.unaccounted]}
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One segment as verify read it: ``entries`` is None when they are gone (an archive that cannot be read)."""
+
+    segment: Segment
+    entries: list[Entry] | None
 
 
 def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uuid.UUID] = (),
@@ -72,24 +101,28 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
     if not segments:
         report.violations.append(Violation(invariant="I1", message="the log has no segments"))
         return report
-    ids: Counter[uuid.UUID] = Counter()
-    everything: list[Entry] = []
-    for index, segment in enumerate(segments):
-        entries = [] if segment.archive else list(store.entries(log_id, segment.num))
-        everything += entries
-        report.entries += len(entries)
-        _check_segment(report, segment, entries, final=index == len(segments) - 1)
-        if index > 0 and segment.num != segments[index - 1].num + 1:
-            report.violations.append(Violation(invariant="I1", segment=segment.num,
+    reads = [_read_segment(report, store, blobs, log_id, segment) for segment in segments]
+    # Retention removes the oldest segments first: a first segment above 0 means 0..n-1 were deleted.
+    whole = segments[0].num == 0 and all(r.entries is not None for r in reads)
+    everything = [e for r in reads for e in r.entries or ()]
+    report.entries = len(everything)
+    ids: Counter[uuid.UUID] = Counter(e.entry_id for e in everything if e.entry_id is not None)
+    for index, r in enumerate(reads):
+        if r.entries is not None:
+            _check_segment(report, r.segment, r.entries, final=index == len(reads) - 1)
+        if index > 0 and r.segment.num != segments[index - 1].num + 1:
+            report.violations.append(Violation(invariant="I1", segment=r.segment.num,
                                                message=f"segment {segments[index - 1].num} is followed by "
-                                                       f"segment {segment.num}"))
-        ids.update(e.entry_id for e in entries if e.entry_id is not None)
+                                                       f"segment {r.segment.num}"))
     for entry_id, count in ids.items():
         if count > 1:
             report.violations.append(Violation(invariant="I2", message=f"entry id {entry_id} appears {count} times"))
-    for entry_id in acknowledged:
-        if ids[entry_id] == 0:
-            report.violations.append(Violation(invariant="I2", message=f"acknowledged entry id {entry_id} is missing"))
+    missing = [entry_id for entry_id in acknowledged if ids[entry_id] == 0]
+    if whole:
+        report.violations += [Violation(invariant="I2", message=f"acknowledged entry id {entry_id} is missing")
+                              for entry_id in missing]
+    else:
+        report.unaccounted = missing
     _check_order(report, segments, everything)
     if pending is not None:
         items = pending.for_log(log_id)
@@ -106,9 +139,34 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
         if report.pending:
             report.violations.append(Violation(invariant="I5", message=f"pending items left: {report.pending}"))
     if blobs is not None:
-        _check_snapshots(report, blobs, everything)
-        _check_objects(report, blobs, log_id, everything, quiescent=quiescent)
+        _check_snapshots(report, blobs, reads, from_creation=segments[0].num == 0)
+        lost = {r.segment.num for r in reads if r.entries is None}
+        _check_objects(report, blobs, log_id, everything, quiescent=quiescent, lost=lost)
     return report
+
+
+def _read_segment(report: VerifyReport, store: LogStore, blobs: BlobStore | None, log_id: uuid.UUID,
+                  segment: Segment) -> _Read:
+    """A segment's entries from the Entries table, or from its archive once retention archived it."""
+    if segment.archive is None:
+        return _Read(segment, list(store.entries(log_id, segment.num)))
+    if blobs is None:
+        return _Read(segment, None)  # archived, and no bucket to read the archive from
+    try:
+        entries = read_archive(blobs, segment.archive)
+    except (BlobNotFoundError, msgspec.DecodeError) as exc:  # a transient S3 failure propagates: no false violation
+        report.violations.append(Violation(
+            invariant="I1", segment=segment.num,
+            message=f"archive {segment.archive} cannot be read ({exc}): the segment's entries are lost unless the "
+                    "object is restored (S3 versioning or a backup)"))
+        return _Read(segment, None)
+    report.archived += len(entries)
+    strays = [e for e in entries if (e.log_id, e.segment) != (log_id, segment.num)]
+    if strays:
+        report.violations.append(Violation(
+            invariant="I1", segment=segment.num, entry=strays[0].num,
+            message=f"archive {segment.archive} holds {len(strays)} entries of another log or segment"))
+    return _Read(segment, entries)
 
 
 def _check_order(report: VerifyReport, segments: list[Segment], entries: list[Entry]) -> None:
@@ -131,29 +189,44 @@ def _check_order(report: VerifyReport, segments: list[Segment], entries: list[En
                                                message=f"S={seg.last_snapshot} names no completed snapshot"))
 
 
-def _check_snapshots(report: VerifyReport, blobs: BlobStore, entries: list[Entry]) -> None:
-    """I3: each completed snapshot's state equals the plain fold of every document entry before it."""
-    state = Sheet()
-    for e in entries:
-        if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
-            try:
-                stored = Sheet() if e.snapshot_root == EMPTY_SNAPSHOT_ROOT else read_sheet(blobs, e.snapshot_root)
-            except SeglogError as exc:
-                report.violations.append(Violation(invariant="I3", segment=e.segment, entry=e.num,
-                                                   message=f"snapshot unreadable: {exc}"))
-                continue
-            if stored != state:
-                report.violations.append(Violation(invariant="I3", segment=e.segment, entry=e.num,
-                                                   message="snapshot state differs from the fold of the log"))
-        elif e.type not in (EntryType.SNAPSHOT, EntryType.END_SEGMENT):
-            data = blobs.get(e.external) if e.external is not None else None
-            state.apply(e.decoded(data))
+def _check_snapshots(report: VerifyReport, blobs: BlobStore, reads: list[_Read], *, from_creation: bool) -> None:
+    """I3: each completed snapshot's state equals the plain fold of every document entry before it.
+
+    The fold starts from the empty sheet at the log's creation; where entries are gone (deleted segments, a lost
+    archive) it starts again from the next completed snapshot's stored state, recorded in ``report.unchecked``.
+    """
+    state: Sheet | None = Sheet() if from_creation else None
+    for read in reads:
+        if read.entries is None:
+            state = None
+            continue
+        for e in read.entries:
+            if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
+                try:
+                    stored = Sheet() if e.snapshot_root == EMPTY_SNAPSHOT_ROOT else read_sheet(blobs, e.snapshot_root)
+                except SeglogError as exc:
+                    report.violations.append(Violation(invariant="I3", segment=e.segment, entry=e.num,
+                                                       message=f"snapshot unreadable: {exc}"))
+                    continue
+                if state is None:
+                    state = stored
+                    report.unchecked.append((e.segment, e.num))
+                elif stored != state:
+                    report.violations.append(Violation(invariant="I3", segment=e.segment, entry=e.num,
+                                                       message="snapshot state differs from the fold of the log"))
+            elif e.type not in (EntryType.SNAPSHOT, EntryType.END_SEGMENT) and state is not None:
+                data = blobs.get(e.external) if e.external is not None else None
+                state.apply(e.decoded(data))
 
 
 def _check_objects(report: VerifyReport, blobs: BlobStore, log_id: uuid.UUID, entries: list[Entry], *,
-                   quiescent: bool) -> None:
+                   quiescent: bool, lost: set[int]) -> None:
     """I6: every object under snapshots/{log}/ belongs to a completed snapshot; referenced large bodies are
-    untagged once the router has seen them (checked when quiescent), unreferenced ones stay tagged."""
+    untagged once the router has seen them (checked when quiescent), unreferenced ones stay tagged.
+
+    Objects of segments whose entries are ``lost`` cannot be judged (the lost archive is reported under I1);
+    with any segment lost, a kept body may be one of its entries', so unreferenced bodies are not judged either.
+    """
     owned: set[str] = set()
     for e in entries:
         if e.type is EntryType.SNAPSHOT and e.snapshot_root not in (None, EMPTY_SNAPSHOT_ROOT):
@@ -168,12 +241,14 @@ def _check_objects(report: VerifyReport, blobs: BlobStore, log_id: uuid.UUID, en
         parts = key.split("/")
         if len(parts) > 3 and (int(parts[2]), int(parts[3])) in in_progress:
             continue  # a build under way writes chunks before its root exists
+        if len(parts) > 2 and int(parts[2]) in lost:
+            continue
         report.violations.append(Violation(invariant="I6", message=f"orphaned snapshot object {key}"))
     referenced = {e.external for e in entries if e.external is not None}
     for key in referenced if quiescent else ():
         if blobs.is_discardable(key):
             report.violations.append(Violation(invariant="I6", message=f"referenced body {key} still discardable"))
-    for key in blobs.keys(f"entries/{log_id}/"):
+    for key in blobs.keys(f"entries/{log_id}/") if not lost else ():
         if key not in referenced and not blobs.is_discardable(key):
             report.violations.append(Violation(invariant="I6", message=f"unreferenced body {key} is kept"))
 
@@ -182,8 +257,6 @@ def _check_segment(report: VerifyReport, segment: Segment, entries: list[Entry],
     def bad(message: str, entry: int | None = None) -> None:
         report.violations.append(Violation(invariant="I1", segment=segment.num, entry=entry, message=message))
 
-    if segment.archive:
-        return
     if not entries:
         bad("segment holds no entries")
         return

@@ -1,0 +1,215 @@
+"""verify after retention (DESIGN §3 Retention, §6): archived segments are folded from their archives, deleted
+ones start the fold at the oldest retained snapshot, and real violations in either are still reported.
+
+The in-memory tests drive the real worker protocol over the in-memory stores (a fake clock, no sleeps); the stack
+test archives segments while the pipeline runs on the local stack.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import msgspec
+import pytest
+
+from pipeline_support import PipelineDriver
+from seglog_aws.local import LocalDeployment
+from seglog_core.document import SheetDocument
+from seglog_core.log import EventLog
+from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
+from seglog_core.pipeline import SnapshotWorker
+from seglog_core.pipeline.fallback import reprocess
+from seglog_core.reader import LogReader
+from seglog_core.retention import RetentionPolicy, apply_retention, archive_key, read_archive
+from seglog_core.retry import RetryPolicy
+from seglog_core.schema import Entry, EntryType, SetCell, SetRange
+from seglog_core.verify import VerifyReport, verify_log
+
+FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
+
+
+class MemoryPipeline:
+    """One log with a segment size policy, its snapshots built by the worker protocol as entries land."""
+
+    def __init__(self, *, edits: int = 40, large_threshold: int = 16 * 1024) -> None:
+        self.now = 1_000_000.0
+        self.store, self.blobs = InMemoryLogStore(), InMemoryBlobStore()
+        self.pending, self.queue = InMemoryPendingStore(), InMemoryJobQueue(clock=lambda: self.now)
+        self.log = EventLog(store=self.store, blobs=self.blobs, retry=FAST, clock=lambda: self.now,
+                            snapshot_every=3, segment_entries=6, large_threshold=large_threshold)
+        document = SheetDocument(reader=LogReader(store=self.store), blobs=self.blobs)
+        self.worker = SnapshotWorker(store=self.store, blobs=self.blobs, pending=self.pending, queue=self.queue,
+                                     body_of=document.body, clock=lambda: self.now, chunk_cells=4)
+        self.log_id = self.log.create()
+        self.acknowledged: list[uuid.UUID] = []
+        for i in range(edits):
+            body = (SetRange(row=i % 7 + 1, col=1, values=[[f"big {i} " + "x" * 60] * 3]) if i % 5 == 4
+                    else SetCell(row=i % 7 + 1, col=i % 3 + 1, value=i))
+            entry_id = self.log.append(self.log_id, body).entry.entry_id
+            assert entry_id is not None
+            self.acknowledged.append(entry_id)
+            self.drain()
+
+    def drain(self) -> None:
+        """What the stream router and the queue would do: a job per incomplete snapshot, run until none is left."""
+        reprocess(self.store, self.blobs, self.queue, since=0, log_ids=[self.log_id])
+        for _ in range(200):
+            if self.queue.depth() == 0:
+                return
+            for message in self.queue.receive(10):
+                self.worker.process(message)
+            self.now += 2  # deferred messages come back
+        raise AssertionError("the in-memory pipeline did not drain")
+
+    def verify(self) -> VerifyReport:
+        return verify_log(self.store, self.log_id, acknowledged=self.acknowledged, blobs=self.blobs,
+                          pending=self.pending, quiescent=True)
+
+    def retained_snapshots(self) -> list[Entry]:
+        return [e for s in self.store.segments(self.log_id) if s.archive is None
+                for e in self.store.entries(self.log_id, s.num)
+                if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None]
+
+
+@pytest.fixture
+def pipeline() -> MemoryPipeline:
+    p = MemoryPipeline(large_threshold=128)
+    assert len(list(p.store.segments(p.log_id))) >= 5  # enough segments to retire some
+    return p
+
+
+def test_verify_after_archiving_folds_the_archives_and_finds_nothing(pipeline: MemoryPipeline) -> None:
+    """A healthy log stays clean after retention: if this fails, verify folds the retained snapshots from an
+    empty sheet (false I3), calls archived snapshots' objects orphans (false I6) or archived ids missing (I2)."""
+    before = pipeline.verify()
+    retired = apply_retention(pipeline.store, pipeline.blobs, pipeline.log_id, RetentionPolicy(keep=2))
+    assert [0, 1, 2] == retired[:3]
+    after = pipeline.verify()
+    assert [] == after.violations
+    assert (before.entries, before.snapshots, before.completed) == (after.entries, after.snapshots, after.completed)
+    assert sum(len(read_archive(pipeline.blobs, archive_key(pipeline.log_id, s))) for s in retired) == after.archived
+    assert ([], []) == (after.unchecked, after.unaccounted)  # the whole history was folded, nothing taken on trust
+
+
+def test_a_wrong_snapshot_in_a_retained_segment_is_still_reported(pipeline: MemoryPipeline) -> None:
+    """Reading archives must not hide a real I3 violation after them: a retained snapshot whose root holds an older
+    state than the fold is reported at its own segment and entry."""
+    apply_retention(pipeline.store, pipeline.blobs, pipeline.log_id, RetentionPolicy(keep=2))
+    older, latest = pipeline.retained_snapshots()[-2:]
+    assert older.snapshot_root is not None
+    pipeline.store.set_snapshot_root(pipeline.log_id, latest.segment, latest.num, older.snapshot_root)
+    i3 = [(v.segment, v.entry) for v in pipeline.verify().violations if v.invariant == "I3"]
+    assert [(latest.segment, latest.num)] == i3
+
+
+def test_a_gap_inside_an_archive_is_reported_as_i1(pipeline: MemoryPipeline) -> None:
+    """I1 checks archived segments' shape too: an archive missing an entry is a gap (and its entry id missing)."""
+    apply_retention(pipeline.store, pipeline.blobs, pipeline.log_id, RetentionPolicy(keep=2))
+    key = archive_key(pipeline.log_id, 1)
+    entries = read_archive(pipeline.blobs, key)
+    pipeline.blobs.put(key, msgspec.msgpack.encode(entries[:2] + entries[3:]))
+    report = pipeline.verify()
+    assert ("I1", 1, 3) in [(v.invariant, v.segment, v.entry) for v in report.violations]
+    assert f"acknowledged entry id {entries[2].entry_id} is missing" in [v.message for v in report.violations]
+
+
+def test_a_lost_archive_is_reported_and_the_fold_restarts_after_it(pipeline: MemoryPipeline) -> None:
+    """An archive that is gone is an I1 violation; nothing after it is falsely reported (the fold starts again at
+    the next completed snapshot) and acknowledged ids that lived in it are unaccounted, not declared missing."""
+    apply_retention(pipeline.store, pipeline.blobs, pipeline.log_id, RetentionPolicy(keep=2))
+    key = archive_key(pipeline.log_id, 1)
+    lost_ids = [e.entry_id for e in read_archive(pipeline.blobs, key) if e.entry_id is not None]
+    pipeline.blobs.delete(key)
+    report = pipeline.verify()
+    assert [("I1", 1)] == [(v.invariant, v.segment) for v in report.violations]
+    assert [(2, 0)] == report.unchecked
+    assert lost_ids == report.unaccounted
+
+
+def test_verify_after_deleting_segments_starts_from_the_oldest_retained_snapshot(pipeline: MemoryPipeline) -> None:
+    """retain --delete: the history is gone, so the fold starts at the oldest retained snapshot (the one unchecked
+    state), deleted ids are unaccounted rather than missing, and the deleted segments' objects went with them."""
+    retired = apply_retention(pipeline.store, pipeline.blobs, pipeline.log_id,
+                              RetentionPolicy(keep=2, archive=False))
+    report = pipeline.verify()
+    first = retired[-1] + 1
+    assert [] == report.violations
+    assert [(first, 0)] == report.unchecked
+    kept = {e.entry_id for s in pipeline.store.segments(pipeline.log_id) for e in pipeline.store.entries(
+        pipeline.log_id, s.num)}
+    assert [i for i in pipeline.acknowledged if i not in kept] == report.unaccounted
+    assert [] == [k for s in retired for k in pipeline.blobs.keys(f"snapshots/{pipeline.log_id}/{s}/")]
+
+
+# ------------------------------------------------------------------------------------------------ local stack
+
+
+@pytest.fixture
+def driver(deployment: LocalDeployment) -> Iterator[PipelineDriver]:
+    d = PipelineDriver(deployment)
+    yield d
+    d.close()
+
+
+@pytest.mark.stack
+def test_segments_archived_while_the_pipeline_runs_verify_clean(driver: PipelineDriver) -> None:
+    """Retention runs over and over while a writer appends across segments and the worker builds snapshots; once
+    the pipeline drains, verify (I1-I6, quiescent, every acknowledged id) finds nothing. If this fails, retention
+    broke the pipeline, or verify misjudges a log whose oldest segments live in archives."""
+    log_id = driver.create_log()
+    log = driver.event_log(snapshot_every=4, segment_entries=8, large_threshold=256)
+    acknowledged: list[uuid.UUID] = []
+    writing = threading.Event()
+    writing.set()
+    retired: list[int] = []
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for i in range(60):
+                body = (SetRange(row=i % 9 + 1, col=1, values=[["y" * 40] * 8]) if i % 10 == 9
+                        else SetCell(row=i % 9 + 1, col=i % 4 + 1, value=i))
+                entry_id = log.append(log_id, body).entry.entry_id
+                assert entry_id is not None
+                acknowledged.append(entry_id)
+                time.sleep(0.03)  # the worker keeps up, so segments can roll
+        except BaseException as exc:  # surfaced by the main thread
+            errors.append(exc)
+        finally:
+            writing.clear()
+
+    def retain() -> None:
+        try:
+            while writing.is_set():
+                retired.extend(apply_retention(driver.backend.store, driver.backend.blobs, log_id,
+                                               RetentionPolicy(keep=2)))
+                time.sleep(0.2)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write), threading.Thread(target=retain)]
+    for t in threads:
+        t.start()
+    worker = driver.worker()
+    while writing.is_set():
+        driver.route_new()
+        messages = driver.receive(10, visibility=30)
+        for message in messages:
+            worker.process(message)
+        if not messages:
+            time.sleep(0.1)
+    for t in threads:
+        t.join()
+    assert [] == errors
+    assert retired, "no segment was archived while the writer and the worker ran"
+    driver.drain(worker)
+    retired += apply_retention(driver.backend.store, driver.backend.blobs, log_id, RetentionPolicy(keep=2))
+    b = driver.backend
+    report = verify_log(b.store, log_id, acknowledged=acknowledged, blobs=b.blobs, pending=b.pending, quiescent=True)
+    assert [] == report.violations
+    segments = list(b.store.segments(log_id))
+    assert len(segments) >= 4 and retired == [s.num for s in segments if s.archive is not None]
+    assert report.archived > 0 and report.completed == report.snapshots
