@@ -166,7 +166,13 @@ class StoreError(SeglogError):
 
 
 class ItemExistsError(StoreError):
-    """A conditional put found its key taken (ConditionalCheckFailed). ``existing`` is the item, if returned."""
+    """A conditional put found its key taken (ConditionalCheckFailed). ``existing`` is the item, if returned.
+
+    ``after_unknown_outcome`` is set when an earlier attempt of the same call may have been applied (its answer was
+    lost and the call was retried): the condition may then have failed on the call's own write.
+    """
+
+    after_unknown_outcome: bool = False
 
     def __init__(self, what: str, existing: Entry | None = None) -> None:
         self.existing = existing
@@ -204,6 +210,17 @@ class TransientStoreError(StoreError):
     def __init__(self, message: str, *, code: str | None = None, outcome_unknown: bool = False) -> None:
         super().__init__(message, code=code)
         self.outcome_unknown = outcome_unknown
+
+
+class DeadlineError(StoreError):
+    """Retrying stopped because the next try could not end before the deadline (a Lambda invocation's time limit)."""
+
+    def __init__(self, seconds_left: float, attempts: int) -> None:
+        self.seconds_left = seconds_left
+        self.attempts = attempts
+        super().__init__(
+            f"gave up after {attempts} attempts with {seconds_left:.1f} s left before the function's time limit; "
+            "repeat the request (an append with the same entry id is never applied twice)", code="Deadline")
 
 
 class BlobNotFoundError(StoreError, LookupError):
