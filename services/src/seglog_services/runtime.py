@@ -1,4 +1,5 @@
-"""What every function shares: configuration from the environment, clients built once per container, logs.
+"""What every function shares: configuration from the environment, clients built once per container, logs, and
+the invocation's deadline.
 
 Resource names come from the environment the template sets (SEGLOG_*); endpoints from the SDK's own
 variables, so the same code runs on AWS, under the emulator and in tests.
@@ -6,16 +7,18 @@ variables, so the same code runs on AWS, under the emulator and in tests.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import structlog
 
 from seglog_aws.backend import Backend
 from seglog_aws.resources import Resources
-from seglog_core import logs
+from seglog_core import logs, retry
 
 
 @functools.cache
@@ -31,6 +34,17 @@ def bind(function: str, context: Any, **ids: Any) -> None:
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(
         function_name=function, request_id=getattr(context, "aws_request_id", None), **ids)
+
+
+@contextlib.contextmanager
+def invocation(function: str, context: Any, **ids: Any) -> Iterator[None]:
+    """One invocation: its correlation ids bound, and its deadline set for every retry the stores make, so that none
+    runs past the function's time limit (``context.get_remaining_time_in_millis``, AWS Lambda Developer Guide,
+    python-context). Without a Lambda context (a direct call) there is no deadline."""
+    bind(function, context, **ids)
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    with retry.deadline(None if getter is None else lambda: getter() / 1000.0):
+        yield
 
 
 def remaining_seconds(context: Any) -> float:

@@ -4,6 +4,10 @@ A message the protocol keeps (deferred, busy, handed off, taken over) is reporte
 so the Lambda integration does not delete it; its visibility was already set by the worker. Completed and
 duplicate messages were deleted by the worker itself, in the protocol's order (AWS Lambda Developer Guide,
 services-sqs-errorhandling: ReportBatchItemFailures).
+
+A throttled or failed storage call is retried inside the invocation (the stores' RetryPolicy, up to the
+function's deadline), not by failing the message: that would cost a whole visibility timeout and a receive
+toward the DLQ.
 """
 
 from __future__ import annotations
@@ -47,7 +51,11 @@ def worker() -> SnapshotWorker:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records = event.get("Records", [])
-    runtime.bind("snapshot_worker", context, batch_size=len(records))
+    with runtime.invocation("snapshot_worker", context, batch_size=len(records)):
+        return _handle(event, context)
+
+
+def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     snapshots = worker()
 
     def record_handler(record: SQSRecord) -> None:

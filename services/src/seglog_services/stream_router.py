@@ -60,8 +60,8 @@ def record_handler(record: DynamoDBRecord) -> None:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records = event.get("Records", [])
     shard = records[0].get("eventID", "").split(":")[0] if records else None
-    runtime.bind("stream_router", context, shard_id=shard, batch_size=len(records))
-    processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
-    response = process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                        context=context)
-    return dict(response)
+    with runtime.invocation("stream_router", context, shard_id=shard, batch_size=len(records)):
+        processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+        response = process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                            context=context)
+        return dict(response)

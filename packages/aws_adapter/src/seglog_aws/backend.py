@@ -1,4 +1,10 @@
-"""Wiring: the boto3-backed stores and the core objects that use them, for one set of resources."""
+"""Wiring: the boto3-backed stores and the core objects that use them, for one set of resources.
+
+Retries. botocore's own are off on these clients (one attempt per call): every store retries throttles and 5xx
+itself with :data:`REQUEST_RETRY`, which knows the invocation's deadline and which writes may be sent again after
+a lost answer. The append path is the exception: :meth:`Backend.event_log` gets stores that make each call once,
+because EventLog retries itself, knowing which failures leave a write's outcome unknown (DESIGN §3).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +23,22 @@ from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_core.document import SheetDocument
 from seglog_core.log import EventLog
 from seglog_core.reader import LogReader
+from seglog_core.retry import RetryPolicy
+
+#: The stores' retries: 10 attempts, full jitter from 50 ms with ceilings doubling to 5 s (at most ~16 s of backoff,
+#: ~8 s expected), the attempts and base botocore's legacy mode gives DynamoDB (its data/_retry.json); retry with
+#: exponential backoff as the DynamoDB Developer Guide says (Programming.Errors "Error retries and exponential
+#: backoff") — and never past the invocation's deadline.
+REQUEST_RETRY = RetryPolicy(max_attempts=10, base=0.05, cap=5.0)
 
 
 @dataclass(kw_only=True)
 class Backend:
-    """Everything needed to use seglog against one deployment (local stack or AWS)."""
+    """Everything needed to use seglog against one deployment (local stack or AWS).
+
+    ``store``, ``blobs``, ``pending`` and ``queue`` retry; ``append_store`` and ``append_blobs`` (the same
+    clients) make each call once, for EventLog. ``sqs`` is the raw client, without retries.
+    """
 
     resources: Resources
     store: DynamoDBLogStore
@@ -29,27 +46,35 @@ class Backend:
     pending: DynamoDBPendingStore
     queue: SqsJobQueue
     sqs: Any
+    append_store: DynamoDBLogStore
+    append_blobs: S3BlobStore
     meter: Meter = field(default_factory=Meter)
 
     @classmethod
     def connect(cls, resources: Resources, *, endpoints: dict[str, str] | None = None,
-                session: boto3.Session | None = None) -> Backend:
-        """Clients for each service; ``endpoints`` (service -> URL) override the SDK's resolution."""
+                session: boto3.Session | None = None, retry: RetryPolicy = REQUEST_RETRY) -> Backend:
+        """Clients for each service; ``endpoints`` (service -> URL) override the SDK's resolution; ``retry`` is
+        the stores' retry policy."""
         endpoints = endpoints or {}
         meter = Meter()
 
         def make(service: str) -> Any:
-            return client(service, session=session, endpoint_url=endpoints.get(service))
+            return client(service, session=session, endpoint_url=endpoints.get(service), retries=1)
 
-        ddb, sqs = make("dynamodb"), make("sqs")
-        store = DynamoDBLogStore(ddb, segments_table=resources.segments_table,
-                                 entries_table=resources.entries_table, meter=meter)
-        return cls(resources=resources, store=store, blobs=S3BlobStore(make("s3"), bucket=resources.bucket),
-                   pending=DynamoDBPendingStore(ddb, table=resources.pending_table, meter=meter),
-                   queue=SqsJobQueue(sqs, queue_url=resources.queue_url), sqs=sqs, meter=meter)
+        ddb, s3, sqs = make("dynamodb"), make("s3"), make("sqs")
+
+        def log_store(policy: RetryPolicy | None) -> DynamoDBLogStore:
+            return DynamoDBLogStore(ddb, segments_table=resources.segments_table,
+                                    entries_table=resources.entries_table, meter=meter, retry=policy)
+
+        return cls(resources=resources, store=log_store(retry), append_store=log_store(None),
+                   blobs=S3BlobStore(s3, bucket=resources.bucket, retry=retry),
+                   append_blobs=S3BlobStore(s3, bucket=resources.bucket),
+                   pending=DynamoDBPendingStore(ddb, table=resources.pending_table, meter=meter, retry=retry),
+                   queue=SqsJobQueue(sqs, queue_url=resources.queue_url, retry=retry), sqs=sqs, meter=meter)
 
     def event_log(self, **options: Any) -> EventLog:
-        return EventLog(store=self.store, blobs=self.blobs, **options)
+        return EventLog(store=self.append_store, blobs=self.append_blobs, **options)
 
     def reader(self) -> LogReader:
         return LogReader(store=self.store)

@@ -4,9 +4,11 @@ Endpoints follow the SDK convention (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB
 reads itself (AWS SDKs and Tools Reference Guide, "Service-specific endpoints"), so nothing here knows whether
 it runs locally or on AWS.
 
-botocore's own retries are switched off for DynamoDB (max_attempts=1): the log retries itself, with full
-jitter and with knowledge of which failures leave a write's outcome unknown. S3 and SQS keep the SDK's
-standard retry mode.
+botocore's own retries are switched off for DynamoDB by default (max_attempts=1), and for every client a
+:class:`~seglog_aws.backend.Backend` makes: seglog's stores retry above botocore with a RetryPolicy that knows the
+invocation's deadline and which writes may be sent again after a lost answer, and the log's append path retries
+itself. Other clients (the stack manager's, the emulator's pollers) keep the SDK's standard retry mode for S3
+and SQS (AWS SDKs and Tools Reference Guide, "Retry behavior").
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def client(service: str, *, session: boto3.Session | None = None, retries: int |
     """A boto3 client for ``service`` with seglog's configuration.
 
     Args:
+        retries: botocore's max_attempts in standard mode (default: 1 for DynamoDB, 3 for the others).
         endpoint_url: overrides the SDK's endpoint resolution (used for the local stack).
     """
     session = session or boto3.Session()

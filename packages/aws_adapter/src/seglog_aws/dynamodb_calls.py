@@ -1,7 +1,10 @@
-"""DynamoDBCalls: the one way seglog calls DynamoDB — metered, translated to core errors, paged.
+"""DynamoDBCalls: the one way seglog calls DynamoDB — metered, translated to core errors, retried, paged.
 
 Every table adapter (log, pending snapshots) goes through it, so consumed capacity is counted and every
-ClientError is turned into a :mod:`seglog_core.errors` type in one place.
+ClientError is turned into a :mod:`seglog_core.errors` type in one place. With a :class:`RetryPolicy`, throttles
+and 5xx are retried here (DynamoDB Developer Guide, Programming.Errors "Error retries and exponential backoff"),
+bounded by the invocation's deadline; each attempt is metered. Without one (the append path, which retries
+itself knowing which failures leave a write's outcome unknown) every call is made once.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from botocore import xform_name
 
 from seglog_aws.errors import translate
 from seglog_aws.meter import Meter
+from seglog_core.retry import RetryPolicy, call_with_retries
 
 ConditionError = Callable[[dict[str, Any]], Exception]
 
@@ -20,14 +24,24 @@ ConditionError = Callable[[dict[str, Any]], Exception]
 class DynamoDBCalls:
     """Calls operations by their API name on a low-level client, with ``ReturnConsumedCapacity=TOTAL``."""
 
-    def __init__(self, client: Any, meter: Meter | None = None) -> None:
+    def __init__(self, client: Any, meter: Meter | None = None, retry: RetryPolicy | None = None) -> None:
         self.client = client
         self.meter = meter or Meter()
+        self.retry = retry
 
     def call(self, operation: str, *, write: bool, on_condition: ConditionError | None = None,
-             **params: Any) -> dict[str, Any]:
+             retry_unknown: bool | None = None, **params: Any) -> dict[str, Any]:
         """Call ``operation`` (e.g. "PutItem"); ``write`` says whether a lost response leaves its outcome unknown;
-        ``on_condition`` builds the error for a failed condition."""
+        ``on_condition`` builds the error for a failed condition; ``retry_unknown`` whether a write whose outcome
+        is unknown may be sent again (default: reads yes, writes no — the caller must say why it is safe)."""
+        if self.retry is None:
+            return self._once(operation, write, on_condition, params)
+        return call_with_retries(self.retry, lambda: self._once(operation, write, on_condition, params),
+                                 what=f"DynamoDB {operation}",
+                                 retry_unknown=not write if retry_unknown is None else retry_unknown)
+
+    def _once(self, operation: str, write: bool, on_condition: ConditionError | None,
+              params: dict[str, Any]) -> dict[str, Any]:
         method = getattr(self.client, xform_name(operation))
         try:
             response: dict[str, Any] = method(ReturnConsumedCapacity="TOTAL", **params)

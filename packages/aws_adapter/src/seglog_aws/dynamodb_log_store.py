@@ -1,4 +1,10 @@
-"""DynamoDBLogStore: the LogStore port on the Segments and Entries tables (DESIGN §2, §3)."""
+"""DynamoDBLogStore: the LogStore port on the Segments and Entries tables (DESIGN §2, §3).
+
+With a retry policy (every reader and the snapshot worker), throttles and 5xx are retried in
+:class:`DynamoDBCalls`. A write whose answer was lost is sent again only where that is safe, said per call below;
+the append path's writes (create_log, put_entry, new_segment) never are: EventLog uses a store without a policy
+and decides itself, knowing which failures leave a write's outcome unknown.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from seglog_aws.dynamodb_calls import ConditionError, DynamoDBCalls
 from seglog_aws.items import entry_key, entry_to_item, item_to_entry, item_to_segment, segment_to_item
 from seglog_aws.meter import Meter
 from seglog_core import errors
+from seglog_core.retry import RetryPolicy
 from seglog_core.schema import Entry, Segment, segment_key
 
 _NOT_EXISTS_ENTRY = "attribute_not_exists(N)"
@@ -24,18 +31,21 @@ class DynamoDBLogStore:
         client: a boto3 DynamoDB client (see :func:`seglog_aws.clients.client`).
         segments_table, entries_table: physical table names.
         meter: receives every call and its consumed capacity.
+        retry: retries throttles and 5xx (None: every call once, for the append path).
     """
 
-    def __init__(self, client: Any, *, segments_table: str, entries_table: str, meter: Meter | None = None):
+    def __init__(self, client: Any, *, segments_table: str, entries_table: str, meter: Meter | None = None,
+                 retry: RetryPolicy | None = None):
         self._ddb = client
-        self._calls = DynamoDBCalls(client, meter)
+        self._calls = DynamoDBCalls(client, meter, retry)
         self.meter = self._calls.meter
         self.segments_table = segments_table
         self.entries_table = entries_table
 
     def _call(self, operation: str, *, write: bool, on_condition: ConditionError | None = None,
-              **params: Any) -> dict[str, Any]:
-        return self._calls.call(operation, write=write, on_condition=on_condition, **params)
+              retry_unknown: bool | None = None, **params: Any) -> dict[str, Any]:
+        return self._calls.call(operation, write=write, on_condition=on_condition, retry_unknown=retry_unknown,
+                                **params)
 
     # ------------------------------------------------------------------------------------------- LogStore
 
@@ -124,14 +134,16 @@ class DynamoDBLogStore:
         def not_snapshot(_: dict[str, Any]) -> Exception:
             return errors.InvalidInputError(f"entry {segment}/{num} of log {log_id} is not a Snapshot entry")
 
-        self._call("UpdateItem", write=True, on_condition=not_snapshot, TableName=self.entries_table,
-                   Key=entry_key(log_id, segment, num), UpdateExpression="SET R = :r",
+        # Safe to send again after a lost answer: the same R again, under a condition our write does not change.
+        self._call("UpdateItem", write=True, on_condition=not_snapshot, retry_unknown=True,
+                   TableName=self.entries_table, Key=entry_key(log_id, segment, num), UpdateExpression="SET R = :r",
                    ConditionExpression="T = :t", ExpressionAttributeValues={":r": {"S": root}, ":t": {"S": "snap"}})
 
     def advance_snapshot(self, log_id: uuid.UUID, segment: int, num: int) -> None:
-        # S only moves forward (I4): the condition refuses to move it back; already past it is fine.
+        # S only moves forward (I4): the condition refuses to move it back; already past it is fine. So is a retry
+        # after a lost answer: if the first try landed, the retry fails the condition, which means "there already".
         with contextlib.suppress(errors.ItemExistsError):
-            self._call("UpdateItem", write=True, TableName=self.segments_table,
+            self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table,
                        Key={"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}, UpdateExpression="SET S = :n",
                        ConditionExpression="attribute_exists(N) AND (attribute_not_exists(S) OR S < :n)",
                        ExpressionAttributeValues={":n": {"N": str(num)}},
@@ -142,17 +154,17 @@ class DynamoDBLogStore:
         keys = [entry_key(log_id, segment, e.num) for e in self.entries(log_id, segment)]
         for i in range(0, len(keys), 25):
             batch = [{"DeleteRequest": {"Key": k}} for k in keys[i : i + 25]]
-            while batch:
-                response = self._call("BatchWriteItem", write=True,
+            while batch:  # deletes: repeating one that landed changes nothing
+                response = self._call("BatchWriteItem", write=True, retry_unknown=True,
                                       RequestItems={self.entries_table: batch})
                 batch = response.get("UnprocessedItems", {}).get(self.entries_table, [])
             count += min(25, len(keys) - i)
         seg_key = {"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}
         if archive is not None:
-            self._call("UpdateItem", write=True, TableName=self.segments_table, Key=seg_key,
+            self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table, Key=seg_key,
                        UpdateExpression="SET A = :a", ExpressionAttributeValues={":a": {"S": archive}})
         else:
-            self._call("DeleteItem", write=True, TableName=self.segments_table, Key=seg_key)
+            self._call("DeleteItem", write=True, retry_unknown=True, TableName=self.segments_table, Key=seg_key)
         return count
 
     def _pages(self, **params: Any) -> Iterator[dict[str, Any]]:

@@ -1,6 +1,13 @@
 """DynamoDBPendingStore: the PendingStore port on the PendingSnapshots table (DESIGN §2, §5).
 
-Every write carries a condition; ConditionalCheckFailed means another invocation got there first.
+Every write carries a condition; ConditionalCheckFailed means another invocation got there first — or, once a
+write whose answer was lost is retried, that its own first try landed. With a retry policy every call here is
+retried after a lost answer too, and each method says why that is safe or what tells the two apart:
+
+    worker                     DynamoDB
+      | claim X=1 ------------->  applied (A, X=1)
+      |  <------ 500 / reset --   answer lost: retried
+      | claim again ----------->  A is set and fresh: ConditionalCheckFailed, "someone else holds it"
 """
 
 from __future__ import annotations
@@ -9,12 +16,17 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import structlog
+
 from seglog_aws.dynamodb_calls import DynamoDBCalls
 from seglog_aws.meter import Meter
 from seglog_core import errors
+from seglog_core.retry import RetryPolicy
 from seglog_core.schema import PendingSnapshot, pending_key, split_pending_key
 
 Item = dict[str, dict[str, Any]]
+
+log = structlog.get_logger("seglog.pending")
 
 
 def pending_to_item(p: PendingSnapshot) -> Item:
@@ -51,13 +63,15 @@ def _lost(_: dict[str, Any]) -> Exception:
 class DynamoDBPendingStore:
     """Pending snapshots on DynamoDB, through the same metered, translated calls as the log store."""
 
-    def __init__(self, client: Any, *, table: str, meter: Meter | None = None) -> None:
-        self._calls = DynamoDBCalls(client, meter)
+    def __init__(self, client: Any, *, table: str, meter: Meter | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        self._calls = DynamoDBCalls(client, meter, retry)
         self.table = table
 
     def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         write = operation not in ("GetItem", "Query", "Scan")
-        return self._calls.call(operation, write=write, on_condition=_lost, **params)
+        # Every write below may be sent again after a lost answer; each method says why that is safe.
+        return self._calls.call(operation, write=write, on_condition=_lost, retry_unknown=True, **params)
 
     def _key(self, log_id: uuid.UUID, segment: int, entry: int) -> Item:
         return {"L": {"B": log_id.bytes}, "P": {"B": pending_key(segment, entry)}}
@@ -71,17 +85,27 @@ class DynamoDBPendingStore:
         return item_to_pending(item) if item else None
 
     def create(self, item: PendingSnapshot) -> None:
-        self._call("PutItem", TableName=self.table, Item=pending_to_item(item),
-                   ConditionExpression="attribute_not_exists(P)")
+        try:
+            self._call("PutItem", TableName=self.table, Item=pending_to_item(item),
+                       ConditionExpression="attribute_not_exists(P)")
+        except errors.ItemExistsError as exc:
+            # After a lost answer the retry finds the item our first try wrote: ours if it is still exactly that
+            # (the same second and claimer: a twin writing the very same item would have won just as well).
+            if exc.after_unknown_outcome and self.get(item.log_id, item.segment, item.entry) == item:
+                return
+            raise
 
     def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,
                     now: int) -> None:
+        # A retry after a lost answer fails (Q is set); the worker re-reads the item and finds its own messageId.
         self._update(log_id, segment, entry, UpdateExpression="SET Q = :q, M = :m",
                      ConditionExpression="attribute_exists(P) AND attribute_not_exists(Q) AND X = :x",
                      ExpressionAttributeValues={":q": {"S": claimer}, ":m": {"N": str(now)},
                                                 ":x": {"N": str(increment)}})
 
     def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int, blocked: str | None = None) -> int:
+        # A retry after a lost answer may count one deferral twice: R only scales the next deferral's backoff; W is
+        # set (or removed) to the same value again.
         values: dict[str, Any] = {":m": {"N": str(now)}, ":one": {"N": "1"}}
         if blocked is None:
             expression = "SET M = :m REMOVE W ADD R :one"
@@ -94,6 +118,8 @@ class DynamoDBPendingStore:
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
                   increment: int, now: int, takeover_after: int) -> bool:
+        # A retry after a lost answer fails (Q is ours now): False, and the worker re-reads the item and finds its
+        # own messageId there, as after set_claimer.
         try:
             self._update(log_id, segment, entry, UpdateExpression="SET Q = :q, A = :f, M = :m",
                          ConditionExpression="Q = :old AND X = :x AND M < :stale",
@@ -107,6 +133,9 @@ class DynamoDBPendingStore:
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int) -> int | None:
+        # A retry after a lost answer cannot tell our own claim from a twin delivery's (same messageId, same
+        # second): it reports "refused", so at most one builder holds an increment. If the claim was ours, it
+        # goes stale unheld and the next delivery takes it over after ``takeover_after`` (DESIGN §5 step 4).
         try:
             response = self._update(
                 log_id, segment, entry, UpdateExpression="SET A = :t, M = :m ADD X :one",
@@ -114,12 +143,15 @@ class DynamoDBPendingStore:
                 ExpressionAttributeValues={":t": {"BOOL": True}, ":f": {"BOOL": False}, ":m": {"N": str(now)},
                                            ":one": {"N": "1"}, ":q": {"S": claimer},
                                            ":stale": {"N": str(now - takeover_after)}})
-        except errors.ItemExistsError:
+        except errors.ItemExistsError as exc:
+            if exc.after_unknown_outcome:
+                log.warning("claim answer lost: left to the takeover timeout", takeover_after=takeover_after)
             return None
         return int(response["Attributes"]["X"]["N"])
 
     def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,
                    now: int) -> bool:
+        # checkpoint and release: our own write leaves X as it was, so a retry passes the same condition again.
         try:
             self._update(log_id, segment, entry, UpdateExpression="SET S = :s, M = :m", ConditionExpression="X = :x",
                          ExpressionAttributeValues={":s": {"B": state}, ":m": {"N": str(now)},
@@ -138,6 +170,7 @@ class DynamoDBPendingStore:
         return True
 
     def delete(self, log_id: uuid.UUID, segment: int, entry: int) -> None:
+        # Unconditional and idempotent.
         self._call("DeleteItem", TableName=self.table, Key=self._key(log_id, segment, entry))
 
     def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:

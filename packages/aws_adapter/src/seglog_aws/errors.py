@@ -12,13 +12,16 @@ from botocore.exceptions import (
     ConnectTimeoutError,
     EndpointConnectionError,
     ReadTimeoutError,
+    ResponseStreamingError,
 )
 
 from seglog_core import errors
 
+#: DynamoDB (Developer Guide, Programming.Errors), S3's SlowDown (API Reference, ErrorResponses) and SQS's
+#: RequestThrottled (API Reference, RequestThrottled).
 THROTTLE_CODES = frozenset(
     {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "Throttling",
-     "SlowDown"}
+     "SlowDown", "RequestThrottled"}
 )
 TRANSIENT_CODES = frozenset(
     {"InternalServerError", "InternalFailure", "ServiceUnavailable", "TransactionConflictException",
@@ -58,7 +61,7 @@ def translate(exc: Exception, *, what: str, write: bool, on_condition: Callable[
     if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
         return errors.TransientStoreError(
             f"{what}: cannot connect ({exc}); is the local stack up (`seglog status`)?", code="ConnectError")
-    if isinstance(exc, (ReadTimeoutError, ConnectionClosedError)):
+    if isinstance(exc, (ReadTimeoutError, ConnectionClosedError, ResponseStreamingError)):
         return errors.TransientStoreError(f"{what}: connection lost after sending ({exc})",
                                           code="ConnectionLost", outcome_unknown=write)
     if isinstance(exc, BotoCoreError):

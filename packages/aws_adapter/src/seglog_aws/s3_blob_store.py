@@ -1,4 +1,10 @@
-"""S3BlobStore: the BlobStore port on the bucket (DESIGN §2: large bodies, snapshots, archives)."""
+"""S3BlobStore: the BlobStore port on the bucket (DESIGN §2: large bodies, snapshots, archives).
+
+With a retry policy, throttles (SlowDown) and 5xx are retried here, bounded by the invocation's deadline (AWS
+SDKs and Tools Reference Guide, "Retry behavior"). Every call is safe to repeat after a lost answer: a put writes
+the same bytes under a key chosen for them (deterministic chunk keys, an entry id), tags are removed idempotently,
+a delete of a deleted key succeeds, and reads change nothing.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from seglog_aws.errors import translate
 from seglog_core import errors
+from seglog_core.retry import RetryPolicy, call_with_retries
 
 #: The tag the bucket's lifecycle rule matches to expire objects nobody claimed (template.yaml).
 DISCARDABLE_TAG = "discardable"
@@ -17,15 +24,24 @@ _MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
 
 
 class S3BlobStore:
-    """Objects in one bucket through the low-level S3 client."""
+    """Objects in one bucket through the low-level S3 client (retried with ``retry``; None: each call once)."""
 
-    def __init__(self, client: Any, *, bucket: str) -> None:
+    def __init__(self, client: Any, *, bucket: str, retry: RetryPolicy | None = None) -> None:
         self._s3 = client
         self.bucket = bucket
+        self.retry = retry
 
     def _call(self, what: str, key: str, write: bool, method: Any, **params: Any) -> dict[str, Any]:
+        if self.retry is None:
+            return self._once(what, key, write, method, params)
+        return call_with_retries(self.retry, lambda: self._once(what, key, write, method, params),
+                                 what=f"S3 {what}", retry_unknown=True)
+
+    def _once(self, what: str, key: str, write: bool, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         try:
             response: dict[str, Any] = method(Bucket=self.bucket, **params)
+            if "Body" in response:  # read inside the try: a connection lost mid-body is retried like any other
+                response["Body"] = response["Body"].read()
             return response
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in _MISSING:
@@ -46,8 +62,7 @@ class S3BlobStore:
         self._call("PutObject", key, True, self._s3.put_object, Key=key, Body=data, **extra)
 
     def get(self, key: str) -> bytes:
-        response = self._call("GetObject", key, False, self._s3.get_object, Key=key)
-        data: bytes = response["Body"].read()
+        data: bytes = self._call("GetObject", key, False, self._s3.get_object, Key=key)["Body"]
         return data
 
     def is_discardable(self, key: str) -> bool:

@@ -1,4 +1,10 @@
-"""SqsJobQueue: the JobQueue port on the snapshot queue."""
+"""SqsJobQueue: the JobQueue port on the snapshot queue.
+
+With a retry policy, throttles (RequestThrottled, Amazon SQS API Reference) and 5xx are retried here, bounded by
+the invocation's deadline. Every call is safe to repeat after a lost answer: DeleteMessage and
+ChangeMessageVisibility set the same end state (a stale receipt handle is not an error), and a SendMessage sent
+twice makes a duplicate job, which the worker absorbs (DESIGN §5 step 2) as it absorbs SQS's own duplicates.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from seglog_aws.errors import translate
 from seglog_core.ports import QueueMessage
+from seglog_core.retry import RetryPolicy, call_with_retries
 from seglog_core.schema import SNAPSHOT_JOB_ENCODER, SnapshotJob
 
 #: A receipt handle from an earlier receive of a message that was received again (or deleted) is stale;
@@ -17,13 +24,20 @@ _STALE_RECEIPT = frozenset({"ReceiptHandleIsInvalid", "InvalidParameterValue", "
 
 
 class SqsJobQueue:
-    """Snapshot jobs on SQS."""
+    """Snapshot jobs on SQS (retried with ``retry``; None: each call once)."""
 
-    def __init__(self, client: Any, *, queue_url: str) -> None:
+    def __init__(self, client: Any, *, queue_url: str, retry: RetryPolicy | None = None) -> None:
         self._sqs = client
         self.queue_url = queue_url
+        self.retry = retry
 
     def _call(self, what: str, method: Any, **params: Any) -> dict[str, Any]:
+        if self.retry is None:
+            return self._once(what, method, params)
+        return call_with_retries(self.retry, lambda: self._once(what, method, params), what=f"SQS {what}",
+                                 retry_unknown=True)
+
+    def _once(self, what: str, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         try:
             response: dict[str, Any] = method(QueueUrl=self.queue_url, **params)
             return response
@@ -31,6 +45,11 @@ class SqsJobQueue:
             if what != "SendMessage" and exc.response.get("Error", {}).get("Code") in _STALE_RECEIPT:
                 return {}
             raise translate(exc, what=f"SQS {what}", write=True) from exc
+        except Exception as exc:  # a lost connection becomes a retryable core error, like a 5xx
+            translated = translate(exc, what=f"SQS {what}", write=True)
+            if translated is exc:
+                raise
+            raise translated from exc
 
     def send(self, job: SnapshotJob) -> str:
         response = self._call("SendMessage", self._sqs.send_message,

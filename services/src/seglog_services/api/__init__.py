@@ -32,13 +32,15 @@ log = structlog.get_logger("seglog.api")
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """One HTTP request: route it, answer it, and log one line (method, path, status, log_id, duration)."""
     http = event.get("requestContext", {}).get("http", {})
-    runtime.bind("api", context)
-    # Configures logging on a cold start; a misconfiguration surfaces again (as a JSON 500) in the route.
-    with contextlib.suppress(SeglogError):
-        runtime.backend()
-    started = time.perf_counter()
-    response = app.resolve(event, context)
-    bound = structlog.contextvars.get_contextvars()
+    # The deadline bounds the stores' retries and EventLog's: an append that runs out of time answers 503
+    # (repeat with the same entry id) instead of being killed mid-request.
+    with runtime.invocation("api", context):
+        # Configures logging on a cold start; a misconfiguration surfaces again (as a JSON 500) in the route.
+        with contextlib.suppress(SeglogError):
+            runtime.backend()
+        started = time.perf_counter()
+        response = app.resolve(event, context)
+        bound = structlog.contextvars.get_contextvars()
     log.info("request", method=http.get("method"), path=event.get("rawPath"), status=response.get("statusCode"),
              log_id=bound.get("log_id"), duration_ms=round((time.perf_counter() - started) * 1000, 1))
     return response

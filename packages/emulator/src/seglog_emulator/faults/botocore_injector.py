@@ -7,8 +7,10 @@ Like :mod:`seglog_aws.botocore_faults`, faults go in where real ones happen:
 * ``after-call`` (the service did the work): a lost response on a DynamoDB write (the caller sees
   InternalServerError although the write happened), and stale reads.
 
-A short circuit at ``before-call`` skips botocore's own retries (they sit around the HTTP send), so the caller
-sees the error as if every retry had failed — the case seglog's code must handle.
+A short circuit at ``before-call`` skips botocore's own retries (they sit around the HTTP send), so the error
+reaches the code that called the client, exactly as a real one reaches it past botocore: seglog's clients make one
+attempt per call and retry above botocore — the services' stores with their RetryPolicy (each retry rolls again
+here), the log's append path itself — so every injected fault meets the retry logic seglog really runs.
 
 Stale reads. DynamoDB Local is always consistent; AWS's eventually consistent reads "might not reflect the
 results of a recently completed write operation" (Amazon DynamoDB Developer Guide,
