@@ -182,6 +182,22 @@ def test_a_predecessor_whose_pending_create_lost_its_answer_still_gets_its_job(d
     _clean(driver, log_id)
 
 
+@pytest.mark.stack
+def test_a_takeover_whose_answer_was_lost_is_known_as_ours(driver: PipelineDriver) -> None:
+    """A new message takes over a stale claim; the update landed but its answer was lost, and its retry fails on
+    our own messageId. If this fails, the worker took the claim for another message's and deleted its own as a
+    duplicate, leaving the snapshot to a claim no message carries (or the lost answer failed the invocation)."""
+    log_id = _one_snapshot(driver)
+    driver.backend.pending.create(PendingSnapshot(log_id=log_id, segment=0, entry=4, created=1, modified=1,
+                                                  claimer="a message now in the DLQ"))
+    faults = BotocoreFaults(driver.backend.store._ddb)
+    faults.fail("UpdateItem", **LOST)  # the first UpdateItem of the invocation is the takeover
+    message = driver.receive_one()
+    assert Outcome.COMPLETED is driver.worker().process(message)
+    assert [("UpdateItem", "InternalServerError", True)] == faults.injected
+    _clean(driver, log_id)
+
+
 def _claimed(driver: PipelineDriver, log_id: uuid.UUID) -> None:
     pending = driver.backend.pending
     pending.create(PendingSnapshot(log_id=log_id, segment=0, entry=4, created=1, modified=1, claimer="m-1"))

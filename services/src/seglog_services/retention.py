@@ -54,12 +54,13 @@ def policy_from_env() -> RetentionPolicy:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    runtime.bind("retention", context, event_id=event.get("id"), scheduled_time=event.get("time"))
-    backend = runtime.backend()
-    policy = policy_from_env()
-    started = time.monotonic()
-    deadline = Deadline(lambda: runtime.remaining_seconds(context))
-    run = retain_logs(backend.store, backend.blobs, policy, stop=deadline)
+    # The invocation's deadline also bounds the stores' retries inside a step (runtime.invocation).
+    with runtime.invocation("retention", context, event_id=event.get("id"), scheduled_time=event.get("time")):
+        backend = runtime.backend()
+        policy = policy_from_env()
+        started = time.monotonic()
+        deadline = Deadline(lambda: runtime.remaining_seconds(context))
+        run = retain_logs(backend.store, backend.blobs, policy, stop=deadline)
     summary = {"logs": run.logs, "segments_archived": run.segments, "failed": len(run.failed),
                "complete": run.complete, "resumed_after": run.resumed_after}
     log.info("retention run", **summary, keep=policy.keep, min_age_seconds=policy.min_age,
