@@ -14,6 +14,7 @@ import pytest
 from pipeline_support import Crash, PipelineDriver
 from seglog_aws.local import LocalDeployment
 from seglog_core.pipeline import CRASH_POINTS, Outcome
+from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import SetCell, SetRange, SnapshotJob
 from seglog_core.snapshot import snapshot_keys
 from seglog_core.verify import verify_log
@@ -271,3 +272,21 @@ def test_snapshots_across_a_segment_boundary_fold_the_previous_segments_tail(dri
     state, view = driver.document.load(log_id)
     assert (view.snapshot.segment, view.snapshot.num) == (1, 2)
     assert (state.get(50, 1), state.get(51, 1)) == ("tail of segment 0", "head of segment 1")
+
+
+def test_a_late_job_for_a_segment_retention_archived_is_done_not_failed(driver: PipelineDriver) -> None:
+    """A redrive or reprocess can bring a job for a Snapshot entry whose segment was archived since: the worker
+    answers "already done" and deletes it (raising on every receive would only park it in the DLQ)."""
+    log_id = _sheet_with_snapshots(driver, 1)
+    driver.drain()
+    writer = driver.event_log()
+    for _ in range(3):
+        writer.start_segment(log_id)
+        driver.drain()
+    b = driver.backend
+    assert [0] == apply_retention(b.store, b.blobs, log_id, RetentionPolicy(keep=2))[:1]
+    driver.queue.send(SnapshotJob(log=str(log_id), segment=0, entry=3))
+    message = driver.receive_one(visibility=1)
+
+    assert Outcome.ALREADY_DONE == driver.worker().process(message)
+    assert [] == driver.receive(visibility=1)

@@ -216,6 +216,12 @@ class SnapshotWorker:
     def _process(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int,
                  remaining: Callable[[], float], margin: float) -> Outcome:
         snapshot = self.store.get_entry(log_id, segment, entry)
+        if snapshot is None and self._retired(log_id, segment):
+            # A late job (a redrive, a reprocess) for a segment retention archived: nothing to build; failing it on
+            # every receive would only park it in the DLQ.
+            log.warning("job for a retired segment: nothing to build", retired_segment=segment)
+            self.queue.delete(message)
+            return Outcome.ALREADY_DONE
         if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
             raise InvalidJobError(f"log {log_id} has no Snapshot entry {segment}/{entry}")
         # 1. Done already?
@@ -378,6 +384,9 @@ class SnapshotWorker:
         ceiling = min(self.defer_cap, self.defer_base * 2 ** min(max(retries - 1, 0), 20))
         self.queue.change_visibility(message, max(1, int(self.rng.uniform(ceiling / 2, ceiling))))
         return Outcome.DEFERRED
+
+    def _retired(self, log_id: uuid.UUID, segment: int) -> bool:
+        return any(s.num == segment and s.archive is not None for s in self.store.segments(log_id))
 
     def _bodies(self, plan: _Plan) -> list[Body]:
         """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
