@@ -69,6 +69,9 @@ DEFAULT_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
     FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
     FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.CLOCK_SKEW: 0.15,
+    # dlq is decided once per run: half the runs park jobs in the DLQ. redrive once per tick (about every
+    # 10 s). mixed_version per delivery, like worker_crash, so that builds meet both versions.
+    FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2,
 }
 #: The supervisor_restart decision is taken once per tick of the workload phase.
 RESTART_TICK_SECONDS: Final = 3.0
