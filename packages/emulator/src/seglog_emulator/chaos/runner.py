@@ -30,7 +30,6 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ import structlog
 
 from seglog_aws.local import LocalDeployment
 from seglog_core.verify import verify_log
+from seglog_emulator.chaos.runlog import read_run_log
 from seglog_emulator.chaos.watch import SnapshotWatcher, percentile, queue_depth, quiescent
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_emulator.child import ready_marker
@@ -49,7 +49,7 @@ from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, free_port
-from seglog_emulator.usage import Usage, add_usage
+from seglog_emulator.usage import Usage
 
 log = structlog.get_logger("seglog.chaos")
 
@@ -116,6 +116,8 @@ class RunReport:
     seconds: float = 0.0
     supervisor_restarts: int = 0
     child_restarts: int = 0
+    #: Invocations run as another code version and the builds they touched (:class:`.runlog.RunLog`).
+    mixed_version: dict[str, int] = field(default_factory=dict)
     log_file: str = ""
     log_ids: list[str] = field(default_factory=list)
 
@@ -356,38 +358,13 @@ class ChaosRunner:
         if dlq:
             report.violations.append(f"{dlq} message(s) in the dead-letter queue")
 
-    def _read_log(self, path: Path, report: RunReport) -> None:
+    @staticmethod
+    def _read_log(path: Path, report: RunReport) -> None:
         """Tally the run's log: invocations by function and outcome, job outcomes, crash points, usage."""
-        invocations: dict[str, Counter[str]] = {}
-        outcomes: Counter[str] = Counter()
-        crashes: Counter[str] = Counter()
-        usage: Usage = {}
-        restarts = 0
-        if not path.is_file():
-            return
-        with open(path, errors="replace") as lines:
-            for line in lines:
-                if not line.startswith("{"):
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                event = record.get("event")
-                if event == "invocation":
-                    invocations.setdefault(record.get("function", "?"), Counter())[record.get("outcome", "?")] += 1
-                    add_usage(usage, record.get("usage"))
-                elif event == "snapshot job":
-                    outcomes[record.get("outcome", "?")] += 1
-                elif event == "crash point reached: killing this process":
-                    crashes[record.get("crash_point", "?")] += 1
-                elif event == "child exited: restarting":
-                    restarts += 1
-        report.invocations = {f: dict(c) for f, c in sorted(invocations.items())}
-        report.job_outcomes = dict(sorted(outcomes.items()))
-        report.crash_points_hit = dict(sorted(crashes.items()))
-        report.usage = usage
-        report.child_restarts = restarts
+        found = read_run_log(path)
+        report.invocations, report.job_outcomes = found.invocations, found.job_outcomes
+        report.crash_points_hit, report.usage = found.crash_points_hit, found.usage
+        report.child_restarts, report.mixed_version = found.child_restarts, found.mixed_version
 
 
 def _monitor(monitor: Callable[[RunProgress], None], progress: RunProgress, stop: threading.Event) -> None:
