@@ -8,6 +8,7 @@ crash and redeliver.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -30,12 +31,20 @@ class Crash(Exception):
 class PipelineDriver:
     """Stream -> router -> (own) queue -> worker, step by step, for the logs a test creates."""
 
-    def __init__(self, deployment: LocalDeployment) -> None:
+    def __init__(self, deployment: LocalDeployment, *, max_receive: int | None = None) -> None:
+        """``max_receive``: give the queue a DLQ (``dlq_url``) that takes a message at that receive count."""
         self.backend: Backend = deployment.backend()
         session = local_session(deployment.region)
         self.sqs = client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
-        url = self.sqs.create_queue(QueueName=f"t-{uuid.uuid4().hex[:12]}",
-                                    Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+        name = f"t-{uuid.uuid4().hex[:12]}"
+        attributes = {"VisibilityTimeout": "30"}
+        self.dlq_url: str | None = None
+        if max_receive is not None:
+            self.dlq_url = self.sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+            arn = self.sqs.get_queue_attributes(QueueUrl=self.dlq_url,
+                                                AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": max_receive})
+        url = self.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
         self.queue = SqsJobQueue(self.sqs, queue_url=url)
         streams = client("dynamodbstreams", session=session, endpoint_url=deployment.endpoints["dynamodbstreams"])
         ddb = client("dynamodb", session=session, endpoint_url=deployment.endpoints["dynamodb"])
@@ -121,3 +130,5 @@ class PipelineDriver:
 
     def close(self) -> None:
         self.sqs.delete_queue(QueueUrl=self.queue.queue_url)
+        if self.dlq_url is not None:
+            self.sqs.delete_queue(QueueUrl=self.dlq_url)

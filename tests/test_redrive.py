@@ -4,17 +4,20 @@ new messageID)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from seglog_aws import redrive as redrive_module
 from seglog_aws.clients import client, local_session
 from seglog_aws.local import LocalDeployment
 from seglog_aws.redrive import redrive
+from seglog_cli.main import cli
 
 pytestmark = pytest.mark.stack
 
@@ -100,3 +103,22 @@ def test_redrive_refuses_the_same_queue_as_source_and_destination(sqs: Any, queu
     dlq, _ = queues
     with pytest.raises(ValueError, match="the same"):
         redrive(sqs, dlq_url=dlq, queue_url=dlq)
+
+
+def test_seglog_redrive_moves_the_dlq_back_and_says_what_is_left(deployment: LocalDeployment, sqs: Any,
+                                                                  queues: tuple[str, str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command works on the queues the environment names (as the stack's outputs set them) and its summary
+    tells how many moved and how many are still in the DLQ."""
+    dlq, queue = queues
+    for key, value in {**deployment.env(), "SEGLOG_QUEUE_URL": queue, "SEGLOG_DLQ_URL": dlq}.items():
+        monkeypatch.setenv(key, value)
+    _send(sqs, dlq, ["a", "b", "c"])
+    runner = CliRunner()
+    first = runner.invoke(cli, ["redrive", "--limit", "2"], catch_exceptions=False)
+    assert (0, "moved 2 snapshot jobs from the dead-letter queue to the snapshot queue (new messages); 1 left in "
+               "the dead-letter queue\n") == (first.exit_code, first.stdout.split("  those left")[0])
+    second = runner.invoke(cli, ["redrive", "--json"], catch_exceptions=False)
+    assert (0, {"moved": 1, "left_in_dlq": 0}) == (
+        second.exit_code, {k: v for k, v in json.loads(second.stdout).items() if k in ("moved", "left_in_dlq")})
+    assert ["a", "b", "c"] == sorted(m["Body"] for m in _drain(sqs, queue))

@@ -27,6 +27,8 @@ def pending_to_item(p: PendingSnapshot) -> Item:
         item["Q"] = {"S": p.claimer}
     if p.checkpoint is not None:
         item["S"] = {"B": p.checkpoint}
+    if p.blocked is not None:
+        item["W"] = {"S": p.blocked}
     return item
 
 
@@ -38,6 +40,7 @@ def item_to_pending(item: Item) -> PendingSnapshot:
         active=bool(item.get("A", {"BOOL": False})["BOOL"]), increment=int(item.get("X", {"N": "0"})["N"]),
         claimer=item["Q"]["S"] if "Q" in item else None,
         checkpoint=bytes(item["S"]["B"]) if "S" in item else None,
+        blocked=item["W"]["S"] if "W" in item else None,
     )
 
 
@@ -78,11 +81,29 @@ class DynamoDBPendingStore:
                      ExpressionAttributeValues={":q": {"S": claimer}, ":m": {"N": str(now)},
                                                 ":x": {"N": str(increment)}})
 
-    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int) -> int:
-        response = self._update(log_id, segment, entry, UpdateExpression="SET M = :m ADD R :one",
+    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int, blocked: str | None = None) -> int:
+        values: dict[str, Any] = {":m": {"N": str(now)}, ":one": {"N": "1"}}
+        if blocked is None:
+            expression = "SET M = :m REMOVE W ADD R :one"
+        else:
+            expression, values[":w"] = "SET M = :m, W = :w ADD R :one", {"S": blocked}
+        response = self._update(log_id, segment, entry, UpdateExpression=expression,
                                 ConditionExpression="attribute_exists(P)", ReturnValues="UPDATED_NEW",
-                                ExpressionAttributeValues={":m": {"N": str(now)}, ":one": {"N": "1"}})
+                                ExpressionAttributeValues=values)
         return int(response["Attributes"]["R"]["N"])
+
+    def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
+                  increment: int, now: int, takeover_after: int) -> bool:
+        try:
+            self._update(log_id, segment, entry, UpdateExpression="SET Q = :q, A = :f, M = :m",
+                         ConditionExpression="Q = :old AND X = :x AND M < :stale",
+                         ExpressionAttributeValues={":q": {"S": claimer}, ":f": {"BOOL": False},
+                                                    ":m": {"N": str(now)}, ":old": {"S": previous},
+                                                    ":x": {"N": str(increment)},
+                                                    ":stale": {"N": str(now - takeover_after)}})
+        except errors.ItemExistsError:
+            return False
+        return True
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int) -> int | None:

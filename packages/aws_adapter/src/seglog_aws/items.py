@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from seglog_core.errors import UnknownEntryTypeError
 from seglog_core.schema import Entry, Segment, entry_type, segment_key, split_segment_key
 
 Item = dict[str, dict[str, Any]]
@@ -60,12 +61,17 @@ def entry_to_item(entry: Entry) -> Item:
 
 def item_to_entry(item: Item) -> Entry:
     log_id, segment = split_segment_key(bytes(item["G"]["B"]))
+    num = int(item["N"]["N"])
+    try:
+        type_ = entry_type(item["T"]["S"])
+    except UnknownEntryTypeError as exc:  # say which entry: the snapshot worker records it (DESIGN §2)
+        raise UnknownEntryTypeError(exc.type, segment=segment, entry=num) from None
     return Entry(
         log_id=log_id,
         segment=segment,
-        num=int(item["N"]["N"]),
+        num=num,
         created=int(item["C"]["N"]),
-        type=entry_type(item["T"]["S"]),
+        type=type_,
         version=int(item["V"]["N"]) if "V" in item else 1,
         body=bytes(item["B"]["B"]) if "B" in item else None,
         external=item["E"]["S"] if "E" in item else None,

@@ -104,11 +104,15 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
 @click.pass_context
 @reports_errors
 def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) -> None:
-    """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far.
+    """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far,
+    and snapshots blocked until newer code is deployed (read from the pending table when the stack answers).
 
     Exit status 0 when it runs with every child reporting, 1 otherwise.
     """
-    found = read_status(state_dir or settings(ctx).stack_config().run_dir / "emulator")
+    config = settings(ctx).stack_config()
+    deployment = local.current(config)
+    found = read_status(state_dir or config.run_dir / "emulator",
+                        pending=deployment.backend().pending if deployment is not None else None)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
     raise SystemExit(0 if found.healthy else 1)
 

@@ -10,7 +10,7 @@ from seglog_cli.context import Settings
 from seglog_cli.demo import demo
 from seglog_cli.emulator_commands import chaos, emulate
 from seglog_cli.log_commands import log_group
-from seglog_cli.pipeline_commands import rebuild, reprocess
+from seglog_cli.pipeline_commands import rebuild, redrive, reprocess
 from seglog_cli.sheet_commands import sheet
 from seglog_cli.stack_commands import down, env, status, up
 from seglog_core import logs
@@ -32,7 +32,7 @@ def cli(ctx: click.Context, profile: str | None, localstack_port: int | None, dy
     ctx.obj = Settings(profile=profile, localstack_port=localstack_port, dynamodb_port=dynamodb_port)
 
 
-for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, emulate, chaos):
+for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos):
     cli.add_command(command)
 
 

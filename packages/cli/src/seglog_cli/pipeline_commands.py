@@ -1,4 +1,4 @@
-"""seglog reprocess / rebuild: the manual fallbacks of the snapshot pipeline (seed 001 "Manual Fallback")."""
+"""seglog reprocess / rebuild / redrive: the manual fallbacks of the snapshot pipeline (seed 001 "Manual Fallback")."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 
 import click
 
+from seglog_aws.redrive import redrive as redrive_queue
+from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
 from seglog_core.pipeline.fallback import rebuild as rebuild_log
 from seglog_core.pipeline.fallback import reprocess as reprocess_logs
@@ -61,3 +63,30 @@ def rebuild(ctx: click.Context, log: str, as_json: bool) -> None:
         return
     click.echo(f"rebuilt {report.snapshots} snapshots; completed {len(report.completed)} that were not; "
                f"{len(report.strays)} stray objects (from another chunk size) left for review")
+
+
+@click.command()
+@click.option("--limit", type=click.IntRange(min=1), help="Move at most this many messages (default: all).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@reports_errors
+def redrive(ctx: click.Context, limit: int | None, as_json: bool) -> None:
+    """Move snapshot jobs from the dead-letter queue back to the snapshot queue, as new messages.
+
+    Safe while the pipeline runs: a snapshot whose claimer's message went to the DLQ is taken over by its job
+    once the claim has been quiet for the takeover timeout (SEGLOG_TAKEOVER_SECONDS); a job that finds the claim
+    still live, or the snapshot done, is absorbed as a duplicate."""
+    backend = settings(ctx).backend()
+    queue_url, dlq_url = backend.resources.queue_url, backend.resources.dlq_url
+    if not queue_url or not dlq_url:
+        raise click.ClickException("the snapshot queue or its dead-letter queue is unknown: set SEGLOG_QUEUE_URL and "
+                                   "SEGLOG_DLQ_URL (the stack's outputs), or run `seglog up` locally")
+    moved = redrive_queue(backend.sqs, dlq_url=dlq_url, queue_url=queue_url, limit=limit)
+    left = SqsJobQueue(backend.sqs, queue_url=dlq_url).depth()
+    if as_json:
+        echo_json({"moved": moved, "left_in_dlq": left, "dlq_url": dlq_url, "queue_url": queue_url})
+        return
+    click.echo(f"moved {moved} snapshot jobs from the dead-letter queue to the snapshot queue (new messages); "
+               f"{left} left in the dead-letter queue")
+    if left:
+        click.echo("  those left are in flight or beyond --limit: run `seglog redrive` again to move them")

@@ -26,10 +26,14 @@ class InvalidInputError(SeglogError, ValueError):
 class UnknownEntryTypeError(InvalidInputError):
     """An entry type this code does not know (stored by newer code, or a bad request)."""
 
-    def __init__(self, type_: str) -> None:
+    def __init__(self, type_: str, *, segment: int | None = None, entry: int | None = None) -> None:
         self.type = type_
+        #: Where the entry is, when it was read from a log (None for a request).
+        self.segment = segment
+        self.entry = entry
+        at = f" at entry {segment}/{entry}" if segment is not None and entry is not None else ""
         super().__init__(
-            f"unknown entry type {type_!r}: this log was written by newer code or the request is wrong; "
+            f"unknown entry type {type_!r}{at}: this log was written by newer code or the request is wrong; "
             "upgrade seglog before reading or building snapshots of it"
         )
 

@@ -216,12 +216,24 @@ class InMemoryPendingStore:
                 raise errors.ItemExistsError(f"pending snapshot {segment}/{entry} claimer")
             self._items[key] = msgspec.structs.replace(item, claimer=claimer, modified=now)
 
-    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int) -> int:
+    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int, blocked: str | None = None) -> int:
         key = self._key(log_id, segment, entry)
         with self._lock:
             item = self._must(key)
-            self._items[key] = item = msgspec.structs.replace(item, retries=item.retries + 1, modified=now)
+            self._items[key] = item = msgspec.structs.replace(item, retries=item.retries + 1, modified=now,
+                                                              blocked=blocked)
             return item.retries
+
+    def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
+                  increment: int, now: int, takeover_after: int) -> bool:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._items.get(key)
+            if (item is None or item.claimer != previous or item.increment != increment
+                    or not item.modified < now - takeover_after):
+                return False
+            self._items[key] = msgspec.structs.replace(item, claimer=claimer, active=False, modified=now)
+            return True
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int) -> int | None:
@@ -230,7 +242,7 @@ class InMemoryPendingStore:
             item = self._items.get(key)
             if item is None or item.claimer != claimer:
                 return None
-            if item.active and item.modified > now - takeover_after:
+            if item.active and not item.modified < now - takeover_after:  # DynamoDB's "M < :stale"
                 return None
             self._items[key] = item = msgspec.structs.replace(
                 item, active=True, increment=item.increment + 1, modified=now)

@@ -150,14 +150,23 @@ class PendingStore(Protocol):
         Raises ItemExistsError when the condition fails."""
         ...
 
-    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int) -> int:
-        """Count one more deferral (R + 1, M = now); returns the new count. Raises ItemExistsError if gone."""
+    def defer(self, log_id: uuid.UUID, segment: int, entry: int, *, now: int, blocked: str | None = None) -> int:
+        """Count one more deferral (R + 1, M = now) and record why the snapshot is ``blocked`` (W), or clear that
+        when None; returns the new count. Raises ItemExistsError if gone."""
+        ...
+
+    def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
+                  increment: int, now: int, takeover_after: int) -> bool:
+        """Make ``claimer`` the claimer of a stale claim: Q = claimer, A = false, M = now, when Q is still
+        ``previous``, X still ``increment`` and M older than ``takeover_after`` seconds (M < now - takeover_after),
+        so of two takers racing on the same read one wins. X is kept: the new claimer's :meth:`claim` raises it,
+        which stops a holder that was only slow at its next checkpoint. False when the condition fails."""
         ...
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int) -> int | None:
-        """Set Active, X + 1, M = now, when not active or when M is older than ``takeover_after`` seconds and
-        the claimer matches. Returns our increment, or None when refused."""
+        """Set Active, X + 1, M = now, when not active or when M is older than ``takeover_after`` seconds
+        (M < now - takeover_after) and the claimer matches. Returns our increment, or None when refused."""
         ...
 
     def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,

@@ -194,7 +194,11 @@ class Entry(Record, frozen=True):
 
 
 class PendingSnapshot(Record, frozen=True):
-    """One item of the PendingSnapshots table (DESIGN §2, §5)."""
+    """One item of the PendingSnapshots table (DESIGN §2, §5).
+
+    ``blocked`` (attribute ``W``, added later: absent on older items) says why the snapshot cannot be built by
+    this code, e.g. an entry of a type or body version only newer code folds; cleared by the next plain deferral.
+    """
 
     log_id: uuid.UUID
     segment: int
@@ -206,6 +210,7 @@ class PendingSnapshot(Record, frozen=True):
     increment: int = 0
     claimer: str | None = None
     checkpoint: bytes | None = None
+    blocked: str | None = None
 
 
 class SnapshotJob(Record, frozen=True):

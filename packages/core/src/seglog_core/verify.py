@@ -92,8 +92,12 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
             report.violations.append(Violation(invariant="I2", message=f"acknowledged entry id {entry_id} is missing"))
     _check_order(report, segments, everything)
     if pending is not None:
-        report.pending = [{"segment": p.segment, "entry": p.entry, "retries": p.retries, "active": p.active}
-                          for p in pending.for_log(log_id)]
+        items = pending.for_log(log_id)
+        report.pending = [{"segment": p.segment, "entry": p.entry, "retries": p.retries, "active": p.active,
+                           "blocked": p.blocked} for p in items]
+        # I5 cannot hold while the worker's code cannot read an entry: say so now, with the worker's reason.
+        report.violations += [Violation(invariant="I5", segment=p.segment, entry=p.entry,
+                                        message=f"snapshot blocked: {p.blocked}") for p in items if p.blocked]
     if quiescent:
         for e in everything:
             if e.type is EntryType.SNAPSHOT and e.snapshot_root is None:

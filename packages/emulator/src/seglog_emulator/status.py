@@ -5,6 +5,10 @@ rewrites its status file four times a second (function, invocations in flight an
 their checkpoints; a fault runtime appends to ``faults/faults.jsonl``. Reading those files answers "is it up,
 is it busy, how far has it read" without talking to the emulator, so ``seglog emulate status`` works from any
 shell, while the emulator runs, after it stopped, and after it was killed.
+
+One thing only the tables know: snapshots the worker cannot build with this code (an entry only newer code
+reads; DESIGN §2) wait with their reason on the pending item. Given the pending store, the status lists them;
+when the table does not answer (the stack is down) it says so and shows the rest all the same.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from seglog_aws.stack.processes import pid_running
+from seglog_core.errors import SeglogError
+from seglog_core.ports import PendingStore
 from seglog_emulator.child import read_statuses, status_file
 from seglog_emulator.faults.runtime import read_injected
 from seglog_emulator.supervisor import STATE_FILE
@@ -38,6 +44,16 @@ class ChildStatus:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BlockedSnapshot:
+    """A snapshot deferred because an entry before it needs newer code (its pending item's ``blocked``)."""
+
+    log_id: str
+    segment: int
+    entry: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class EmulatorStatus:
     state_dir: str
     #: "running"; "not running" (stopped cleanly, or never started here); "dead" (killed without its clean-up:
@@ -51,6 +67,10 @@ class EmulatorStatus:
     checkpoints: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Faults injected so far, by kind (empty when no fault plan ran).
     faults: dict[str, int] = field(default_factory=dict)
+    #: Snapshots blocked until newer code is deployed (None: the pending table was not read).
+    blocked: list[BlockedSnapshot] | None = None
+    #: Why the pending table could not be read, when it could not.
+    pending_error: str | None = None
 
     @property
     def healthy(self) -> bool:
@@ -79,14 +99,37 @@ class EmulatorStatus:
         if self.faults:
             shown = ", ".join(f"{k} {n}" for k, n in sorted(self.faults.items()))
             lines.append(f"  faults injected: {sum(self.faults.values())} ({shown})")
+        if self.pending_error is not None:
+            lines.append(f"  snapshots blocked: unknown (the pending table did not answer: {self.pending_error})")
+        elif self.blocked:
+            lines.append(f"  snapshots blocked: {len(self.blocked)} (deploy newer code of the snapshot worker)")
+            lines += [f"    {b.log_id} {b.segment}/{b.entry}: {b.reason}" for b in self.blocked[:_SHOWN]]
+            if len(self.blocked) > _SHOWN:
+                lines.append(f"    ... and {len(self.blocked) - _SHOWN} more (--json lists them all)")
         if self.state != "running":
             lines.append("  `seglog emulate` starts it; stream pollers resume from these checkpoints")
         return "\n".join(lines)
 
 
-def read_status(state_dir: Path, *, now: float | None = None) -> EmulatorStatus:
-    """The status of the emulator whose state directory is ``state_dir``."""
-    now = time.time() if now is None else now
+#: Blocked snapshots listed one by one in the text form.
+_SHOWN: Final = 5
+
+
+def read_status(state_dir: Path, *, now: float | None = None, pending: PendingStore | None = None) -> EmulatorStatus:
+    """The status of the emulator whose state directory is ``state_dir``; with ``pending``, also the snapshots
+    blocked until newer code is deployed."""
+    found = _read_state_dir(state_dir, now=time.time() if now is None else now)
+    if pending is None:
+        return found
+    try:
+        blocked = [BlockedSnapshot(log_id=str(p.log_id), segment=p.segment, entry=p.entry, reason=p.blocked)
+                   for p in pending.scan() if p.blocked is not None]
+    except SeglogError as exc:
+        return replace(found, pending_error=str(exc))
+    return replace(found, blocked=sorted(blocked, key=lambda b: (b.log_id, b.segment, b.entry)))
+
+
+def _read_state_dir(state_dir: Path, *, now: float) -> EmulatorStatus:
     state_path = state_dir / STATE_FILE
     try:
         state = json.loads(state_path.read_text())

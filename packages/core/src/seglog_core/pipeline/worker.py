@@ -5,7 +5,10 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
 1. done already?   the Snapshot entry has ``R``: redo the completion steps a crash may have skipped, delete.
 2. pending upsert  create the pending item (or record our messageId as its claimer), conditionally. A loser
                    whose messageId differs from the claimer's deletes its message (the claimer's message
-                   carries the work); one whose messageId matches is a redelivery of the only copy and goes on.
+                   carries the work) while the claim is live; one whose messageId matches is a redelivery of
+                   the only copy and goes on. A claim left alone for longer than the takeover timeout (M
+                   older than ``takeover_after``: its holder deferred and is hidden, handed off, or died) is
+                   taken over instead: our messageId becomes the claimer and goes on.
 3. order           an earlier pending item of this log, or an incomplete Snapshot entry between the previous
                    completed snapshot and ours (given a pending item and a job of its own): defer by
                    visibility with exponential backoff and jitter, keep the message.
@@ -15,6 +18,10 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
                    with the condition X = ours (else taken over: stop); near the time limit hand off.
 6. complete        ``R`` on the entry, ``S`` on the segment, delete the pending item, delete the message.
 
+An entry this code cannot fold (an unknown type, a body version from newer code) blocks the snapshot: it is
+deferred at the longest backoff with the reason logged and recorded on the pending item (``blocked``), never
+built wrong and never failed in a loop; the next deployment of newer code builds it.
+
 Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
 
     invocation A (m1, receipt r1)   pending item        invocation B (m1, receipt r2, visibility expired)
@@ -22,6 +29,37 @@ Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
       claim X=1, building ...                           create: exists; Q == m1: ours, do NOT delete
       ...                                               claim refused (A active): hide m1 for time left
       dies (kill -9)                                    ... m1 comes back after the timeout, takes over
+
+Timing diagrams of the takeover of a stale claimer (T = ``takeover_after``). The claimer's message is the
+only one that must survive; a message is deleted as a duplicate only while the claim is live (M within T), and
+a stale claim passes to whichever message comes next, so a snapshot whose claimer's message is gone (the DLQ)
+completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a new messageId)::
+
+    claimer m1 (dies)                  pending item                    m2 (reprocess / redrive)
+      claim X=1, M=t0 ---------------> {Q: m1, A: true, X: 1, M: t0}
+      killed; m1 redelivered until
+      maxReceiveCount, then in the DLQ                                 t > t0 + T: Q != m2, M stale:
+                                       {Q: m2, A: false, X: 1} <------ take over (Q = m1, X = 1, M < t - T)
+                                       {Q: m2, A: true, X: 2}  <------ claim, build, complete
+      (had m1 been only slow, its next checkpoint fails: X is 2)
+
+A deferred claimer is inactive, and its message hidden for up to ``defer_cap`` (900 s) while M stays at the
+time of the deferral, so past T its claim looks stale although its message will come back::
+
+    claimer m1 (deferred)              pending item                    m2 (a duplicate job)
+      defer: R+1, M=t0, hide m1 for b  {Q: m1, A: false, M: t0}
+      (b up to defer_cap, > T)                                         t0 + T < t1 < t0 + b: take over
+                                       {Q: m2, A: false, M: t1} <----- then order, claim, build as usual
+      t0 + b: m1 again, Q == m2:
+        M within T (m2 working or just deferred): m1 is the duplicate, deleted; m2's message carries the work
+        M stale (m2 hidden long in turn):         m1 takes the claim back, m2 is the duplicate later
+        snapshot done meanwhile:                  step 1, deleted
+
+Either way one live message claims the snapshot at any time, and at most one invocation builds it (the claim
+and the increment decide that, as before). The cost of taking over a deferred claimer is one extra receive of
+a duplicate, never a lost job. A job that arrives while the claim is live, though, is deleted: run
+``seglog reprocess`` or ``seglog redrive`` once the claimer has been quiet for T (its message reached the DLQ
+after at least one receive, so usually that is already the case).
 
 Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
 worker exactly there.
@@ -68,14 +106,35 @@ class Outcome(StrEnum):
     BUSY = "busy"
     HANDED_OFF = "handed_off"
     TAKEN_OVER = "taken_over"
+    BLOCKED = "blocked"
 
     @property
     def keeps_message(self) -> bool:
-        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER)
+        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER, Outcome.BLOCKED)
 
 
 class InvalidJobError(errors.InvalidInputError):
     """A queue message that is not a snapshot job, or names no Snapshot entry."""
+
+
+class SnapshotBlockedError(errors.SeglogError):
+    """An entry before the Snapshot entry that this code cannot fold: the snapshot waits for newer code."""
+
+    def __init__(self, cause: errors.UnknownEntryTypeError | errors.BodyVersionError, *, segment: int | None,
+                 entry: int | None) -> None:
+        self.cause = cause
+        self.segment = segment
+        self.entry = entry
+        where = f"entry {segment}/{entry}" if segment is not None and entry is not None else "an entry"
+        if isinstance(cause, errors.BodyVersionError):
+            what = f"has {str(cause.type)!r} body version {cause.version}, this code knows up to {cause.known}"
+        else:
+            what = f"has type {str(cause.type)!r}, unknown to this code"
+        super().__init__(f"{where} {what}: deploy newer code of the snapshot worker; the snapshot is deferred "
+                         "until then")
+
+
+_UNREADABLE = (errors.UnknownEntryTypeError, errors.BodyVersionError)
 
 
 class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -168,15 +227,19 @@ class SnapshotWorker:
             return Outcome.DUPLICATE
         self.crash("after_pending_upsert")
         # 3. Order.
-        plan = self._plan(snapshot)
-        earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
-        if plan.incomplete or earlier:
-            self._ensure_predecessors(log_id, plan.incomplete, earlier, now)
-            if self._await_predecessors(log_id, segment, entry, remaining, margin):
-                plan = self._plan(snapshot)
-                earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+        try:
+            plan = self._plan(snapshot)
+            earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
             if plan.incomplete or earlier:
-                return self._defer(message, log_id, segment, entry, now)
+                self._ensure_predecessors(log_id, plan.incomplete, earlier, now)
+                if self._await_predecessors(log_id, segment, entry, remaining, margin):
+                    plan = self._plan(snapshot)
+                    earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+        except errors.UnknownEntryTypeError as exc:  # read from the log: the adapter says where
+            return self._blocked(message, snapshot, SnapshotBlockedError(exc, segment=exc.segment,
+                                                                         entry=exc.entry), now=now)
+        if plan.incomplete or earlier:
+            return self._defer(message, log_id, segment, entry, now)
         # 4. Claim.
         increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
                                        takeover_after=self.takeover_after)
@@ -190,9 +253,12 @@ class SnapshotWorker:
         item = self.pending.get(log_id, segment, entry)
         resumed = _CHECKPOINT_DECODER.decode(item.checkpoint) if item and item.checkpoint else _Checkpoint()
         chunk_cells = resumed.chunk_cells or self.chunk_cells
-        build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
-                              [self.body_of(e) for e in plan.between if e.type not in _LOG_LEVEL],
-                              chunk_cells=chunk_cells)
+        try:
+            build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
+                                  self._bodies(plan), chunk_cells=chunk_cells)
+        except SnapshotBlockedError as exc:
+            self.pending.release(log_id, segment, entry, increment=increment, now=int(self.clock()))
+            return self._blocked(message, snapshot, exc, now=int(self.clock()))
         for chunk in build.chunks(resumed.next_chunk):
             self.blobs.put(chunk.key, chunk.data)
             self.crash("mid_chunk")
@@ -214,7 +280,8 @@ class SnapshotWorker:
     # ------------------------------------------------------------------------------------------- steps
 
     def _upsert(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
-        """Make sure a pending item exists and names a claimer; False when our message is a duplicate."""
+        """Make sure a pending item exists and names a claimer; False when our message is a duplicate of a live
+        claim's. A stale claim (untouched for ``takeover_after``) becomes ours (see the module's diagrams)."""
         item = self.pending.get(log_id, segment, entry)
         if item is None:
             try:
@@ -230,6 +297,14 @@ class SnapshotWorker:
                 return True
             except errors.ItemExistsError:
                 item = self.pending.get(log_id, segment, entry)
+        if (item is not None and item.claimer is not None and item.claimer != message.message_id
+                and item.modified < now - self.takeover_after):
+            if self.pending.take_over(log_id, segment, entry, message.message_id, previous=item.claimer,
+                                      increment=item.increment, now=now, takeover_after=self.takeover_after):
+                log.info("stale claim taken over", previous_claimer=item.claimer, was_active=item.active,
+                         idle_seconds=now - item.modified)
+                return True
+            item = self.pending.get(log_id, segment, entry)  # another message took it first, or it completed
         if item is None:
             # Completed and removed by another invocation in the meantime: step 1 next time says so.
             return True
@@ -245,7 +320,8 @@ class SnapshotWorker:
             if seg is None:
                 seg = next((s for s in self.store.segments(log_id) if s.num == segment), None)
             start = seg.last_snapshot if seg and seg.last_snapshot is not None and seg.last_snapshot < entry else 0
-            run = [e for e in self.store.entries(log_id, segment, start) if e.num < entry]
+            # Only up to ours: an entry after it (perhaps one only newer code reads) is not this snapshot's.
+            run = list(self.store.entries(log_id, segment, start, entry - 1)) if entry > 0 else []
             for index in range(len(run) - 1, -1, -1):
                 e = run[index]
                 if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
@@ -296,6 +372,36 @@ class SnapshotWorker:
         ceiling = min(self.defer_cap, self.defer_base * 2 ** min(max(retries - 1, 0), 20))
         self.queue.change_visibility(message, max(1, int(self.rng.uniform(ceiling / 2, ceiling))))
         return Outcome.DEFERRED
+
+    def _bodies(self, plan: _Plan) -> list[Body]:
+        """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
+        entry this code cannot read."""
+        bodies: list[Body] = []
+        for e in plan.between:
+            if e.type in _LOG_LEVEL:
+                continue
+            try:
+                bodies.append(self.body_of(e))
+            except _UNREADABLE as exc:
+                raise SnapshotBlockedError(exc, segment=e.segment, entry=e.num) from exc
+        return bodies
+
+    def _blocked(self, message: QueueMessage, snapshot: Entry, blocked: SnapshotBlockedError, *,
+                 now: int) -> Outcome:
+        """Defer a snapshot that this code cannot build, at the longest backoff (only a deployment helps), with
+        the reason logged and recorded on its pending item for ``seglog log verify`` and ``emulate status``."""
+        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
+        try:
+            retries = self.pending.defer(log_id, segment, entry, now=now, blocked=str(blocked))
+        except errors.ItemExistsError:  # completed meanwhile (by newer code): step 1 will say so
+            retries = 0
+        cause = blocked.cause
+        log.error("snapshot blocked: an entry before it needs newer code", reason=str(blocked),
+                  blocked_segment=blocked.segment, blocked_entry=blocked.entry, entry_type=str(cause.type),
+                  body_version=getattr(cause, "version", None), known_version=getattr(cause, "known", None),
+                  retries=retries, retry_in=int(self.defer_cap), action="deploy newer code")
+        self.queue.change_visibility(message, max(1, int(self.defer_cap)))
+        return Outcome.BLOCKED
 
     def _complete(self, message: QueueMessage, snapshot: Entry, root: str) -> None:
         log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
