@@ -15,6 +15,7 @@ from seglog_aws import local
 from seglog_aws.template import default_template_path
 from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, stack_update
+from seglog_emulator.chaos.watch import queue_depth
 from seglog_emulator.faults import FaultPlan, FaultSchedule
 
 pytestmark = pytest.mark.stack
@@ -58,7 +59,8 @@ def test_a_dlq_run_parks_a_job_after_max_receive_count_and_faults_stopping_redri
     dead_letters = DeadLetterFaults(
         sqs, queue_url=queue_url, dlq_url=dlq_url, parameters=dict(CHAOS_PARAMETERS),
         update=stack_update(deployment, template=default_template_path(), stack=stack),
-        schedule=FaultSchedule(FaultPlan.from_flags("dlq", rate=1.0, seed=1)))
+        schedule=FaultSchedule(FaultPlan.from_flags("dlq", rate=1.0, seed=1)),
+        depth=lambda: queue_depth(backend, dlq_url), stale_after=0.0)
     body = json.dumps({"log": str(uuid.uuid4()), "segment": 0, "entry": 10})
 
     count = dead_letters.begin()["SnapshotMaxReceiveCount"]

@@ -25,6 +25,12 @@ the RedrivePolicy when the call starts, so a long poll begun before the update m
     job visible, receive count 3 > 2  -----------------------------> parked
                                          settle (> the 1 s wait)
                                          redrive everything  <-------- taken back, new messageId
+
+A parked job may be the claimer its pending item names; its copy (a new messageId) takes the claim over only
+once the claim is stale, and is deleted as a duplicate while it looks live (DESIGN §5 step 2). So the last
+redrive also waits until every claim a parked job held is stale: the takeover time after its last stamp, which
+a clock_skew fault may have put up to its largest skew in the future. Redrives while the run goes do not wait:
+a copy that meets a live claim is deleted, the hazard an operator's early redrive runs into.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from seglog_aws.local import LocalDeployment
 from seglog_aws.redrive import RedriveError
 from seglog_aws.redrive import redrive as redrive_messages
 from seglog_emulator.faults.kinds import FaultKind
+from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.pollers.queue import WAIT_SECONDS
 
@@ -96,18 +103,22 @@ class DeadLetterFaults:
         parameters: the campaign's template parameters.
         update: applies a run's parameters to the stack (:func:`stack_update`).
         schedule: the run's fault schedule (None: no faults).
+        depth: the messages in the DLQ now.
+        stale_after: seconds after which every claim a parked job held is stale (module docstring).
         redrive: moves messages from the DLQ back to the queue.
-        sleep: how the last redrive waits for the lowered count's receives to end (a seam for tests).
+        sleep: how the last redrive waits (a seam for tests).
     """
 
     def __init__(self, sqs: Any, *, queue_url: str, dlq_url: str, parameters: dict[str, Any], update: Update,
-                 schedule: FaultSchedule | None, redrive: Redrive = redrive_messages,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 schedule: FaultSchedule | None, depth: Callable[[], int], stale_after: float,
+                 redrive: Redrive = redrive_messages, sleep: Callable[[float], None] = time.sleep) -> None:
         self.sqs = sqs
         self.queue_url, self.dlq_url = queue_url, dlq_url
         self.parameters = parameters
         self._update = update
         self._schedule = schedule
+        self._depth = depth
+        self.stale_after = stale_after
         self._redrive = redrive
         self._sleep = sleep
         self._lock = threading.Lock()
@@ -149,12 +160,17 @@ class DeadLetterFaults:
 
     def stop(self) -> None:
         """Faults stop: the campaign's maxReceiveCount again, then everything a lowered one parked in the DLQ
-        goes back to the queue (in that order, and with the receives begun before the update over, so nothing is
-        parked after the last redrive: module docstring)."""
+        goes back to the queue: in that order, with the receives begun before the update over, so nothing is
+        parked after the last redrive, and with the parked jobs' claims stale, so their copies take them over
+        (module docstring)."""
         if not self.tally.max_receive_count:
             return
         self.restore()
         self._sleep(SETTLE_SECONDS)
+        if not self._depth():
+            log.info("faults stopped: the dead-letter queue is empty")
+            return
+        self._sleep(self.stale_after)
         moved = self._move(None)
         with self._lock:
             self.tally.redriven_at_stop += moved
@@ -171,6 +187,15 @@ class DeadLetterFaults:
         except Exception as exc:  # the local stack is slow or restarting
             log.warning("redrive failed: the dead-letter queue keeps its messages", error=str(exc))
             return 0
+
+
+def claims_stale_after(parameters: dict[str, Any], plan: FaultPlan | None) -> float:
+    """Seconds after its last stamp by which a claim is surely stale: the takeover time (SnapshotTakeoverSeconds,
+    the template's 60 unless set), plus the largest skew a clock_skew fault may have stamped it with, plus a
+    second (claims are stamped in whole seconds)."""
+    skew = plan.specs.get(FaultKind.CLOCK_SKEW) if plan is not None else None
+    ahead = skew.amount[1] / 1000 if skew is not None and skew.rate > 0 and skew.amount is not None else 0.0
+    return float(parameters.get("SnapshotTakeoverSeconds", 60)) + ahead + 1.0
 
 
 def stack_update(deployment: LocalDeployment, *, template: Path, stack: str) -> Update:

@@ -42,7 +42,7 @@ import structlog
 
 from seglog_aws.local import LocalDeployment
 from seglog_core.verify import verify_log
-from seglog_emulator.chaos.dead_letters import DeadLetterFaults, stack_update
+from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_emulator.chaos.runlog import read_run_log
 from seglog_emulator.chaos.watch import SnapshotWatcher, percentile, queue_depth, quiescent
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
@@ -252,11 +252,12 @@ class ChaosRunner:
         runtime = FaultRuntime(plan, run_dir / "faults") if plan is not None else None
         if runtime is not None:
             runtime.start()
+        dlq_url = self.deployment.resources.dlq_url
         dead_letters = DeadLetterFaults(
-            self.backend.sqs, queue_url=self.deployment.resources.queue_url,
-            dlq_url=self.deployment.resources.dlq_url, parameters=self.parameters,
-            update=stack_update(self.deployment, template=self.template, stack=self.stack),
-            schedule=runtime.schedule("chaos") if runtime is not None else None)
+            self.backend.sqs, queue_url=self.deployment.resources.queue_url, dlq_url=dlq_url,
+            parameters=self.parameters, update=stack_update(self.deployment, template=self.template, stack=self.stack),
+            schedule=runtime.schedule("chaos") if runtime is not None else None,
+            depth=lambda: queue_depth(self.backend, dlq_url), stale_after=claims_stale_after(self.parameters, plan))
         settings = EmulatorSettings(deployment=self.deployment, template=self.template, stack=self.stack,
                                     state_dir=state, parameters=dead_letters.begin(), port=free_port(),
                                     log_level=self.log_level)
