@@ -134,8 +134,8 @@ class DeadLetterFaults:
         self.tally.max_receive_count = decision.amount
         lowered = {**self.parameters, MAX_RECEIVE_PARAMETER: decision.amount}
         self._update(lowered)
-        log.warning("dlq (injected fault): the snapshot queue's maxReceiveCount is lowered for this run",
-                    max_receive_count=decision.amount)
+        log.info("dlq (injected fault): the snapshot queue's maxReceiveCount is lowered for this run",
+                 max_receive_count=decision.amount)
         return lowered
 
     def tick(self, tick: int) -> None:
