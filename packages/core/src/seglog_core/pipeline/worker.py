@@ -57,9 +57,11 @@ time of the deferral, so past T its claim looks stale although its message will 
 
 Either way one live message claims the snapshot at any time, and at most one invocation builds it (the claim
 and the increment decide that, as before). The cost of taking over a deferred claimer is one extra receive of
-a duplicate, never a lost job. A job that arrives while the claim is live, though, is deleted: run
-``seglog reprocess`` or ``seglog redrive`` once the claimer has been quiet for T (its message reached the DLQ
-after at least one receive, so usually that is already the case).
+a duplicate, never a lost job. A job that arrives while the claim is live, though, is deleted. A claimer's
+message reaches the DLQ one hiding period after the claimer last touched the item (the queue's visibility
+timeout after a claim, 360 s in the template; a backoff near ``defer_cap`` after the many deferrals that use
+up maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ
+holds the message finds the claim stale. With shorter settings, wait T before running them.
 
 Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
 worker exactly there.
