@@ -13,7 +13,7 @@ import pytest
 
 from pipeline_support import Crash, PipelineDriver
 from seglog_aws.local import LocalDeployment
-from seglog_core.pipeline import CRASH_POINTS, Outcome
+from seglog_core.pipeline import CRASH_POINTS, Outcome, SnapshotWorker
 from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import SetCell, SetRange, SnapshotJob
 from seglog_core.snapshot import snapshot_keys
@@ -232,28 +232,61 @@ def test_a_snapshot_whose_predecessor_was_never_enqueued_gets_it_built(driver: P
     _assert_verified(driver, log_id)
 
 
-def test_a_builder_that_was_taken_over_stops_at_its_next_checkpoint(driver: PipelineDriver) -> None:
-    """Checkpoints are guarded by the increment: the slow first builder must not carry on after a takeover."""
-    log_id = _sheet_with_snapshots(driver, 1, rows=40)
-    driver.route_new()
+def _taken_over_while_stalled(driver: PipelineDriver, point: str, stalled: SnapshotWorker,
+                              taker: SnapshotWorker) -> list[object]:
+    """``stalled`` takes the next message and stalls at crash point ``point``; once its claim is stale ``taker``
+    completes the snapshot from the message's redelivery; then ``stalled`` goes on. Its outcomes."""
     message = driver.receive_one(visibility=1)
     paused, resume = threading.Event(), threading.Event()
 
-    def stall(point: str) -> None:
-        if point == "mid_chunk" and not paused.is_set():
+    def stall(at: str) -> None:
+        if at == point and not paused.is_set():
             paused.set()
             resume.wait(20)
 
+    stalled.crash = stall
     outcomes: list[object] = []
-    slow = _background(lambda: driver.worker(crash=stall, takeover_after=1).process(message), outcomes)
+    slow = _background(lambda: stalled.process(message), outcomes)
     try:
         assert paused.wait(10)
         time.sleep(2.1)  # stale: claims are stamped in whole seconds, so wait past the next one
         again = driver.receive_one()
-        assert driver.worker(takeover_after=1).process(again) is Outcome.COMPLETED
+        assert taker.process(again) is Outcome.COMPLETED
     finally:
         resume.set()
         slow.join(30)
+    return outcomes
+
+
+def test_a_builder_that_was_taken_over_stops_at_its_next_checkpoint(driver: PipelineDriver) -> None:
+    """Checkpoints are guarded by the increment: the slow first builder must not carry on after a takeover."""
+    log_id = _sheet_with_snapshots(driver, 1, rows=40)
+    driver.route_new()
+
+    outcomes = _taken_over_while_stalled(driver, "mid_chunk", driver.worker(takeover_after=1),
+                                         driver.worker(takeover_after=1))
+
+    assert outcomes == [Outcome.TAKEN_OVER]
+    _assert_verified(driver, log_id)
+
+
+@pytest.mark.xfail(strict=True, reason="a worker taken over before its first checkpoint builds from scratch with "
+                                       "its own chunk size and overwrites chunk 0 of the completed snapshot: the "
+                                       "chunk write is not guarded by the claim (DESIGN §5 step 5)")
+def test_a_builder_of_another_chunk_size_taken_over_leaves_the_completed_snapshot_intact(
+        driver: PipelineDriver) -> None:
+    """Two code versions at once (DESIGN §7, the mixed_version fault). A builder with 5 cells per chunk claims,
+    then stalls before its first chunk; one with the default 20,000 takes the stale claim over and completes the
+    snapshot as one chunk; the first wakes, finds no checkpoint, cuts chunk 0 its own way and writes it over
+    the other's before its checkpoint says it was taken over. With one version both write the same bytes under
+    that key; with two, the root describes a chunk 0 that is gone, so the snapshot no longer equals the fold of
+    the log (I3). Chaos reaches it with clock_skew (a live claim taken over) and mixed_version together."""
+    log_id = _sheet_with_snapshots(driver, 1, rows=8)
+    driver.route_new()
+
+    outcomes = _taken_over_while_stalled(driver, "after_claim", driver.worker(takeover_after=1, chunk_cells=5),
+                                         driver.worker(takeover_after=1, chunk_cells=20_000))
+
     assert outcomes == [Outcome.TAKEN_OVER]
     _assert_verified(driver, log_id)
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from seglog_core.snapshot import DEFAULT_CHUNK_CELLS
+from seglog_emulator.chaos.runner import DEFAULT_RATES, default_plan
 from seglog_emulator.faults import (
     AMOUNTS,
     CRASH_POINTS,
@@ -217,3 +219,61 @@ def test_json_and_toml_give_the_same_plan(tmp_path: Path) -> None:
     (tmp_path / "p.toml").write_text("seed = 4\n[faults.stale_read]\nrate = 0.2\nitems_behind = [1, 2]\n")
 
     assert FaultPlan.from_file(tmp_path / "p.json") == FaultPlan.from_file(tmp_path / "p.toml")
+
+
+# ------------------------------------------------------------------------------------ recovery-path kinds
+
+
+def test_recovery_path_kinds_draw_amounts_sqs_and_the_worker_accept() -> None:
+    """dlq lowers maxReceiveCount to 2 or 3 (SQS accepts 1 to 1,000; "after the value of maxReceiveCount is
+    exceeded": Amazon SQS Developer Guide, sqs-dead-letter-queues), so a job received three or four times is
+    parked; mixed_version's chunk size is a valid one (ChunkWriter needs at least 1) far below the default, so
+    a chaos sheet is cut into several chunks; redrive moves 1 to 10 messages at a time. If this failed, a run
+    would park nothing, or build with a chunk size the worker refuses."""
+    schedule = FaultSchedule(FaultPlan.from_flags("dlq,redrive,mixed_version", rate=1.0, seed=3))
+
+    def amounts(kind: FaultKind) -> set[int | None]:
+        return {d.amount for d in (schedule.decide(kind, k) for k in KEYS) if d is not None}
+
+    assert {2, 3} == amounts(FaultKind.DLQ)
+    assert set(range(1, 11)) == amounts(FaultKind.REDRIVE)
+    assert set(range(3, 41)) == amounts(FaultKind.MIXED_VERSION)
+    assert 40 < DEFAULT_CHUNK_CELLS
+
+
+def test_recovery_path_kinds_name_their_amounts_in_the_log() -> None:
+    """The injection log (faults.jsonl) says which maxReceiveCount, how many messages, which chunk size."""
+    schedule = FaultSchedule(FaultPlan.from_flags("dlq,redrive,mixed_version", rate=1.0, seed=3))
+
+    decisions = [schedule.decide(kind, "site") for kind in (FaultKind.DLQ, FaultKind.REDRIVE,
+                                                             FaultKind.MIXED_VERSION)]
+
+    assert [["max_receive_count"], ["messages"], ["chunk_cells"]] == [list(d.params) for d in decisions if d]
+
+
+def test_a_plan_file_sets_the_recovery_path_kinds_amounts(tmp_path: Path) -> None:
+    """A plan file pins maxReceiveCount, the redrive size and the other version's chunk size, and round trips."""
+    path = tmp_path / "plan.toml"
+    path.write_text("seed = 5\n[faults.dlq]\nrate = 1.0\nmax_receive_count = [2, 2]\n"
+                    "[faults.redrive]\nrate = 0.3\nmessages = [4, 4]\n"
+                    "[faults.mixed_version]\nrate = 0.2\nchunk_cells = [7, 9]\n")
+    plan = FaultPlan.from_file(path)
+    again = tmp_path / "again.toml"
+    plan.dump(again)
+
+    assert FaultPlan(seed=5, specs={FaultKind.DLQ: FaultSpec(rate=1.0, amount=(2, 2)),
+                                    FaultKind.REDRIVE: FaultSpec(rate=0.3, amount=(4, 4)),
+                                    FaultKind.MIXED_VERSION: FaultSpec(rate=0.2, amount=(7, 9))}) == plan
+    assert plan == FaultPlan.from_file(again)
+
+
+def test_chaos_gives_every_kind_a_rate_of_its_own() -> None:
+    """``seglog chaos --faults all`` uses DEFAULT_RATES: every kind, the recovery-path ones included, has one
+    (a kind without would make the default plan fail), and each is a probability per decision site."""
+    plan = default_plan(1, "all")
+
+    assert set(FaultKind) == set(plan.specs)
+    assert {kind: DEFAULT_RATES[kind] for kind in FaultKind} == {kind: spec.rate for kind, spec in plan.specs.items()}
+    assert all(0 < rate <= 1 for rate in DEFAULT_RATES.values())
+    assert {FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2} == {
+        kind: spec.rate for kind, spec in default_plan(1, "dlq,redrive,mixed_version").specs.items()}

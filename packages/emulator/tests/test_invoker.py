@@ -237,6 +237,22 @@ def test_a_clock_skew_runs_the_services_clock_ahead_for_that_invocation_only(mak
     assert abs(real.payload) < 0.1
 
 
+def test_another_code_version_s_environment_holds_for_that_invocation_only(make_invoker: MakeInvoker) -> None:
+    """mixed_version: an invocation given ``environment`` sees it over the function's own variables (the
+    snapshot worker reads SEGLOG_CHUNK_CELLS per invocation); the next one, in the same warm worker, sees
+    the function's value again, and a variable the function does not set is gone again. If this failed, one
+    mixed_version decision would leak into every later build of that worker."""
+    invoker = make_invoker("environment", environment={"SEGLOG_CHUNK_CELLS": "20000"})
+    names = {"names": ["SEGLOG_CHUNK_CELLS", "SEGLOG_ONLY_IN_VERSION_B"]}
+
+    other = invoker.invoke(names, environment={"SEGLOG_CHUNK_CELLS": "7", "SEGLOG_ONLY_IN_VERSION_B": "b"})
+    own = invoker.invoke(names)
+
+    assert other.pid == own.pid
+    assert {"SEGLOG_CHUNK_CELLS": "7", "SEGLOG_ONLY_IN_VERSION_B": "b"} == other.payload["env"]
+    assert {"SEGLOG_CHUNK_CELLS": "20000", "SEGLOG_ONLY_IN_VERSION_B": None} == own.payload["env"]
+
+
 # ------------------------------------------------------------------------------------------------ environment
 
 

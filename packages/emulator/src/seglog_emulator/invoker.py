@@ -140,6 +140,7 @@ class LambdaInvoker:
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
+               environment: Mapping[str, str] | None = None,
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
         """Run the handler on ``event`` in a worker and wait for the outcome.
 
@@ -151,6 +152,8 @@ class LambdaInvoker:
             timeout: ends this invocation as timed out after so many seconds, if sooner than the function's
                 timeout (the function_timeout fault: the handler sees the function's own deadline).
             clock_skew: seconds the services' clock runs ahead during this invocation (the clock_skew fault).
+            environment: variables set for this invocation only, over the function's own (the mixed_version
+                fault: another code version's settings); the worker restores its environment after.
             log_fields: more correlation ids for the invocation's log line (shard, message id, ...).
 
         Raises:
@@ -161,6 +164,8 @@ class LambdaInvoker:
         body: dict[str, Any] = {"invoked_function_arn": self.arn, "crash_points": sorted(set(crash_points))}
         if clock_skew:
             body["clock_skew_seconds"] = clock_skew
+        if environment:
+            body["environment"] = dict(environment)
         request_id = str(uuid.uuid4())
         self._enter()
         try:
@@ -173,6 +178,8 @@ class LambdaInvoker:
             "cold_start": result.cold_start, **(log_fields or {})}
         if clock_skew:
             line["clock_skew_ms"] = round(clock_skew * 1000)
+        if environment:
+            line["environment"] = dict(environment)
         if isinstance(event.get("Records"), list):
             line["batch_size"] = len(event["Records"])
         if result.init_duration_ms is not None:

@@ -11,7 +11,8 @@ Protocol, one JSON object per line (the same data Lambda's Runtime API carries):
     worker -> invoker   {"type": "ready", "pid": 123, "init_ms": 41.2}
                         {"type": "init_error", "error_type": ..., "error_message": ..., "stack_trace": [...]}
     invoker -> worker   {"request_id": ..., "event": {...}, "deadline_ms": 1700000000000,
-                         "invoked_function_arn": ..., "crash_points": ["after_claim"]}
+                         "invoked_function_arn": ..., "crash_points": ["after_claim"],
+                         "environment": {"SEGLOG_CHUNK_CELLS": "7"}}      (optional, this invocation only)
     worker -> invoker   {"request_id": ..., "status": "success", "payload": ...}
                         {"request_id": ..., "status": "error", "error_type": ..., "error_message": ...,
                          "stack_trace": [...]}
@@ -36,7 +37,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import structlog
@@ -148,7 +149,8 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     watchdog.daemon = True
     watchdog.start()
     try:
-        payload = handler(request["event"], context)
+        with _environment(request.get("environment") or {}):
+            payload = handler(request["event"], context)
     except Exception as exc:
         log.error("invocation failed", request_id=request_id, error_type=type(exc).__name__, exc_info=True)
         return _error(request_id, type(exc).__name__, str(exc), _stack(exc, skip=1))
@@ -162,6 +164,22 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         return _error(request_id, "Runtime.MarshalError", f"Unable to marshal response: {exc}", [])
     return {"request_id": request_id, "status": "success", "payload": json.loads(encoded)}
+
+
+@contextlib.contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """Set ``variables`` for one invocation, then put back what was there (the mixed_version fault runs one
+    invocation as another code version, configured otherwise, would; the next one is this version again)."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def main() -> int:

@@ -39,6 +39,8 @@ class CampaignReport:
         usage: Usage = {}
         clients: Counter[str] = Counter()
         latency: list[float] = []
+        dead_letters: Counter[str] = Counter()
+        mixed: Counter[str] = Counter()
         for run in self.runs:
             faults.update(run.faults)
             crashes.update(run.crash_points_hit)
@@ -48,6 +50,9 @@ class CampaignReport:
             add_usage(usage, run.usage)
             clients.update({k: v for k, v in run.clients.items() if isinstance(v, int)})
             latency += run.snapshot_latency
+            dead_letters.update({k: v for k, v in run.dead_letters.items() if k != "max_receive_count"})
+            dead_letters["runs_with_dlq"] += bool(run.dead_letters.get("max_receive_count"))
+            mixed.update(run.mixed_version)
         quiet = [r.quiescence_seconds for r in self.runs if r.quiescence_seconds is not None]
         minutes = self.seconds / 60 if self.seconds else 0.0
         return {
@@ -62,6 +67,9 @@ class CampaignReport:
                                                   if o != "success")},
             "deferrals": outcomes["deferred"], "takeovers": outcomes["taken_over"],
             "handoffs": outcomes["handed_off"],
+            "dead_letters": {k: dead_letters[k] for k in ("runs_with_dlq", "arrivals", "redrives", "redriven",
+                                                          "redriven_at_stop", "left")},
+            "mixed_version": {k: mixed[k] for k in ("invocations", "build_jobs", "builds")},
             "snapshots": len(latency),
             "snapshot_latency_p50": percentile(latency, 50), "snapshot_latency_p99": percentile(latency, 99),
             "quiescence_p50": percentile(quiet, 50), "quiescence_max": max(quiet) if quiet else None,
@@ -101,6 +109,12 @@ class CampaignReport:
                      f"client retries: {t['retries']['client_requests_retried']}  "
                      f"failed invocations: {t['retries']['invocations_failed']}")
         lines.append("snapshot jobs: " + ", ".join(f"{k} {v}" for k, v in t["job_outcomes"].items()))
+        d, m = t["dead_letters"], t["mixed_version"]
+        lines.append(f"dead-letter queue: {d['arrivals']} arrivals ({d['runs_with_dlq']} run(s) with maxReceiveCount "
+                     f"lowered), {d['redriven']} redriven in {d['redrives']} redrives while running, "
+                     f"{d['redriven_at_stop']} when faults stopped, {d['left']} left")
+        lines.append(f"mixed versions: {m['invocations']} invocations with another chunk size, {m['build_jobs']} of "
+                     f"them built, {m['builds']} snapshots built by two versions")
         p50, p99 = t["snapshot_latency_p50"], t["snapshot_latency_p99"]
         lines.append(f"snapshot latency (entry committed -> complete, {t['snapshots']} snapshots): "
                      f"p50 {_s(p50)}  p99 {_s(p99)}")

@@ -6,10 +6,13 @@ A run, step by step:
 1. a fresh state directory; the supervisor (``python -m seglog_emulator.supervisor``) is started as its own
    process with the run's fault plan in its environment, and every child reports ready;
 2. the run's sheets are created and edited by concurrent clients (:mod:`.workload`) while a
-   :class:`~.watch.SnapshotWatcher` notes when each Snapshot entry appears and completes, and a restart
-   thread kills -9 and restarts the whole supervisor when the schedule says so (supervisor_restart);
-3. faults stop (every process's schedule goes quiet through the run's ``off`` switch) and the runner waits
-   for quiescence: every Snapshot entry complete, no pending item, an empty queue (I5, within a bound);
+   :class:`~.watch.SnapshotWatcher` notes when each Snapshot entry appears and completes, and a tick
+   thread kills -9 and restarts the whole supervisor (supervisor_restart) and redrives the dead-letter queue
+   (redrive) when the schedule says so; with the dlq kind the run's queue parks jobs in the DLQ early
+   (:mod:`.dead_letters`);
+3. faults stop (every process's schedule goes quiet through the run's ``off`` switch, the DLQ is redriven)
+   and the runner waits for quiescence: every Snapshot entry complete, no pending item, an empty queue (I5,
+   within a bound);
 4. each sheet is verified (I1-I6, quiescent) with the entry ids the clients were told were appended (I2);
 5. the supervisor drains and stops; its log (one JSON line per invocation, per job outcome, per crash point
    reached) and the shared fault log are read into a :class:`RunReport`.
@@ -30,7 +33,6 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,8 @@ import structlog
 
 from seglog_aws.local import LocalDeployment
 from seglog_core.verify import verify_log
+from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
+from seglog_emulator.chaos.runlog import read_run_log
 from seglog_emulator.chaos.watch import SnapshotWatcher, percentile, queue_depth, quiescent
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_emulator.child import ready_marker
@@ -49,7 +53,7 @@ from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, free_port
-from seglog_emulator.usage import Usage, add_usage
+from seglog_emulator.usage import Usage
 
 log = structlog.get_logger("seglog.chaos")
 
@@ -69,8 +73,11 @@ DEFAULT_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
     FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
     FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.CLOCK_SKEW: 0.15,
+    # dlq is decided once per run: half the runs park jobs in the DLQ. redrive once per tick (about every
+    # 10 s). mixed_version per delivery, like worker_crash, so that builds meet both versions.
+    FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2,
 }
-#: The supervisor_restart decision is taken once per tick of the workload phase.
+#: The supervisor_restart and redrive decisions are taken once per tick of the workload phase.
 RESTART_TICK_SECONDS: Final = 3.0
 #: After the clients are done, faults stay on this long (or until every snapshot so far completed): the
 #: pipeline runs behind the clients, and its workers must meet the faults too.
@@ -113,6 +120,10 @@ class RunReport:
     seconds: float = 0.0
     supervisor_restarts: int = 0
     child_restarts: int = 0
+    #: What reached the dead-letter queue and what was redriven (:class:`.dead_letters.DeadLetterTally`).
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    #: Invocations run as another code version and the builds they touched (:class:`.runlog.RunLog`).
+    mixed_version: dict[str, int] = field(default_factory=dict)
     log_file: str = ""
     log_ids: list[str] = field(default_factory=list)
 
@@ -241,8 +252,14 @@ class ChaosRunner:
         runtime = FaultRuntime(plan, run_dir / "faults") if plan is not None else None
         if runtime is not None:
             runtime.start()
+        dlq_url = self.deployment.resources.dlq_url
+        dead_letters = DeadLetterFaults(
+            self.backend.sqs, queue_url=self.deployment.resources.queue_url, dlq_url=dlq_url,
+            parameters=self.parameters, update=stack_update(self.deployment, template=self.template, stack=self.stack),
+            schedule=runtime.schedule("chaos") if runtime is not None else None,
+            depth=lambda: queue_depth(self.backend, dlq_url), stale_after=claims_stale_after(self.parameters, plan))
         settings = EmulatorSettings(deployment=self.deployment, template=self.template, stack=self.stack,
-                                    state_dir=state, parameters=self.parameters, port=free_port(),
+                                    state_dir=state, parameters=dead_letters.begin(), port=free_port(),
                                     log_level=self.log_level)
         report.log_file = str(run_dir / "emulator.log")
         supervisor = _SupervisorProcess(settings, runtime, Path(report.log_file))
@@ -261,22 +278,24 @@ class ChaosRunner:
             log_ids = self.workload.create(client, seed, run)
             watcher = progress.watcher = SnapshotWatcher(self.backend, log_ids).start()
             done = threading.Event()
-            restarter = threading.Thread(target=self._restarts, args=(supervisor, runtime, done), daemon=True)
-            restarter.start()
+            ticker = threading.Thread(target=self._ticks, args=(supervisor, runtime, dead_letters, done),
+                                      daemon=True)
+            ticker.start()
             self.workload.run(settings.api_url, log_ids, seed, stats)
             tail_end = time.monotonic() + FAULT_TAIL_SECONDS
             while time.monotonic() < tail_end and watcher.incomplete():
                 time.sleep(0.2)
             done.set()
-            restarter.join()
+            ticker.join()
             if runtime is not None:
                 runtime.stop()
+            dead_letters.stop()
             progress.phase = "faults off: waiting for quiescence"
             if supervisor.proc is None or supervisor.proc.poll() is not None:
                 supervisor.start()  # killed at the very end: the pipeline still has to drain
             report.quiescence_seconds = self._await_quiescence(log_ids, watcher, report)
             progress.phase = "verifying I1-I6"
-            self._verify(log_ids, stats, report)
+            dead_letters.tally.left = self._verify(log_ids, stats, report)
             report.violations += watcher.order_violations()
         except Exception as exc:  # the run could not complete: that is a finding, with its reason
             log.error("chaos run failed", run=run, seed=seed, error=str(exc), exc_info=True)
@@ -288,7 +307,9 @@ class ChaosRunner:
                 report.snapshot_latency = watcher.latencies()
                 report.snapshots = len(report.snapshot_latency)
             supervisor.stop()
+            dead_letters.restore()
         report.supervisor_restarts = supervisor.restarts
+        report.dead_letters = dead_letters.tally.to_dict()
         report.clients = {"appends": stats.appends, "requests": stats.requests, "retries": stats.retries,
                           "deduplicated": stats.deduplicated, "gave_up": len(stats.failures),
                           "statuses": dict(stats.statuses)}
@@ -302,13 +323,16 @@ class ChaosRunner:
 
     # ------------------------------------------------------------------------------------------ phases
 
-    def _restarts(self, supervisor: _SupervisorProcess, runtime: FaultRuntime | None, done: threading.Event) -> None:
-        if runtime is None or FaultKind.SUPERVISOR_RESTART not in runtime.plan.specs:
+    def _ticks(self, supervisor: _SupervisorProcess, runtime: FaultRuntime | None, dead_letters: DeadLetterFaults,
+               done: threading.Event) -> None:
+        """The faults decided by the run's clock, once per tick until ``done``: redrive, supervisor_restart."""
+        if runtime is None:
             return
         schedule = runtime.schedule("chaos")
         tick = 0
         while not done.wait(RESTART_TICK_SECONDS):
             tick += 1
+            dead_letters.tick(tick)
             if schedule.decide(FaultKind.SUPERVISOR_RESTART, f"supervisor:{tick}"):
                 log.warning("supervisor restart (injected fault)", tick=tick)
                 try:
@@ -334,7 +358,8 @@ class ChaosRunner:
                                  f"pending {pending or 'none'}; queue {queue}")
         return None
 
-    def _verify(self, log_ids: list[uuid.UUID], stats: ClientStats, report: RunReport) -> None:
+    def _verify(self, log_ids: list[uuid.UUID], stats: ClientStats, report: RunReport) -> int:
+        """Check I1-I6 of every sheet into ``report``; the messages left in the dead-letter queue."""
         for failure in stats.failures:
             report.violations.append(f"client gave up: {failure}")
         for log_id in log_ids:
@@ -346,39 +371,15 @@ class ChaosRunner:
         dlq = queue_depth(self.backend, self.deployment.resources.dlq_url)
         if dlq:
             report.violations.append(f"{dlq} message(s) in the dead-letter queue")
+        return dlq
 
-    def _read_log(self, path: Path, report: RunReport) -> None:
+    @staticmethod
+    def _read_log(path: Path, report: RunReport) -> None:
         """Tally the run's log: invocations by function and outcome, job outcomes, crash points, usage."""
-        invocations: dict[str, Counter[str]] = {}
-        outcomes: Counter[str] = Counter()
-        crashes: Counter[str] = Counter()
-        usage: Usage = {}
-        restarts = 0
-        if not path.is_file():
-            return
-        with open(path, errors="replace") as lines:
-            for line in lines:
-                if not line.startswith("{"):
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                event = record.get("event")
-                if event == "invocation":
-                    invocations.setdefault(record.get("function", "?"), Counter())[record.get("outcome", "?")] += 1
-                    add_usage(usage, record.get("usage"))
-                elif event == "snapshot job":
-                    outcomes[record.get("outcome", "?")] += 1
-                elif event == "crash point reached: killing this process":
-                    crashes[record.get("crash_point", "?")] += 1
-                elif event == "child exited: restarting":
-                    restarts += 1
-        report.invocations = {f: dict(c) for f, c in sorted(invocations.items())}
-        report.job_outcomes = dict(sorted(outcomes.items()))
-        report.crash_points_hit = dict(sorted(crashes.items()))
-        report.usage = usage
-        report.child_restarts = restarts
+        found = read_run_log(path)
+        report.invocations, report.job_outcomes = found.invocations, found.job_outcomes
+        report.crash_points_hit, report.usage = found.crash_points_hit, found.usage
+        report.child_restarts, report.mixed_version = found.child_restarts, found.mixed_version
 
 
 def _monitor(monitor: Callable[[RunProgress], None], progress: RunProgress, stop: threading.Event) -> None:

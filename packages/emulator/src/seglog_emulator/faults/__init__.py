@@ -4,7 +4,8 @@
 * :class:`FaultSchedule` — ``decide(kind, key)``: a pure function of (seed, kind, key), and the log of what fired;
 * :class:`BotocoreFaultInjector` — the DynamoDB and S3 kinds, injected into boto3 clients.
 
-The other kinds (SQS delivery, crashes, timeouts, restarts) are decided here and carried out by the supervisor.
+The other kinds (SQS delivery, crashes, timeouts, clock skew, code versions, restarts) are decided here and
+carried out by the supervisor; dlq, redrive and supervisor_restart by the chaos runner (:mod:`seglog_emulator.chaos`).
 """
 
 from seglog_emulator.faults.botocore_injector import BotocoreFaultInjector

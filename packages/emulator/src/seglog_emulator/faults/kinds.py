@@ -54,6 +54,19 @@ class FaultKind(StrEnum):
     are, so it may take over one whose holder still runs (a zombie, which learns at its next checkpoint that
     its increment is gone, DESIGN §5 step 5). Beyond DESIGN §7's list: it is how a live claim gets taken over
     when the takeover time is no shorter than the function timeout."""
+    DLQ = "dlq"
+    """Jobs reach the dead-letter queue: for one chaos run the snapshot queue's RedrivePolicy maxReceiveCount
+    (template parameter SnapshotMaxReceiveCount) is lowered to ``max_receive_count``, so a job received that
+    often without being deleted — crashed, timed out, deferred, busy — is moved to the DLQ by SQS itself.
+    Decided once per run, by the chaos runner."""
+    REDRIVE = "redrive"
+    """While a chaos run goes, the DLQ is redriven to the snapshot queue (at most ``messages`` messages): they
+    come back with new messageIds, so the claimer a pending item names may never be seen again. Decided once
+    per tick of the run, by the chaos runner (which also redrives what is left when faults stop)."""
+    MIXED_VERSION = "mixed_version"
+    """Two code versions at once, as during a deploy mid-build: one snapshot worker invocation (duplicates
+    included) runs with ``SEGLOG_CHUNK_CELLS`` = ``chunk_cells``. A build it starts is cut that way; a build it
+    resumes keeps the chunk size its checkpoint recorded (DESIGN §5 step 5)."""
 
 
 #: The amount each kind draws: its name (the key a plan sets a range with) and the default inclusive range.
@@ -65,7 +78,16 @@ AMOUNTS: Final[dict[FaultKind, tuple[str, tuple[int, int]]]] = {
     FaultKind.STALE_READ: ("items_behind", (1, 1)),
     FaultKind.S3_LATENCY: ("latency_ms", (50, 500)),
     FaultKind.CLOCK_SKEW: ("ahead_ms", (5_000, 8_000)),
+    # SQS accepts 1 to 1,000; with 2-3, a job deferred or crashed twice or three times lands in the DLQ.
+    FaultKind.DLQ: ("max_receive_count", (2, 3)),
+    FaultKind.REDRIVE: ("messages", (1, 10)),
+    # Against the default 20,000: a chaos sheet (tens to hundreds of cells) is cut into several chunks.
+    FaultKind.MIXED_VERSION: ("chunk_cells", (3, 40)),
 }
+
+#: The variable the snapshot worker reads its chunk size from (services/.../snapshot_worker.py): what a
+#: mixed_version invocation overrides.
+CHUNK_CELLS_ENV: Final = "SEGLOG_CHUNK_CELLS"
 
 #: The AWS error codes (and HTTP status) each error kind draws from. DynamoDB: Amazon DynamoDB Developer Guide,
 #: Programming.Errors; S3: Amazon S3 API Reference, ErrorResponses ("InternalError 500", "SlowDown 503").
@@ -77,4 +99,4 @@ ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
     FaultKind.DDB_LOST_RESPONSE: (("InternalServerError", 500),),
 }
 
-__all__ = ["AMOUNTS", "CRASH_POINTS", "ERROR_CODES", "FaultKind"]
+__all__ = ["AMOUNTS", "CHUNK_CELLS_ENV", "CRASH_POINTS", "ERROR_CODES", "FaultKind"]

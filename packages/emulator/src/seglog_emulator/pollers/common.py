@@ -25,6 +25,7 @@ class Invoker(Protocol):
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
+               environment: Mapping[str, str] | None = None,
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult: ...
 
 

@@ -18,7 +18,8 @@ Faults (DESIGN §7), decided per message from its body and receive count (a seed
 duplicate_delivery invokes the same message again beside the first; visibility_expiry makes the message
 visible again while the first invocation still runs, so a second receive delivers it concurrently;
 reorder puts a message back for ``delay_ms`` so later ones overtake it; worker_crash arms a named crash point;
-function_timeout cuts the invocation short; poller_restart ends this process before the deletes.
+function_timeout cuts the invocation short; clock_skew runs the invocation's clock fast; mixed_version runs it
+with another chunk size; poller_restart ends this process before the deletes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import structlog
 
 from seglog_aws.events.sqs import sqs_record
 from seglog_emulator.config import QueueMapping
-from seglog_emulator.faults.kinds import FaultKind
+from seglog_emulator.faults.kinds import CHUNK_CELLS_ENV, FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.filtering import matches
 from seglog_emulator.invoker import InvocationResult
@@ -166,7 +167,8 @@ class QueuePoller:
         expiry = self._visibility_expiry(records, handles)
         duplicates = self._duplicates(records)
         attempt = max(int(r["attributes"]["ApproximateReceiveCount"]) for r in records)
-        result = self._invoke(records, attempt, crash_points, timeout, self._clock_skew(records, "skew"))
+        result = self._invoke(records, attempt, crash_points, timeout, self._clock_skew(records, "skew"),
+                              self._version(records, "version"))
         if expiry is not None:
             expiry.cancel()
         for thread in duplicates:
@@ -174,13 +176,14 @@ class QueuePoller:
         self._settle(records, handles, result)
 
     def _invoke(self, records: list[dict[str, Any]], attempt: int, crash_points: list[str],
-                timeout: float | None, clock_skew: float = 0.0) -> InvocationResult:
+                timeout: float | None, clock_skew: float = 0.0,
+                environment: dict[str, str] | None = None) -> InvocationResult:
         with self._lock:
             self.batches += 1
         ids = [r["messageId"] for r in records]
         return self.invoker.invoke({"Records": records}, attempt=attempt, source=self.name,
                                    crash_points=crash_points, timeout=timeout, clock_skew=clock_skew,
-                                   log_fields={"message_id": ids[0] if len(ids) == 1 else ids})
+                                   environment=environment, log_fields={"message_id": ids[0] if len(ids) == 1 else ids})
 
     def _settle(self, records: list[dict[str, Any]], handles: dict[str, str], result: InvocationResult) -> None:
         """Delete what the invocation finished with (services-sqs-errorhandling)."""
@@ -245,6 +248,16 @@ class QueuePoller:
         decision = self.faults.decide(FaultKind.CLOCK_SKEW, self._key(records[0], what))
         return decision.amount / 1000 if decision is not None and decision.amount is not None else 0.0
 
+    def _version(self, records: list[dict[str, Any]], what: str) -> dict[str, str] | None:
+        """mixed_version: the environment of another code version for this invocation — another chunk size,
+        as while a deploy rolls out mid-build (None when the fault does not fire)."""
+        if self.faults is None:
+            return None
+        decision = self.faults.decide(FaultKind.MIXED_VERSION, self._key(records[0], what))
+        if decision is None or decision.amount is None:
+            return None
+        return {CHUNK_CELLS_ENV: str(decision.amount)}
+
     def _visibility_expiry(self, records: list[dict[str, Any]], handles: dict[str, str]) -> threading.Timer | None:
         """visibility_expiry: ``after_ms`` into the run, the message becomes visible again (as if the
         visibility timeout were shorter than the run), so another receive delivers it concurrently."""
@@ -270,8 +283,8 @@ class QueuePoller:
     def _duplicates(self, records: list[dict[str, Any]]) -> list[threading.Thread]:
         """duplicate_delivery: the same message (same id and receipt handle) handed to another invocation
         at once, as at-least-once delivery allows (with-sqs: "Lambda might process a message more than
-        once"). Duplicates run without crash points (their clocks may be skewed) and are not settled: the
-        first invocation decides."""
+        once"). Duplicates run without crash points (their clocks may be skewed, their code version another)
+        and are not settled: the first invocation decides."""
         if self.faults is None:
             return []
         decision = self.faults.decide(FaultKind.DUPLICATE_DELIVERY, self._key(records[0], "duplicate"))
@@ -279,7 +292,8 @@ class QueuePoller:
             return []
         attempt = int(records[0]["attributes"]["ApproximateReceiveCount"])
         threads = [threading.Thread(target=self._invoke, daemon=True,
-                                    args=(records, attempt, [], None, self._clock_skew(records, f"skew-copy-{i}")))
+                                    args=(records, attempt, [], None, self._clock_skew(records, f"skew-copy-{i}"),
+                                          self._version(records, f"version-copy-{i}")))
                    for i in range(decision.amount or 1)]
         for thread in threads:
             thread.start()
