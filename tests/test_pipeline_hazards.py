@@ -270,17 +270,15 @@ def test_a_builder_that_was_taken_over_stops_at_its_next_checkpoint(driver: Pipe
     _assert_verified(driver, log_id)
 
 
-@pytest.mark.xfail(strict=True, reason="a worker taken over before its first checkpoint builds from scratch with "
-                                       "its own chunk size and overwrites chunk 0 of the completed snapshot: the "
-                                       "chunk write is not guarded by the claim (DESIGN §5 step 5)")
 def test_a_builder_of_another_chunk_size_taken_over_leaves_the_completed_snapshot_intact(
         driver: PipelineDriver) -> None:
     """Two code versions at once (DESIGN §7, the mixed_version fault). A builder with 5 cells per chunk claims,
     then stalls before its first chunk; one with the default 20,000 takes the stale claim over and completes the
     snapshot as one chunk; the first wakes, finds no checkpoint, cuts chunk 0 its own way and writes it over
     the other's before its checkpoint says it was taken over. With one version both write the same bytes under
-    that key; with two, the root describes a chunk 0 that is gone, so the snapshot no longer equals the fold of
-    the log (I3). Chaos reaches it with clock_skew (a live claim taken over) and mixed_version together."""
+    that key; with two, the root described a chunk 0 that was gone, so the snapshot no longer equalled the fold
+    of the log (I3). Chaos reached it with clock_skew and mixed_version together. Now the first claim pins the
+    chunk size in the pending item and the second builder cuts chunks the same way."""
     log_id = _sheet_with_snapshots(driver, 1, rows=8)
     driver.route_new()
 

@@ -165,3 +165,14 @@ def test_defer_records_why_a_snapshot_is_blocked_and_a_plain_deferral_clears_it(
     got = pending_store.get(item.log_id, 0, 5)
     assert got is not None
     assert None is got.blocked
+
+
+def test_the_first_claim_pins_the_checkpoint_state_and_later_claims_keep_it(pending_store: PendingStore) -> None:
+    """Two code versions at once: the chunk size the first builder recorded wins over a later builder's own."""
+    item = _new(pending_store, claimer="m1")
+    first = pending_store.claim(item.log_id, 0, 5, "m1", now=100, takeover_after=10, initial_state=b"first")
+    assert pending_store.release(item.log_id, 0, 5, increment=first or 0, now=101)
+    second = pending_store.claim(item.log_id, 0, 5, "m1", now=102, takeover_after=10, initial_state=b"second")
+
+    stored = pending_store.get(item.log_id, 0, 5)
+    assert (1, 2, b"first") == (first, second, stored.checkpoint if stored else None)

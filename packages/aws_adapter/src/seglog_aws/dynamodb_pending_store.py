@@ -132,17 +132,20 @@ class DynamoDBPendingStore:
         return True
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
-              takeover_after: int) -> int | None:
+              takeover_after: int, initial_state: bytes | None = None) -> int | None:
         # A retry after a lost answer cannot tell our own claim from a twin delivery's (same messageId, same
         # second): it reports "refused", so at most one builder holds an increment. If the claim was ours, it
         # goes stale unheld and the next delivery takes it over after ``takeover_after`` (DESIGN §5 step 4).
+        values: dict[str, Any] = {":t": {"BOOL": True}, ":f": {"BOOL": False}, ":m": {"N": str(now)},
+                                  ":one": {"N": "1"}, ":q": {"S": claimer}, ":stale": {"N": str(now - takeover_after)}}
+        update = "SET A = :t, M = :m ADD X :one"
+        if initial_state is not None:
+            update, values[":s"] = "SET A = :t, M = :m, S = if_not_exists(S, :s) ADD X :one", {"B": initial_state}
         try:
             response = self._update(
-                log_id, segment, entry, UpdateExpression="SET A = :t, M = :m ADD X :one",
+                log_id, segment, entry, UpdateExpression=update,
                 ConditionExpression="Q = :q AND (A = :f OR M < :stale)", ReturnValues="UPDATED_NEW",
-                ExpressionAttributeValues={":t": {"BOOL": True}, ":f": {"BOOL": False}, ":m": {"N": str(now)},
-                                           ":one": {"N": "1"}, ":q": {"S": claimer},
-                                           ":stale": {"N": str(now - takeover_after)}})
+                ExpressionAttributeValues=values)
         except errors.ItemExistsError as exc:
             if exc.after_unknown_outcome:
                 log.warning("claim answer lost: left to the takeover timeout", takeover_after=takeover_after)

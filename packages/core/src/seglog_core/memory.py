@@ -236,7 +236,7 @@ class InMemoryPendingStore:
             return True
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
-              takeover_after: int) -> int | None:
+              takeover_after: int, initial_state: bytes | None = None) -> int | None:
         key = self._key(log_id, segment, entry)
         with self._lock:
             item = self._items.get(key)
@@ -245,7 +245,8 @@ class InMemoryPendingStore:
             if item.active and not item.modified < now - takeover_after:  # DynamoDB's "M < :stale"
                 return None
             self._items[key] = item = msgspec.structs.replace(
-                item, active=True, increment=item.increment + 1, modified=now)
+                item, active=True, increment=item.increment + 1, modified=now,
+                checkpoint=item.checkpoint if item.checkpoint is not None else initial_state)
             return item.increment
 
     def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,

@@ -164,9 +164,10 @@ class PendingStore(Protocol):
         ...
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
-              takeover_after: int) -> int | None:
+              takeover_after: int, initial_state: bytes | None = None) -> int | None:
         """Set Active, X + 1, M = now, when not active or when M is older than ``takeover_after`` seconds
-        (M < now - takeover_after) and the claimer matches. Returns our increment, or None when refused."""
+        (M < now - takeover_after) and the claimer matches; and the checkpoint state ``S`` to ``initial_state``
+        when it has none yet. Returns our increment, or None when refused."""
         ...
 
     def checkpoint(self, log_id: uuid.UUID, segment: int, entry: int, *, increment: int, state: bytes,

@@ -249,8 +249,13 @@ class SnapshotWorker:
         if plan.incomplete or earlier:
             return self._defer(message, log_id, segment, entry, now)
         # 4. Claim.
+        # The first claim pins the build's chunk size in the checkpoint state; every later builder (a takeover, a
+        # resumption, another code version) reads it, so all of them write the same bytes under each chunk key. A
+        # builder taken over before its first checkpoint once cut chunks its own way and overwrote a completed
+        # snapshot's chunk 0 (chaos: mixed_version with clock_skew).
+        pinned = _CHECKPOINT_ENCODER.encode(_Checkpoint(next_chunk=0, chunk_cells=self.chunk_cells))
         increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
-                                       takeover_after=self.takeover_after)
+                                       takeover_after=self.takeover_after, initial_state=pinned)
         if increment is None:
             item = self.pending.get(log_id, segment, entry)
             left = self.takeover_after if item is None else max(1, item.modified + self.takeover_after - now)
