@@ -65,6 +65,19 @@ def test_redrive_moves_every_message_to_the_queue_with_a_new_message_id(sqs: Any
     assert [] == _drain(sqs, dlq)
 
 
+def test_redriven_jobs_arrive_after_the_delay(sqs: Any, queues: tuple[str, str]) -> None:
+    """A copy reaches the queue only once the takeover time has passed, so it finds its dead claimer's claim stale
+    (a copy arriving at once could meet the claim still looking live and be deleted as a duplicate)."""
+    dlq, queue = queues
+    _send(sqs, dlq, ["late"])
+    assert 1 == redrive(sqs, dlq_url=dlq, queue_url=queue, delay=3)
+    sent = time.monotonic()
+    early = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+    later = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=10).get("Messages", [])
+    assert ([], ["late"]) == (early, [m["Body"] for m in later])
+    assert time.monotonic() - sent >= 2.0
+
+
 def test_redrive_stops_after_its_limit_and_leaves_the_rest_in_the_dlq(sqs: Any, queues: tuple[str, str]) -> None:
     dlq, queue = queues
     _send(sqs, dlq, [f"job {n}" for n in range(5)])
@@ -115,10 +128,10 @@ def test_seglog_redrive_moves_the_dlq_back_and_says_what_is_left(deployment: Loc
         monkeypatch.setenv(key, value)
     _send(sqs, dlq, ["a", "b", "c"])
     runner = CliRunner()
-    first = runner.invoke(cli, ["redrive", "--limit", "2"], catch_exceptions=False)
-    assert (0, "moved 2 snapshot jobs from the dead-letter queue to the snapshot queue (new messages); 1 left in "
-               "the dead-letter queue\n") == (first.exit_code, first.stdout.split("  those left")[0])
-    second = runner.invoke(cli, ["redrive", "--json"], catch_exceptions=False)
+    first = runner.invoke(cli, ["redrive", "--limit", "2", "--delay", "0"], catch_exceptions=False)
+    assert (0, "moved 2 snapshot jobs from the dead-letter queue to the snapshot queue (new messages, visible in "
+               "0 s); 1 left in the dead-letter queue\n") == (first.exit_code, first.stdout.split("  those left")[0])
+    second = runner.invoke(cli, ["redrive", "--json", "--delay", "0"], catch_exceptions=False)
     assert (0, {"moved": 1, "left_in_dlq": 0}) == (
         second.exit_code, {k: v for k, v in json.loads(second.stdout).items() if k in ("moved", "left_in_dlq")})
     assert ["a", "b", "c"] == sorted(m["Body"] for m in _drain(sqs, queue))

@@ -41,7 +41,9 @@ class Recorder:
     def sleep(self, seconds: float) -> None:
         self.calls.append(("sleep", seconds))
 
-    def redrive(self, sqs: Any, *, dlq_url: str, queue_url: str, limit: int | None = None) -> int:
+    def redrive(self, sqs: Any, *, dlq_url: str, queue_url: str, limit: int | None = None, delay: int = 0) -> int:
+        # Every copy arrives once the claims parked jobs held are stale, or it could be deleted as a duplicate.
+        assert delay >= STALE
         self.calls.append(("redrive", (dlq_url, queue_url, limit)))
         move = self.moves.pop(0) if self.moves else 0
         if isinstance(move, Exception):

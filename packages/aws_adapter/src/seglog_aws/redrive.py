@@ -52,11 +52,15 @@ class RedriveError(errors.SeglogError):
             "twice is absorbed by the worker as a duplicate)")
 
 
-def redrive(sqs: Any, *, dlq_url: str, queue_url: str, limit: int | None = None) -> int:
+def redrive(sqs: Any, *, dlq_url: str, queue_url: str, limit: int | None = None, delay: int = 0) -> int:
     """Move up to ``limit`` messages (all, by default) from ``dlq_url`` to ``queue_url``; returns how many moved.
 
     Args:
         sqs: a boto3 SQS client.
+        delay: seconds each copy stays invisible in the queue (SQS DelaySeconds, at most 900). Give the snapshot
+            worker's takeover timeout: a parked job may be the claimer its pending item names, and its copy takes
+            the claim over only once the claim is stale — a copy that arrives while the claim still looks live is
+            deleted as a duplicate (DESIGN §5 step 2), and the job is gone. Delayed, it always arrives late enough.
 
     Raises:
         RedriveError: a send or a delete failed for some messages (those moved so far stay moved).
@@ -73,7 +77,7 @@ def redrive(sqs: Any, *, dlq_url: str, queue_url: str, limit: int | None = None)
         if not messages:
             break
         sent = _call("SendMessageBatch", sqs.send_message_batch, QueueUrl=queue_url,
-                     Entries=[_copy(str(index), m) for index, m in enumerate(messages)])
+                     Entries=[_copy(str(index), m, delay) for index, m in enumerate(messages)])
         new_ids = {s["Id"]: s["MessageId"] for s in sent.get("Successful", [])}
         done = [(index, m) for index, m in enumerate(messages) if str(index) in new_ids]
         for index, m in done:
@@ -90,9 +94,15 @@ def redrive(sqs: Any, *, dlq_url: str, queue_url: str, limit: int | None = None)
     return moved
 
 
-def _copy(entry_id: str, message: dict[str, Any]) -> dict[str, Any]:
+#: SQS's largest DelaySeconds (Amazon SQS Developer Guide, sqs-delay-queues).
+MAX_DELAY: Final = 900
+
+
+def _copy(entry_id: str, message: dict[str, Any], delay: int) -> dict[str, Any]:
     """A SendMessageBatch entry carrying a received message's body and attributes (not its system attributes)."""
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": message["Body"]}
+    if delay > 0:
+        entry["DelaySeconds"] = min(delay, MAX_DELAY)
     if message.get("MessageAttributes"):
         entry["MessageAttributes"] = message["MessageAttributes"]
     return entry

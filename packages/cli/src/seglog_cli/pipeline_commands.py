@@ -67,26 +67,29 @@ def rebuild(ctx: click.Context, log: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--limit", type=click.IntRange(min=1), help="Move at most this many messages (default: all).")
+@click.option("--delay", type=click.IntRange(min=0, max=900), default=60, show_default=True, metavar="SECONDS",
+              help="Each job reaches the queue this late: the snapshot worker's takeover timeout "
+                   "(SnapshotTakeoverSeconds), so a job whose claimer died finds the claim stale and takes it over.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @reports_errors
-def redrive(ctx: click.Context, limit: int | None, as_json: bool) -> None:
+def redrive(ctx: click.Context, limit: int | None, delay: int, as_json: bool) -> None:
     """Move snapshot jobs from the dead-letter queue back to the snapshot queue, as new messages.
 
-    Safe while the pipeline runs: a snapshot whose claimer's message went to the DLQ is taken over by its job
-    once the claim has been quiet for the takeover timeout (SEGLOG_TAKEOVER_SECONDS); a job that finds the claim
-    still live, or the snapshot done, is absorbed as a duplicate."""
+    Safe while the pipeline runs: each job arrives ``--delay`` seconds later, when a claim its dead claimer left
+    is stale, and takes it over; a job that finds a claim another message keeps live, or the snapshot done, is
+    absorbed as a duplicate."""
     backend = settings(ctx).backend()
     queue_url, dlq_url = backend.resources.queue_url, backend.resources.dlq_url
     if not queue_url or not dlq_url:
         raise click.ClickException("the snapshot queue or its dead-letter queue is unknown: set SEGLOG_QUEUE_URL and "
                                    "SEGLOG_DLQ_URL (the stack's outputs), or run `seglog up` locally")
-    moved = redrive_queue(backend.sqs, dlq_url=dlq_url, queue_url=queue_url, limit=limit)
+    moved = redrive_queue(backend.sqs, dlq_url=dlq_url, queue_url=queue_url, limit=limit, delay=delay)
     left = SqsJobQueue(backend.sqs, queue_url=dlq_url).depth()
     if as_json:
         echo_json({"moved": moved, "left_in_dlq": left, "dlq_url": dlq_url, "queue_url": queue_url})
         return
-    click.echo(f"moved {moved} snapshot jobs from the dead-letter queue to the snapshot queue (new messages); "
-               f"{left} left in the dead-letter queue")
+    click.echo(f"moved {moved} snapshot jobs from the dead-letter queue to the snapshot queue (new messages, "
+               f"visible in {delay} s); {left} left in the dead-letter queue")
     if left:
         click.echo("  those left are in flight or beyond --limit: run `seglog redrive` again to move them")

@@ -29,8 +29,10 @@ the RedrivePolicy when the call starts, so a long poll begun before the update m
 A parked job may be the claimer its pending item names; its copy (a new messageId) takes the claim over only
 once the claim is stale, and is deleted as a duplicate while it looks live (DESIGN §5 step 2). So the last
 redrive also waits until every claim a parked job held is stale: the takeover time after its last stamp, which
-a clock_skew fault may have put up to its largest skew in the future. Redrives while the run goes do not wait:
-a copy that meets a live claim is deleted, the hazard an operator's early redrive runs into.
+a clock_skew fault may have put up to its largest skew in the future. Redrives while the run goes send their
+copies with that delay (SQS DelaySeconds), as `seglog redrive` does: before it, a copy redriven within the
+takeover time met its own dead claimer's claim still looking live, was deleted as a duplicate, and stranded the
+snapshot (a 5-run campaign's seed 4).
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ class DeadLetterFaults:
         """Redrive up to ``limit`` messages; how many moved. A redrive that fails part-way is logged: what it
         left in the DLQ shows again there, for the next redrive (or the run's check that the DLQ ends empty)."""
         try:
-            return self._redrive(self.sqs, dlq_url=self.dlq_url, queue_url=self.queue_url, limit=limit)
+            return self._redrive(self.sqs, dlq_url=self.dlq_url, queue_url=self.queue_url, limit=limit,
+                                 delay=int(self.stale_after + 0.999))
         except RedriveError as exc:
             log.warning("redrive failed part-way", moved=exc.moved, error=str(exc))
             return exc.moved
