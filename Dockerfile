@@ -30,6 +30,7 @@ COPY --chown=seglog:seglog packages/core/pyproject.toml packages/core/
 COPY --chown=seglog:seglog packages/aws_adapter/pyproject.toml packages/aws_adapter/
 COPY --chown=seglog:seglog packages/emulator/pyproject.toml packages/emulator/
 COPY --chown=seglog:seglog packages/cli/pyproject.toml packages/cli/
+COPY --chown=seglog:seglog packages/client/pyproject.toml packages/client/
 COPY --chown=seglog:seglog services/pyproject.toml services/
 RUN uv sync --all-packages --no-dev --no-install-workspace
 
