@@ -72,6 +72,26 @@ def test_the_same_entry_id_twice_makes_one_entry(run, deployment: LocalDeploymen
     assert [str(e["K"]) for e in _entries(deployment, log)].count(entry_id) == 1
 
 
+def test_a_repeat_with_the_printed_since_finds_its_entry_behind_a_later_snapshot(  # type: ignore[no-untyped-def]
+        run, deployment: LocalDeployment) -> None:
+    """Between the two runs a snapshot completed after the first run's entry: looking from the latest snapshot
+    would miss it and store it twice; the --since the first run printed finds it."""
+    log = run("sheet", "create").stdout.strip()
+    entry_id = str(uuid.uuid4())
+    first = run("sheet", "set", log, "A1=1", "--entry-id", entry_id)
+    since = first.stdout.split("--since ")[1].split(")")[0]
+    backend, lid = deployment.backend(), uuid.UUID(log)
+    snapshot = backend.event_log().append_snapshot(lid)
+    backend.store.complete_snapshot(lid, snapshot.segment, snapshot.num, "root-of-a-later-snapshot")
+
+    again = run("sheet", "set", log, "A1=1", "--entry-id", entry_id, "--since", since)
+
+    assert ("0/0", 0) == (since, again.exit_code)
+    assert "already there" in again.stdout
+    assert [str(e["K"]) for e in _entries(deployment, log)].count(entry_id) == 1
+    assert "SEGMENT/NUM" in run("sheet", "set", log, "A1=1", "--entry-id", entry_id, "--since", "7").output
+
+
 @pytest.mark.parametrize("args, message", [
     (("A0=1",), "not a cell reference"),
     (("A1=1", "1A=2"), "not a cell reference"),

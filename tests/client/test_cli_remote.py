@@ -62,8 +62,10 @@ def test_set_with_an_entry_id_twice_is_one_entry_and_the_url_can_come_from_the_e
     entry_id = str(uuid.uuid4())
     first = run("sheet", "set", log, "A1=1", "B1=2", "--entry-id", entry_id, env=env)
     again = run("sheet", "set", log, "A1=1", "B1=2", "--entry-id", entry_id, env=env)
-    assert ["A1=1 -> entry 0/1", "B1=2 -> entry 0/2"] == first.stdout.splitlines()
-    assert ["A1=1 -> entry 0/1 (already there)", "B1=2 -> entry 0/2 (already there)"] == again.stdout.splitlines()
+    since = f"since 0/0 (to repeat this run: --entry-id {entry_id} --since 0/0)"
+    assert [since, "A1=1 -> entry 0/1", "B1=2 -> entry 0/2"] == first.stdout.splitlines()
+    assert [since, "A1=1 -> entry 0/1 (already there)", "B1=2 -> entry 0/2 (already there)"] == \
+        again.stdout.splitlines()
     ids = [i for i in emulator.entry_ids(uuid.UUID(log)) if i is not None]
     assert [uuid.uuid5(uuid.UUID(entry_id), "0"), uuid.uuid5(uuid.UUID(entry_id), "1")] == ids
 

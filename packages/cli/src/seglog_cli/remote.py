@@ -15,6 +15,7 @@ import click
 
 from seglog_cli.context import echo_json
 from seglog_client import Position, SeglogClient, set_cell
+from seglog_core.idempotence import Position as CorePosition
 from seglog_core.schema import CellValue, SetCell
 from seglog_core.sheet import Sheet, format_ref, render
 
@@ -28,13 +29,21 @@ def create(url: str) -> None:
 
 
 def set_cells(url: str, log_id: uuid.UUID, assignments: tuple[str, ...], bodies: list[SetCell],
-              base_id: uuid.UUID | None) -> None:
+              base_id: uuid.UUID | None, since: CorePosition | None = None) -> None:
     """One append per assignment; with ``base_id`` the entry ids are the local command's, so a repeated run
-    (after the previous one's answer was lost) finds its entries instead of writing them again."""
+    (after the previous one's answer was lost) finds its entries instead of writing them again; every append of a
+    run then looks from one position (``since``, or the latest snapshot's), printed so a repeat can pass it."""
     client = SeglogClient(url)
+    start = None
+    if base_id is not None:
+        start = Position(segment=since.segment, num=since.num) if since else \
+            client.snapshots(log_id).latest or Position(segment=0, num=0)
+        click.echo(f"since {start.segment}/{start.num} (to repeat this run: --entry-id {base_id} "
+                   f"--since {start.segment}/{start.num})")
     for index, body in enumerate(bodies):
         entry_id = None if base_id is None else base_id if len(bodies) == 1 else uuid.uuid5(base_id, str(index))
-        done = client.append(log_id, set_cell(format_ref(body.row, body.col), body.value), entry_id=entry_id)
+        done = client.append(log_id, set_cell(format_ref(body.row, body.col), body.value), entry_id=entry_id,
+                             since=start)
         note = " (already there)" if done.deduplicated else ""
         click.echo(f"{assignments[index]} -> entry {done.segment}/{done.num}{note}")
 

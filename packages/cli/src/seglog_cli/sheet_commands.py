@@ -40,12 +40,19 @@ def create(ctx: click.Context, api_url: str | None) -> None:
 @click.argument("log")
 @click.argument("assignments", nargs=-1, required=True)
 @click.option("--entry-id", help="A UUID that makes this edit idempotent: the same id twice makes one entry.")
+@click.option("--since", "since_text", metavar="SEGMENT/NUM",
+              help="With --entry-id: where an earlier run of this edit may have landed after (the first run prints "
+                   "it). Default: the current segment's latest completed snapshot.")
 @api_url_option
 @click.pass_context
 @reports_errors
 def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_id: str | None,
-              api_url: str | None) -> None:
-    """Set cells: seglog sheet set LOG A1=42 B2=hello ('42 forces text; A1= clears)."""
+              since_text: str | None, api_url: str | None) -> None:
+    """Set cells: seglog sheet set LOG A1=42 B2=hello ('42 forces text; A1= clears).
+
+    A repeat of a run whose outcome is unknown stores nothing twice when it has the same --entry-id and the
+    --since the first run printed; without --since it looks from the latest completed snapshot, which misses the
+    first run's entries if a snapshot completed after them meanwhile."""
     log_id = parse_log_id(log)
     bodies = [parse_assignment(a) for a in assignments]  # all parsed before anything is written
     base_id = None
@@ -54,19 +61,23 @@ def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_
             base_id = uuid.UUID(entry_id)
         except ValueError:
             raise click.BadParameter(f"{entry_id!r} is not a UUID", param_hint="--entry-id") from None
+    since = parse_position(since_text) if since_text is not None else None
+    if since is not None and base_id is None:
+        raise click.BadParameter("--since only means something with --entry-id", param_hint="--since")
     if api_url:
-        remote.set_cells(api_url, log_id, assignments, bodies, base_id)
+        remote.set_cells(api_url, log_id, assignments, bodies, base_id, since)
         return
     backend = settings(ctx).backend()
     event_log = backend.event_log()
-    since = None
-    if base_id is not None:
+    if base_id is not None and since is None:
         # A retry of an earlier run: its entries lie after the current segment's latest snapshot, so the log is
         # read forward from there (consistently) before anything is written again.
         segments = backend.store.latest_segments(log_id, 1, consistent=True)
         if not segments:
             raise errors.LogNotFoundError(log_id)
         since = Position(segment=segments[0].num, num=segments[0].last_snapshot or 0)
+    if since is not None:
+        click.echo(f"since {since} (to repeat this run: --entry-id {base_id} --since {since})")
     for index, body in enumerate(bodies):
         if base_id is None:
             done = event_log.append(log_id, body)
@@ -76,6 +87,13 @@ def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_
             done = append_after(event_log, log_id, body, entry_id=eid, since=since)
         note = " (already there)" if done.deduplicated else ""
         click.echo(f"{assignments[index]} -> entry {done.entry.segment}/{done.entry.num}{note}")
+
+
+def parse_position(text: str) -> Position:
+    segment, _, num = text.partition("/")
+    if not (segment.isdigit() and num.isdigit()):
+        raise click.BadParameter(f"{text!r} is not a position: give SEGMENT/NUM, e.g. 0/17", param_hint="--since")
+    return Position(segment=int(segment), num=int(num))
 
 
 @sheet.command("import")
