@@ -220,7 +220,7 @@ class DeadlineError(StoreError):
         self.attempts = attempts
         super().__init__(
             f"gave up after {attempts} attempts with {seconds_left:.1f} s left before the function's time limit; "
-            "repeat the request (an append with the same entry id is never applied twice)", code="Deadline")
+            "repeat the request as it was (an append with the same entry id and since is stored once)", code="Deadline")
 
 
 class BlobNotFoundError(StoreError, LookupError):

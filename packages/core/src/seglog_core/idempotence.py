@@ -38,7 +38,7 @@ import structlog
 from seglog_core import errors
 from seglog_core.log import Appended, EventLog
 from seglog_core.ports import LogStore
-from seglog_core.schema import LOG_LEVEL_TYPES, Body, EndSegment, Entry, EntryType, encode_body
+from seglog_core.schema import Body, EndSegment, Entry, EntryType
 
 log = structlog.get_logger("seglog.idempotence")
 
@@ -110,11 +110,7 @@ def append_after(
         VersionConflictError: ``strict`` and the num after ``since`` holds another entry.
         InvalidInputError, AppendContentionError, StoreError: as :meth:`EventLog.append`.
     """
-    if body.TYPE in LOG_LEVEL_TYPES:
-        raise errors.InvalidInputError(f"{body.TYPE} entries are written by the log itself, not appended")
-    event_log.validate(body)
-    data = encode_body(body)
-    external = event_log.store_large_body(log_id, entry_id, data)
+    prepared = event_log.prepare(log_id, body, entry_id)
     store, retry = event_log.store, event_log.retry
     # Entries up to ``tail`` are read and do not hold our id; None until the first read succeeds.
     tail: Entry | None = None
@@ -129,11 +125,7 @@ def append_after(
                 if strict and Position.of(tail) != since:
                     holder = next(iter(store.entries(log_id, since.segment, since.num + 1, since.num + 1)), None)
                     raise errors.VersionConflictError(log_id, since.segment, since.num + 1, holder or tail)
-                entry = Entry(
-                    log_id=log_id, segment=tail.segment, num=tail.num + 1, created=int(event_log.clock()),
-                    type=body.TYPE, version=body.VERSION, body=None if external else data, external=external,
-                    entry_id=entry_id,
-                )
+                entry = prepared.at(tail.segment, tail.num + 1, int(event_log.clock()))
                 store.put_entry(entry)
                 appended = event_log.landed(entry, attempt)
                 event_log.apply_policy_after(entry)

@@ -62,6 +62,22 @@ class Appended:
     deduplicated: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """A document body checked, encoded and, when large, already in the bucket: ready to be written at a num."""
+
+    log_id: uuid.UUID
+    entry_id: uuid.UUID
+    body: Body
+    data: bytes
+    external: str | None
+
+    def at(self, segment: int, num: int, created: int) -> Entry:
+        return Entry(log_id=self.log_id, segment=segment, num=num, created=created, type=self.body.TYPE,
+                     version=self.body.VERSION, body=None if self.external else self.data, external=self.external,
+                     entry_id=self.entry_id)
+
+
 @dataclass(kw_only=True)
 class _Tail:
     segment: int
@@ -157,12 +173,8 @@ class EventLog:
             InvalidInputError: a log-level body, or a body too large.
             LogNotFoundError, VersionConflictError, AppendContentionError, StoreError.
         """
-        if body.TYPE in LOG_LEVEL_TYPES:
-            raise errors.InvalidInputError(f"{body.TYPE} entries are written by the log itself, not appended")
-        self.validate(body)
-        entry_id = entry_id or self.id_factory()
-        data = encode_body(body)
-        external = self.store_large_body(log_id, entry_id, data)
+        prepared = self.prepare(log_id, body, entry_id or self.id_factory())
+        entry_id = prepared.entry_id
         tail = self._tail(log_id)
         maybe_at: int | None = None  # the lowest num where an earlier try of this entry may have landed
         bound = structlog.contextvars.bound_contextvars
@@ -178,11 +190,7 @@ class EventLog:
                     if isinstance(nxt, Entry):
                         return self.landed(nxt, attempt, deduplicated=True)
                     num = nxt
-                    entry = Entry(
-                        log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
-                        type=body.TYPE, version=body.VERSION, body=None if external else data,
-                        external=external, entry_id=entry_id,
-                    )
+                    entry = prepared.at(tail.segment, num, int(self.clock()))
                     self.store.put_entry(entry)
                     landed = self.landed(entry, attempt)
                     self.apply_policy_after(entry)
@@ -211,6 +219,19 @@ class EventLog:
                 if attempt < self.retry.max_attempts:
                     self.retry.backoff(attempt)
         raise errors.AppendContentionError(log_id, self.retry.max_attempts)
+
+    def prepare(self, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID) -> Prepared:
+        """Check a document body, encode it, and put it in the bucket first when it is large.
+
+        Raises:
+            InvalidInputError: a log-level body, or one the document model refuses; ValueTooLargeError.
+        """
+        if body.TYPE in LOG_LEVEL_TYPES:
+            raise errors.InvalidInputError(f"{body.TYPE} entries are written by the log itself, not appended")
+        self.validate(body)
+        data = encode_body(body)
+        return Prepared(log_id=log_id, entry_id=entry_id, body=body, data=data,
+                        external=self.store_large_body(log_id, entry_id, data))
 
     def store_large_body(self, log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes) -> str | None:
         """Put a body over the threshold in the bucket first (tagged discardable); its key, or None if inline."""
