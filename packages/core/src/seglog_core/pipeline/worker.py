@@ -363,9 +363,11 @@ class SnapshotWorker:
                 except errors.ItemExistsError:
                     continue
                 self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))
-        for p in earlier:
-            if p.blocked is None and now - p.modified > self.takeover_after:
-                self.queue.send(SnapshotJob(log=str(log_id), segment=p.segment, entry=p.entry))
+        # Only the earliest: it holds every later one back, and each of those would otherwise send a job for every
+        # stale one before it at each deferral (a long chain's messages would grow with its square).
+        first = min(earlier, key=lambda p: (p.segment, p.entry), default=None)
+        if first is not None and first.blocked is None and now - first.modified > self.takeover_after:
+            self.queue.send(SnapshotJob(log=str(log_id), segment=first.segment, entry=first.entry))
 
     def _await_predecessors(self, log_id: uuid.UUID, segment: int, entry: int, remaining: Callable[[], float],
                             margin: float) -> bool:
