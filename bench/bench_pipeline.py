@@ -48,16 +48,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.support import Headline, local_deployment, median, options, percentile, profiles, quiet_logs
-from seglog_aws import local
 from seglog_aws.backend import Backend
-from seglog_aws.local import LocalDeployment
-from seglog_aws.template import default_template_path
 from seglog_client import START, SeglogClient, set_cell
 from seglog_emulator.chaos import Campaign, RunReport, Workload
 from seglog_emulator.chaos.runner import _SupervisorProcess
 from seglog_emulator.chaos.watch import SnapshotWatcher
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import free_port
+from seglog_stack import local
+from seglog_stack.local import LocalDeployment
+from seglog_stack.template import default_template_path
 
 SNAPSHOT_EVERY = 10
 P50_TARGET, P99_TARGET = 1.0, 3.0

@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seglog_aws import local
 from seglog_aws.backend import Backend
 from seglog_aws.items import entry_to_item
-from seglog_aws.local import LocalDeployment
-from seglog_aws.stack import StackConfig, StackManager
 from seglog_core import logs
 from seglog_core.schema import Entry, SetCell, encode_body
 from seglog_emulator.chaos.watch import percentile as chaos_percentile
+from seglog_stack import StackConfig, StackManager, local
+from seglog_stack.local import LocalDeployment
 
 #: (LocalStack port, DynamoDB Local port) per profile, used by the benchmarks only.
 BENCH_PORTS = {"dynamodb-local": (4660, 8060), "localstack": (4670, 8070)}

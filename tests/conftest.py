@@ -1,6 +1,6 @@
 """Fixtures: the same tests run on every backend — in memory, and the real local stack in both profiles.
 
-The local stack is started by the test session itself (seglog_aws.local.up on test ports, its own run dir),
+The local stack is started by the test session itself (seglog_stack.local.up on test ports, its own run dir),
 once per profile, and stopped at the end. Resource names are unique per session; log ids and keys are unique
 per test. When the stack cannot start the tests that need it fail (with CI=true or not): they never skip.
 """
@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 import structlog
 
-from seglog_aws import local
 from seglog_aws.backend import Backend
-from seglog_aws.stack import StackConfig, StackManager, docker_available
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_stack import StackConfig, StackManager, docker_available, local
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
 #: SEGLOG_TEST_PORT_BASE moves them, so two test sessions can run side by side.

@@ -18,10 +18,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from seglog_aws.events import http_api_event
-from seglog_aws.local import LocalDeployment
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot, SetRange
 from seglog_services import runtime
 from seglog_services.api import app, handler, openapi
+from seglog_stack.local import LocalDeployment
 
 stack = pytest.mark.stack
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from seglog_aws.local import LocalDeployment
 from seglog_cli.main import cli
 from seglog_core.reader import LogReader
+from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
 

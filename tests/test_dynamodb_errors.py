@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from seglog_aws.backend import Backend
-from seglog_aws.botocore_faults import BotocoreFaults
 from seglog_core import errors
 from seglog_core.log import EventLog
 from seglog_core.reader import LogReader
 from seglog_core.retry import RetryPolicy
 from seglog_core.schema import SetCell
 from seglog_core.verify import verify_log
+from seglog_emulator.faults.botocore_faults import BotocoreFaults
 
 pytestmark = pytest.mark.stack
 

@@ -29,7 +29,7 @@ from seglog_aws.events import (
     stream_event,
     stream_record,
 )
-from seglog_aws.local import LocalDeployment
+from seglog_stack.local import LocalDeployment
 
 # One record of the DynamoDB Streams event, from the "Example event" of the with-ddb page (a TTL delete carries
 # userIdentity, the others do not).

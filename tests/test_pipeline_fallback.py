@@ -11,10 +11,10 @@ import pytest
 from pipeline_support import PipelineDriver
 from seglog_aws.events.dynamodb_stream import stream_event
 from seglog_aws.events.sqs import sqs_event
-from seglog_aws.local import LocalDeployment
 from seglog_core.pipeline.fallback import rebuild, reprocess
 from seglog_core.schema import SetCell, SetRange
 from seglog_core.verify import verify_log
+from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
 

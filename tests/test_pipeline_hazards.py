@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from pipeline_support import Crash, PipelineDriver
-from seglog_aws.local import LocalDeployment
 from seglog_core.pipeline import CRASH_POINTS, Outcome, SnapshotWorker
 from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import SetCell, SetRange, SnapshotJob
 from seglog_core.snapshot import snapshot_keys
 from seglog_core.verify import verify_log
+from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
 

@@ -17,7 +17,6 @@ from structlog.testing import capture_logs
 from pipeline_support import Crash, PipelineDriver
 from seglog_aws.clients import client, local_session
 from seglog_aws.items import entry_to_item
-from seglog_aws.local import LocalDeployment
 from seglog_aws.redrive import redrive
 from seglog_cli.main import cli
 from seglog_core.pipeline import Outcome
@@ -26,6 +25,7 @@ from seglog_core.ports import QueueMessage
 from seglog_core.schema import Entry, EntryType, SetCell, SnapshotJob, encode_body
 from seglog_core.verify import verify_log
 from seglog_emulator.status import read_status
+from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
 

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from seglog_aws import redrive as redrive_module
 from seglog_aws.clients import client, local_session
-from seglog_aws.local import LocalDeployment
 from seglog_aws.redrive import redrive
 from seglog_cli.main import cli
+from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
 

@@ -1,7 +1,7 @@
 """Retries where they belong (DESIGN §3 failure modes, §5): the services' stores retry throttles and 5xx inside the
 invocation and never past its deadline; writes whose answer was lost are sent again only where that is safe, and
 the risky conditional ones still decide right. Faults go into the boto3 clients through botocore's hooks
-(seglog_aws.botocore_faults), before the request (a throttle) or after it landed (a lost answer).
+(seglog_emulator.faults.botocore_faults), before the request (a throttle) or after it landed (a lost answer).
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ import pytest
 
 from pipeline_support import PipelineDriver
 from seglog_aws.backend import REQUEST_RETRY, Backend
-from seglog_aws.botocore_faults import BotocoreFaults
 from seglog_aws.clients import local_session
 from seglog_aws.events.sqs import sqs_event
-from seglog_aws.local import LocalDeployment
 from seglog_aws.resources import Resources
 from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_core.pipeline import Outcome
 from seglog_core.retry import RetryPolicy
 from seglog_core.schema import PendingSnapshot, SetCell, SnapshotJob
 from seglog_core.verify import verify_log
+from seglog_emulator.faults.botocore_faults import BotocoreFaults
+from seglog_stack.local import LocalDeployment
 
 LOST = {"code": "InternalServerError", "status": 500, "after_send": True}  # the write landed, its answer did not
 

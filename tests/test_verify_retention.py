@@ -16,7 +16,6 @@ import msgspec
 import pytest
 
 from pipeline_support import PipelineDriver
-from seglog_aws.local import LocalDeployment
 from seglog_core.document import SheetDocument
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
@@ -27,6 +26,7 @@ from seglog_core.retention import RetentionPolicy, apply_retention, archive_key,
 from seglog_core.retry import RetryPolicy
 from seglog_core.schema import Entry, EntryType, SetCell, SetRange
 from seglog_core.verify import VerifyReport, verify_log
+from seglog_stack.local import LocalDeployment
 
 FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
 

@@ -22,9 +22,9 @@ import pytest
 from conftest import PROFILES
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader
-from seglog_aws.local import LocalDeployment
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.invoker import FunctionSpec, LambdaInvoker
+from seglog_stack.local import LocalDeployment
 
 HERE = Path(__file__).resolve().parent
 #: The profile the fidelity tests run on: DynamoDB Local's when the session has it.

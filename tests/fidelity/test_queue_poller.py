@@ -23,12 +23,12 @@ import pytest
 
 from fidelity.conftest import MakeInvoker, MakeQueue, Probe, Queue, running
 from fidelity.probe_handler import UNKNOWN_IDENTIFIER
-from seglog_aws.local import LocalDeployment
-from seglog_aws.template import Template, TemplateError
 from seglog_emulator.config import EmulatorConfig, FunctionResponseType, QueueMapping
 from seglog_emulator.filtering import compile_filter_criteria
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers.queue import QueuePoller
+from seglog_stack.local import LocalDeployment
+from seglog_stack.template import Template, TemplateError
 
 REPORT = (FunctionResponseType.REPORT_BATCH_ITEM_FAILURES,)
 

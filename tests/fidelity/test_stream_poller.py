@@ -24,12 +24,12 @@ import pytest
 
 from fidelity.conftest import MakeInvoker, Probe, RecordingCheckpoints, Table, quick_retries, running
 from seglog_aws.events.dynamodb_stream import ShardIteratorType, stream_record
-from seglog_aws.local import LocalDeployment
 from seglog_emulator.config import FunctionResponseType, StreamMapping, StreamPosition
 from seglog_emulator.filtering import compile_filter_criteria
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.pollers.common import Invoker
 from seglog_emulator.pollers.stream import MAX_EVENT_BYTES, StreamPoller
+from seglog_stack.local import LocalDeployment
 
 REPORT = (FunctionResponseType.REPORT_BATCH_ITEM_FAILURES,)
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from seglog_aws.template import Template, TemplateError, load_template
 from seglog_emulator.config import (
     LOCAL_MAX_CONCURRENCY,
     EmulatorConfig,
@@ -28,6 +27,7 @@ from seglog_emulator.config import (
     StreamPosition,
 )
 from seglog_emulator.filtering import compile_filter_criteria
+from seglog_stack.template import Template, TemplateError, load_template
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GLOBAL_ENV = {

@@ -19,7 +19,6 @@ import pytest
 
 from seglog_aws.events.dynamodb_stream import stream_record
 from seglog_aws.items import entry_to_item
-from seglog_aws.template import load_template
 from seglog_core.schema import Entry, EntryType
 from seglog_emulator.filtering import (
     FilterPatternError,
@@ -29,6 +28,7 @@ from seglog_emulator.filtering import (
     matches,
     select,
 )
+from seglog_stack.template import load_template
 
 LAMBDA = "invocation-eventfiltering"
 EB_PATTERNS = "eb-event-patterns"

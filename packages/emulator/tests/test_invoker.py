@@ -214,16 +214,20 @@ def test_armed_crash_point_kills_the_worker_at_that_point(make_invoker: MakeInvo
     assert (Outcome.SUCCESS, steps["steps"], True) == (after.outcome, after.payload, after.cold_start)
 
 
-def test_armed_crash_points_are_mirrored_in_the_environment(make_invoker: MakeInvoker) -> None:
-    """SEGLOG_CRASH_POINTS lists the armed points during the invocation and is gone after it."""
-    invoker = make_invoker("environment")
-    names = {"names": ["SEGLOG_CRASH_POINTS"]}
+def test_no_environment_variable_arms_a_crash_point(make_invoker: MakeInvoker) -> None:
+    """DESIGN §10.4: crash points are armed in-process by the worker wrapper only. A function configured with
+    the variables that used to arm them (as a deployed function could be) walks every step, and an armed
+    invocation leaves no trace in the environment its handler reads."""
+    names = {"names": ["SEGLOG_CRASH_POINTS", "SEGLOG_CLOCK_SKEW_SECONDS"]}
+    steps = {"steps": ["after_claim", "mid_chunk"]}
+    configured = make_invoker("steps", environment={"SEGLOG_CRASH_POINTS": "after_claim,mid_chunk",
+                                                     "SEGLOG_CLOCK_SKEW_SECONDS": "30"})
+    walked = configured.invoke(steps)
+    assert (Outcome.SUCCESS, steps["steps"]) == (walked.outcome, walked.payload)
 
-    armed = invoker.invoke(names, crash_points={"mid_chunk", "after_root"})
-    unarmed = invoker.invoke(names)
-
-    assert "after_root,mid_chunk" == armed.payload["env"]["SEGLOG_CRASH_POINTS"]
-    assert unarmed.payload["env"]["SEGLOG_CRASH_POINTS"] is None
+    probe = make_invoker("environment")
+    armed = probe.invoke(names, crash_points={"mid_chunk"}, clock_skew=5.0)
+    assert {"SEGLOG_CRASH_POINTS": None, "SEGLOG_CLOCK_SKEW_SECONDS": None} == armed.payload["env"]
 
 
 def test_a_clock_skew_runs_the_services_clock_ahead_for_that_invocation_only(make_invoker: MakeInvoker) -> None:

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from seglog_aws.template import Template, load_template
 from seglog_emulator.config import EmulatorConfig, EmulatorConfigError, ScheduleRule
 from seglog_emulator.errors import ScheduleExpressionError
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.schedule_expressions import CronExpression, RateExpression, parse_schedule_expression
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.supervisor import child_names
+from seglog_stack.template import Template, load_template
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 UTC = dt.UTC

@@ -12,13 +12,12 @@ from typing import Any
 
 import click
 
-from seglog_aws import local
 from seglog_aws.backend import Backend
 from seglog_aws.resources import ENV as RESOURCE_ENV
 from seglog_aws.resources import Resources
-from seglog_aws.stack import StackConfig
 from seglog_client import SeglogClientError
 from seglog_core.errors import SeglogError
+from seglog_stack import StackConfig, local
 
 
 @dataclass

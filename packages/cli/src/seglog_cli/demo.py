@@ -17,13 +17,13 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from seglog_aws.stack import StackManager
 from seglog_cli.context import reports_errors, settings
 from seglog_core.sheet import render
 from seglog_emulator.chaos import Campaign, RunProgress, Workload, default_plan
 from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.child import read_statuses
 from seglog_emulator.faults.plan import FaultPlan
+from seglog_stack import StackManager
 
 #: The demo's faults fire at this share of a chaos run's rates: visible, never in the way.
 DEMO_RATE_FACTOR = 0.5

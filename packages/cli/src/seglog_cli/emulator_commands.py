@@ -9,9 +9,6 @@ from typing import Any
 
 import click
 
-from seglog_aws import local
-from seglog_aws.stack.info import ENDPOINT_ENV
-from seglog_aws.template import default_template_path
 from seglog_cli.context import reports_errors, settings
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
@@ -19,6 +16,9 @@ from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
+from seglog_stack import local
+from seglog_stack.info import ENDPOINT_ENV
+from seglog_stack.template import default_template_path
 
 
 def parse_parameters(values: tuple[str, ...]) -> dict[str, Any]:
@@ -145,8 +145,8 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     stop the faults, wait for quiescence, verify every sheet. Exit status 1 on any violation; a failing run
     prints the command that replays its seed.
     """
-    from seglog_aws.stack import StackManager
     from seglog_emulator.chaos import Campaign, Workload
+    from seglog_stack import StackManager
 
     config = settings(ctx).stack_config()
     info = StackManager(config).up()

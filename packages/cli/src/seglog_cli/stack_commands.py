@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from seglog_aws import local
-from seglog_aws.stack import StackManager
-from seglog_aws.stack.errors import StackError
 from seglog_cli.context import echo_json, reports_errors, settings
+from seglog_stack import StackManager, local
+from seglog_stack.errors import StackError
 
 
 def _stack_errors(exc: StackError) -> click.ClickException:

@@ -1,11 +1,13 @@
-"""Named crash points: where a fault injector may kill -9 the process running a handler (DESIGN §7).
+"""Named crash points: where a fault injector may kill -9 the process running a handler (DESIGN §7, §10.4).
 
 Code under test calls :func:`should_crash` at each named step (the snapshot worker's ``crash`` hook, the
-stream router after SendMessage). A point is armed by naming it in the ``SEGLOG_CRASH_POINTS`` environment
-variable (comma-separated); the emulator's worker process sets it for one invocation
-(:mod:`seglog_emulator.crash`). An armed point kills the process with SIGKILL, so nothing after it runs — no
-``finally``, no flushed buffers — as when Lambda loses an execution environment. Unarmed, a point costs one
-environment lookup; on AWS nothing ever arms one.
+stream router after SendMessage). Points are armed only in-process, by :func:`arm`, which only the emulator's
+worker wrapper calls (:mod:`seglog_emulator.crash`), for one invocation. Nothing here reads the environment
+or any other input a deployed function could be given, so on AWS no configuration can arm a point or skew
+the clock: unarmed, a point is one set lookup.
+
+An armed point kills the process with SIGKILL, so nothing after it runs — no ``finally``, no flushed
+buffers — as when Lambda loses an execution environment.
 """
 
 from __future__ import annotations
@@ -15,14 +17,10 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from typing import Final
 
 import structlog
-
-#: The environment variable naming the armed points, comma-separated.
-ENV_VAR: Final = "SEGLOG_CRASH_POINTS"
-#: Seconds this process's :func:`clock` runs ahead of the real one (the emulator's clock_skew fault).
-CLOCK_SKEW_ENV: Final = "SEGLOG_CLOCK_SKEW_SECONDS"
 
 #: The snapshot worker's points, in protocol order (DESIGN §5, §7).
 WORKER_CRASH_POINTS: Final = (
@@ -38,10 +36,26 @@ ROUTER_AFTER_SEND: Final = "router_after_send"
 
 log = structlog.get_logger("seglog.crash")
 
+_armed: frozenset[str] = frozenset()
+_clock_skew: float = 0.0
+
+
+def arm(points: Iterable[str], *, clock_skew: float = 0.0) -> None:
+    """Arm exactly ``points`` in this process (replacing any armed before), and run :func:`clock`
+    ``clock_skew`` seconds ahead. Called by the emulator's worker wrapper around one invocation."""
+    global _armed, _clock_skew
+    _armed = frozenset(points)
+    _clock_skew = float(clock_skew)
+
+
+def disarm() -> None:
+    """Arm nothing; the clock is the real one again."""
+    arm(())
+
 
 def armed() -> frozenset[str]:
     """The points armed in this process."""
-    return frozenset(p for p in os.environ.get(ENV_VAR, "").split(",") if p)
+    return _armed
 
 
 def should_crash(point: str) -> None:
@@ -50,7 +64,7 @@ def should_crash(point: str) -> None:
     One log line names the point first (flushed, so it survives the kill), so a chaos run's logs show where
     each worker died.
     """
-    if point not in armed():
+    if point not in _armed:
         return
     log.warning("crash point reached: killing this process", crash_point=point, pid=os.getpid())
     kill_self()
@@ -66,6 +80,5 @@ def kill_self() -> None:
 
 def clock() -> float:
     """The wall clock the snapshot worker stamps claims with: ``time.time()``, plus the skew the emulator's
-    clock_skew fault sets for one invocation (``SEGLOG_CLOCK_SKEW_SECONDS``; on AWS nothing sets it)."""
-    skew = os.environ.get(CLOCK_SKEW_ENV)
-    return time.time() + (float(skew) if skew else 0.0)
+    clock_skew fault arms for one invocation (on AWS nothing arms it)."""
+    return time.time() + _clock_skew

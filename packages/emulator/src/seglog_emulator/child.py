@@ -23,8 +23,6 @@ import structlog
 
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
-from seglog_aws.provision import physical_name
-from seglog_aws.template import load_template
 from seglog_core import logs
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.config import EmulatorConfig, FunctionSpec
@@ -36,6 +34,8 @@ from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import EmulatorSettings
+from seglog_stack.provision import physical_name
+from seglog_stack.template import load_template
 
 log = structlog.get_logger("seglog.emulator.child")
 

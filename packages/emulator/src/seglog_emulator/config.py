@@ -10,7 +10,7 @@ types other than DynamoDB, SQS, HttpApi and Schedule, properties it does not emu
 Intrinsics: ``!Ref`` to a template parameter is resolved here (the parameter's Default, or an override passed
 in). ``!Sub`` is expanded here. Everything else that names a resource or a pseudo parameter (``!Ref Table``,
 ``!GetAtt Queue.Arn``, ``!Ref AWS::Region``) goes to the ``resolve`` callback, so the caller maps it to the
-local physical name (``seglog_aws.provision.Provisioner.resolve`` fits).
+local physical name (``seglog_stack.provision.Provisioner.resolve`` fits).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws.template import Template
 from seglog_emulator.errors import EmulatorConfigError as EmulatorConfigError  # importable from here too
 from seglog_emulator.filtering import Matcher
 from seglog_emulator.schedule_expressions import ScheduleExpression
+from seglog_stack.template import Template
 
 log = structlog.get_logger("seglog.emulator.config")
 

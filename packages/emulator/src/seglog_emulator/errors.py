@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from seglog_aws.template import TemplateError
 from seglog_core.errors import SeglogError
+from seglog_stack.template import TemplateError
 
 
 class EmulatorError(SeglogError):

@@ -336,7 +336,7 @@ class LambdaInvoker:
     def _environment(self) -> dict[str, str]:
         """The invoker's environment, the function's over it, and Lambda's reserved variables over both
         (AWS Lambda Developer Guide, configuration-envvars: reserved variables cannot be overridden)."""
-        env = {k: v for k, v in os.environ.items() if k != "SEGLOG_CRASH_POINTS"}
+        env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"  # prints reach the log as they happen, as on Lambda
         env.update(self.function.Environment)
         stream = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"

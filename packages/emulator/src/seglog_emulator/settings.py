@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_aws.local import LocalDeployment
 from seglog_aws.resources import Resources
+from seglog_stack.local import LocalDeployment
 
 ENV_VAR: Final = "SEGLOG_EMULATOR"
 

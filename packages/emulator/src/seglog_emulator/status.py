@@ -20,12 +20,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_aws.stack.processes import pid_running
 from seglog_core.errors import SeglogError
 from seglog_core.ports import PendingStore
 from seglog_emulator.child import read_statuses, status_file
 from seglog_emulator.faults.runtime import read_injected
 from seglog_emulator.supervisor import STATE_FILE
+from seglog_stack.processes import pid_running
 
 #: A child whose status file is older than this is not reporting (it rewrites it every 0.25 s).
 STALE_SECONDS: Final = 5.0

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final
 
-from seglog_aws.template import Template
 from seglog_core.errors import SeglogError
 from seglog_emulator.config import (
     FUNCTION_TYPE,
@@ -30,6 +29,7 @@ from seglog_emulator.config import (
 from seglog_emulator.errors import ScheduleExpressionError
 from seglog_emulator.filtering import FilterPatternError, Matcher, compile_filter_criteria
 from seglog_emulator.schedule_expressions import parse_schedule_expression
+from seglog_stack.template import Template
 
 #: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
 _DYNAMODB_PROPERTIES: Final = frozenset({

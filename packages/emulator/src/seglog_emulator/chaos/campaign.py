@@ -15,8 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from seglog_aws import local
-from seglog_aws.template import default_template_path
 from seglog_emulator.chaos.report import CampaignReport
 from seglog_emulator.chaos.runner import (
     CHAOS_PARAMETERS,
@@ -28,6 +26,8 @@ from seglog_emulator.chaos.runner import (
 )
 from seglog_emulator.chaos.workload import Workload
 from seglog_emulator.faults.plan import FaultPlan
+from seglog_stack import local
+from seglog_stack.template import default_template_path
 
 
 class Campaign:

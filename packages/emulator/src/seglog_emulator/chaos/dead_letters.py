@@ -46,14 +46,14 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws import local
-from seglog_aws.local import LocalDeployment
 from seglog_aws.redrive import RedriveError
 from seglog_aws.redrive import redrive as redrive_messages
 from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.pollers.queue import WAIT_SECONDS
+from seglog_stack import local
+from seglog_stack.local import LocalDeployment
 
 log = structlog.get_logger("seglog.chaos.dead_letters")
 

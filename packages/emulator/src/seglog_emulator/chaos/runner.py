@@ -40,7 +40,6 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws.local import LocalDeployment
 from seglog_core.verify import verify_log
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_emulator.chaos.runlog import read_run_log
@@ -54,6 +53,7 @@ from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, free_port
 from seglog_emulator.usage import Usage
+from seglog_stack.local import LocalDeployment
 
 log = structlog.get_logger("seglog.chaos")
 

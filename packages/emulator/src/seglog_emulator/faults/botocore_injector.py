@@ -1,6 +1,6 @@
 """Drive a :class:`FaultSchedule` into boto3 clients through botocore's event hooks (DESIGN §7).
 
-Like :mod:`seglog_aws.botocore_faults`, faults go in where real ones happen:
+Like :mod:`seglog_emulator.faults.botocore_faults`, faults go in where real ones happen:
 
 * ``before-call`` (the request is never sent): DynamoDB throttling, TransactionConflict on TransactWriteItems,
   InternalServerError; S3 SlowDown / InternalError; S3 latency (a sleep, then the call goes on);

@@ -1,6 +1,6 @@
 """The local deployment: the stack processes plus the template's resources provisioned on them.
 
-`seglog up` starts the stack (seglog_aws.stack) and provisions template.yaml onto it, then records endpoints
+`seglog up` starts the stack (seglog_stack) and provisions template.yaml onto it, then records endpoints
 and physical names in ``<run dir>/deployment.json`` so later commands (and other processes) find them.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 
 from seglog_aws.backend import Backend
 from seglog_aws.clients import client, local_session
-from seglog_aws.provision import Provisioner
 from seglog_aws.resources import Resources
-from seglog_aws.stack import StackConfig, StackManager
-from seglog_aws.template import load_template
+from seglog_stack import StackConfig, StackManager
+from seglog_stack.provision import Provisioner
+from seglog_stack.template import load_template
 
 STATE_FILE = "deployment.json"
 DEFAULT_STACK_NAME = "seglog"
@@ -35,7 +35,7 @@ class LocalDeployment:
 
     def env(self) -> dict[str, str]:
         """Environment for a process that should use this deployment (SDK endpoints + resource names)."""
-        from seglog_aws.stack.info import stack_env
+        from seglog_stack.info import stack_env
 
         return {**stack_env(self.endpoints, self.region), **self.resources.env()}
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import structlog
 
-from seglog_aws.stack.errors import InstallError, JavaNotFoundError
+from seglog_stack.errors import InstallError, JavaNotFoundError
 
 log = structlog.get_logger("seglog.stack")
 

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from structlog.testing import capture_logs
 
-from seglog_aws.stack import (
+from seglog_stack import (
     PortInUseError,
     Profile,
     StackConfig,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from seglog_aws.stack import StackInstaller
-from seglog_aws.stack.installer import DYNAMODB_LOCAL_NPM, STAMP
+from seglog_stack import StackInstaller
+from seglog_stack.installer import DYNAMODB_LOCAL_NPM, STAMP
 
 pytestmark = pytest.mark.stack
 

@@ -16,7 +16,7 @@ import structlog
 from botocore.exceptions import ClientError
 
 from seglog_aws.resources import Resources
-from seglog_aws.template import Template, TemplateError
+from seglog_stack.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.provision")
 

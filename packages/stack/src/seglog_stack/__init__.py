@@ -1,6 +1,6 @@
 """The local stack: LocalStack and DynamoDB Local as host processes, installed on first use, no Docker.
 
-    from seglog_aws.stack import StackConfig, StackManager
+    from seglog_stack import StackConfig, StackManager
     manager = StackManager(StackConfig.resolve("dynamodb-local"))
     info = manager.up()              # installs once per machine, then starts (or reuses) the stack
     os.environ.update(info.env())    # AWS_ENDPOINT_URL_DYNAMODB=..., AWS_REGION, test credentials
@@ -11,7 +11,7 @@ See manager.py for the process model and installer.py for what is installed wher
 
 from __future__ import annotations
 
-from seglog_aws.stack.config import (
+from seglog_stack.config import (
     DEFAULT_DYNAMODB_PORT,
     DEFAULT_LOCALSTACK_PORT,
     DYNAMODB_PORT_ENV,
@@ -22,7 +22,7 @@ from seglog_aws.stack.config import (
     StackConfig,
     seglog_home,
 )
-from seglog_aws.stack.errors import (
+from seglog_stack.errors import (
     InstallError,
     JavaNotFoundError,
     PortInUseError,
@@ -30,10 +30,10 @@ from seglog_aws.stack.errors import (
     StackError,
     StackStartError,
 )
-from seglog_aws.stack.info import ProcessInfo, StackInfo, StackState, StackStatus, export_lines, stack_env
-from seglog_aws.stack.installer import Installation, StackInstaller
-from seglog_aws.stack.manager import StackManager
-from seglog_aws.stack.tools import docker_available
+from seglog_stack.info import ProcessInfo, StackInfo, StackState, StackStatus, export_lines, stack_env
+from seglog_stack.installer import Installation, StackInstaller
+from seglog_stack.manager import StackManager
+from seglog_stack.tools import docker_available
 
 __all__ = [
     "DEFAULT_DYNAMODB_PORT",

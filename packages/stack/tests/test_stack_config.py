@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seglog_aws.stack import (
+from seglog_stack import (
     ProcessInfo,
     Profile,
     StackConfig,
@@ -23,10 +23,10 @@ from seglog_aws.stack import (
     docker_available,
     seglog_home,
 )
-from seglog_aws.stack.agent_jar import MANIFEST, agent_jar_bytes, write_agent_jar
-from seglog_aws.stack.health import port_is_free
-from seglog_aws.stack.installer import requirements_text
-from seglog_aws.stack.tools import find_java_home
+from seglog_stack.agent_jar import MANIFEST, agent_jar_bytes, write_agent_jar
+from seglog_stack.health import port_is_free
+from seglog_stack.installer import requirements_text
+from seglog_stack.tools import find_java_home
 
 
 @pytest.mark.parametrize("text", ["dynamodb-local", "DynamoDB_Local", " dynamodb-local "])

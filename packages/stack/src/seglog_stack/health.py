@@ -19,7 +19,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from seglog_aws.stack.info import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+from seglog_stack.info import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 
 READY_STATES = frozenset({"available", "running"})
 PROBE_TIMEOUT = 2.0

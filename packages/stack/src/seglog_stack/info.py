@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from seglog_aws.stack.config import Profile
+from seglog_stack.config import Profile
 
 ACCESS_KEY_ID = "test"
 SECRET_ACCESS_KEY = "test"

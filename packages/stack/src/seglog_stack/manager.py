@@ -23,12 +23,12 @@ from pathlib import Path
 
 import structlog
 
-from seglog_aws.stack import health, processes
-from seglog_aws.stack.config import DYNAMODB_PORT_ENV, LOCALSTACK_PORT_ENV, Profile, StackConfig
-from seglog_aws.stack.errors import PortInUseError, StackConflictError, StackStartError
-from seglog_aws.stack.info import ProcessInfo, StackInfo, StackState, StackStatus, export_lines, stack_env
-from seglog_aws.stack.installer import Installation, StackInstaller, clean_python_env, localstack_env
-from seglog_aws.stack.processes import PidRecord
+from seglog_stack import health, processes
+from seglog_stack.config import DYNAMODB_PORT_ENV, LOCALSTACK_PORT_ENV, Profile, StackConfig
+from seglog_stack.errors import PortInUseError, StackConflictError, StackStartError
+from seglog_stack.info import ProcessInfo, StackInfo, StackState, StackStatus, export_lines, stack_env
+from seglog_stack.installer import Installation, StackInstaller, clean_python_env, localstack_env
+from seglog_stack.processes import PidRecord
 
 log = structlog.get_logger("seglog.stack")
 
