@@ -29,6 +29,7 @@ COPY --chown=seglog:seglog pyproject.toml ./
 COPY --chown=seglog:seglog packages/core/pyproject.toml packages/core/
 COPY --chown=seglog:seglog packages/aws_adapter/pyproject.toml packages/aws_adapter/
 COPY --chown=seglog:seglog packages/stack/pyproject.toml packages/stack/
+COPY --chown=seglog:seglog packages/deploy/pyproject.toml packages/deploy/
 COPY --chown=seglog:seglog packages/emulator/pyproject.toml packages/emulator/
 COPY --chown=seglog:seglog packages/cli/pyproject.toml packages/cli/
 COPY --chown=seglog:seglog packages/client/pyproject.toml packages/client/
