@@ -8,8 +8,9 @@ Two things differ from a transform run by CloudFormation:
 - Local ``CodeUri`` paths become a placeholder S3 URI first, as ``sam package`` would after uploading the code
   (the translator accepts only S3 locations).
 - Each SAM resource's ``Metadata`` is copied onto every resource generated from it (the translator's
-  passthrough_metadata), so a ``checkov: skip:`` written on an ``AWS::Serverless::Function`` reaches the
-  ``AWS::Lambda::Function`` that checkov inspects.
+  passthrough_metadata). SAM itself keeps a function's Metadata on its ``AWS::Lambda::Function`` only; with the
+  copy, a ``checkov: skip:`` for a check on the function's role, permission or event source mapping is written
+  on the function too, where a reader looks for it.
 
 Development only: this module imports aws-sam-translator, a dev dependency that never ships in a Lambda artifact.
 """
@@ -68,6 +69,8 @@ def transform_template(template: Template, *, region: str = "us-east-1") -> dict
     except InvalidDocumentException as exc:
         reasons = "; ".join(str(cause) for cause in exc.causes)
         raise TemplateError(f"{template.path}: the SAM transform refused the template: {reasons}") from exc
+    finally:
+        translator.metrics.publish()  # to its no-op publisher; unpublished metrics log a warning at exit
     return result
 
 
