@@ -30,7 +30,7 @@ test *args:
 test-fast:
     ./dev test -m "not stack"
 
-# ruff, mypy, cfn-lint
+# ruff, mypy, cfn-lint, checkov (on the template after the SAM transform)
 lint:
     ./dev lint
 

@@ -3,6 +3,11 @@
 No table definition lives in code: each resource's Properties are translated field by field into the
 matching API call (CloudFormation and the service APIs share names for almost everything). Idempotent:
 what exists already is kept.
+
+Applied locally: keys, billing mode and stream of tables; the bucket's lifecycle and its bucket policy (stored;
+LocalStack's free tier does not enforce bucket policies); queue attributes, SSE-SQS included. Not applied:
+point-in-time recovery (local data is scratch), the public access block, and DeletionPolicy/UpdateReplacePolicy
+(a local stack is deleted whole, see :meth:`Provisioner.delete`).
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class Provisioner:
                     return self._arns[logical]
                 raise TemplateError(f"!GetAtt {logical}.{attr} is not known before {logical} is created")
             if key == "Fn::Sub" and isinstance(arg, str):
+                for logical, arn in self._arns.items():  # ${Logical.Arn} of what was created so far
+                    arg = arg.replace(f"${{{logical}.Arn}}", arn)
                 return arg.replace("${AWS::StackName}", self.stack).replace("${AWS::Region}", self.region)
         if isinstance(value, dict):
             return {k: self.resolve(v) for k, v in value.items()}
@@ -80,19 +87,24 @@ class Provisioner:
         return value
 
     def provision(self) -> Resources:
-        """Create every table, bucket and queue of the template (queues without redrive first)."""
+        """Create every table, bucket and queue of the template (queues without redrive first, bucket policies
+        after their buckets)."""
         made: dict[str, str] = {}
         creators: dict[str, Callable[[str, dict[str, Any]], str]] = {
             "AWS::DynamoDB::Table": self._table, "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
+            "AWS::S3::BucketPolicy": self._bucket_policy,
         }
         ordered = sorted(self.template.resources.items(),
-                         key=lambda kv: "RedrivePolicy" in kv[1].get("Properties", {}))
+                         key=lambda kv: (kv[1].get("Type") == "AWS::S3::BucketPolicy",
+                                         "RedrivePolicy" in kv[1].get("Properties", {})))
         for logical, res in ordered:
             create = creators.get(res.get("Type", ""))
             if create is None:
                 continue  # functions and mappings are not provisioned here (the emulator runs them)
             props = self.resolve(res.get("Properties", {}))
             made[logical] = create(physical_name(self.stack, logical, res["Type"]), props)
+            if res["Type"] == "AWS::S3::Bucket":  # its lowercased name no longer holds the logical id
+                self._arns[logical] = f"arn:aws:s3:::{made[logical]}"
             log.info("provisioned", resource=logical, type=res["Type"], name=made[logical])
         names: dict[str, str] = {}
         for role, (type_, hint) in ROLES.items():
@@ -103,7 +115,8 @@ class Provisioner:
 
     def delete(self) -> None:
         """Delete every table, bucket (emptied first) and queue of the template under this stack name, as a
-        stack delete would. What is already gone is skipped."""
+        stack delete would if nothing were Retain: a local stack is scratch, so DeletionPolicy is not honoured.
+        What is already gone is skipped."""
         for logical, res in self.template.resources.items():
             type_ = res.get("Type", "")
             name = physical_name(self.stack, logical, type_)
@@ -171,8 +184,13 @@ class Provisioner:
                 Bucket=name, LifecycleConfiguration={"Rules": [_lifecycle_rule(r) for r in rules]})
         return name
 
+    def _bucket_policy(self, name: str, props: dict[str, Any]) -> str:
+        bucket: str = props["Bucket"]
+        self.s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(props["PolicyDocument"]))
+        return bucket
+
     def _queue(self, name: str, props: dict[str, Any]) -> str:
-        attributes = {k: str(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
+        attributes = {k: _attribute(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
         if "RedrivePolicy" in props:
             attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
         try:
@@ -189,7 +207,14 @@ class Provisioner:
 
 
 _QUEUE_ATTRIBUTES = ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds",
-                     "MaximumMessageSize")
+                     "MaximumMessageSize", "SqsManagedSseEnabled")
+
+
+def _attribute(value: Any) -> str:
+    """A queue attribute as the SQS API spells it: booleans are "true"/"false" (SetQueueAttributes)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
