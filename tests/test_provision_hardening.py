@@ -17,8 +17,8 @@ import pytest
 
 from seglog_aws import local
 from seglog_aws.clients import client, local_session
-from seglog_aws.provision import physical_name
-from seglog_aws.template import load_template
+from seglog_stack.provision import physical_name
+from seglog_stack.template import load_template
 
 pytestmark = pytest.mark.stack
 REPO = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """template.yaml's production hardening (issue 10, point 8), read from the template and from what AWS's SAM
-transform makes of it (seglog_aws.sam_transform, the input of checkov in `./dev lint`).
+transform makes of it (seglog_stack.sam_transform, the input of checkov in `./dev lint`).
 
 Pages cited: AWS CloudFormation User Guide (aws-attribute-deletionpolicy, aws-attribute-updatereplacepolicy,
 aws-resource-dynamodb-table, aws-resource-sqs-queue), Amazon S3 User Guide (security-best-practices,
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from seglog_aws.sam_transform import PACKAGED_CODE_URI, as_packaged, transform_template
-from seglog_aws.template import Template, TemplateError, load_template
+from seglog_stack.sam_transform import PACKAGED_CODE_URI, as_packaged, transform_template
+from seglog_stack.template import Template, TemplateError, load_template
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("SegmentsTable", "EntriesTable", "PendingSnapshotsTable")

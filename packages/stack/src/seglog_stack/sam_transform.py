@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seglog_aws.template import Template, TemplateError, load_template
+from seglog_stack.template import Template, TemplateError, load_template
 
 #: What ``sam package`` would put in CodeUri; only its form matters to the translator.
 PACKAGED_CODE_URI = "s3://seglog-artifacts/function.zip"
@@ -75,8 +75,8 @@ def transform_template(template: Template, *, region: str = "us-east-1") -> dict
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m seglog_aws.sam_transform [TEMPLATE] [--output FILE]``: write the transformed template as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m seglog_aws.sam_transform",
+    """``python -m seglog_stack.sam_transform [TEMPLATE] [--output FILE]``: write the transformed template as JSON."""
+    parser = argparse.ArgumentParser(prog="python -m seglog_stack.sam_transform",
                                      description="Write template.yaml as plain CloudFormation (JSON).")
     parser.add_argument("template", nargs="?", type=Path, help="the SAM template (default: the repository's)")
     parser.add_argument("--output", type=Path, help="where to write the JSON (default: standard output)")
