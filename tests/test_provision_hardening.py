@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from seglog_aws import local
 from seglog_aws.clients import client, local_session
+from seglog_stack import local
 from seglog_stack.provision import physical_name
 from seglog_stack.template import load_template
 
