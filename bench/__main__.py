@@ -1,5 +1,6 @@
 """All benchmarks: append cost, latency, contention, load time and the pipeline under the emulator (per profile,
-each on its own stack), then the fold rate and the snapshot builder's peak memory.
+each on its own stack), then the fold rate, what SigV4 authorization costs a request, and the snapshot builder's
+peak memory.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -18,6 +19,7 @@ from collections.abc import Callable
 
 from bench import (
     bench_append,
+    bench_auth,
     bench_contention,
     bench_fold,
     bench_latency,
@@ -78,6 +80,8 @@ def main() -> None:
             lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
             sys.stdout.flush()
     lines += [h.line() for h in fold(args.quick)]
+    print("\n## SigV4 authorization (bench_auth)")
+    lines += [h.line() for h in bench_auth.headlines(args.quick)]
     lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "

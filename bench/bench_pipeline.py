@@ -49,7 +49,7 @@ from typing import Any
 
 from bench.support import Headline, local_deployment, median, options, percentile, profiles, quiet_logs
 from seglog_aws.backend import Backend
-from seglog_client import START, SeglogClient, set_cell
+from seglog_client import START, Credentials, SeglogClient, set_cell
 from seglog_emulator.chaos import Campaign, RunReport, Workload
 from seglog_emulator.chaos.runner import _SupervisorProcess
 from seglog_emulator.chaos.watch import SnapshotWatcher
@@ -136,7 +136,7 @@ def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[He
             started = time.monotonic()
             supervisor.start()
             measured.ready_seconds = time.monotonic() - started
-            measure(pipe.backend(), settings.api_url, load, measured)
+            measure(pipe.backend(), settings.api_url, settings.api_credentials[0], load, measured)
         finally:
             supervisor.stop()
     finally:
@@ -144,13 +144,13 @@ def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[He
     return report(measured, read_log(log_path))
 
 
-def measure(backend: Backend, url: str, load: Load, measured: Measured) -> None:
+def measure(backend: Backend, url: str, credentials: Credentials, load: Load, measured: Measured) -> None:
     """Warm up, then edit at the steady rate while a SnapshotWatcher times every snapshot."""
-    client = SeglogClient(url)
+    client = SeglogClient(url, credentials=credentials)  # signed, as the API requires
     warm = [client.create().log_id for _ in range(WARM_SHEETS)]
     watcher = SnapshotWatcher(backend, warm).start()
     try:
-        edit_concurrently(url, warm, measured, rate=10.0, count=SNAPSHOT_EVERY)
+        edit_concurrently(url, credentials, warm, measured, rate=10.0, count=SNAPSHOT_EVERY)
         drain(watcher, expected=len(warm))
     finally:
         watcher.stop()
@@ -162,7 +162,7 @@ def measure(backend: Backend, url: str, load: Load, measured: Measured) -> None:
     try:
         measured.since = time.time()
         started = time.monotonic()
-        edit_concurrently(url, sheets, measured, rate=load.rate, until=started + load.seconds)
+        edit_concurrently(url, credentials, sheets, measured, rate=load.rate, until=started + load.seconds)
         measured.seconds = time.monotonic() - started
         measured.load = os.getloadavg()[0]
         measured.appends = len(measured.acks)
@@ -173,13 +173,13 @@ def measure(backend: Backend, url: str, load: Load, measured: Measured) -> None:
     measured.latency = watcher.latencies()
 
 
-def edit_concurrently(url: str, sheets: list[uuid.UUID], measured: Measured, *, rate: float,
-                      count: int | None = None, until: float = float("inf")) -> None:
+def edit_concurrently(url: str, credentials: Credentials, sheets: list[uuid.UUID], measured: Measured, *,
+                      rate: float, count: int | None = None, until: float = float("inf")) -> None:
     """One client per sheet, each sending an edit every 1/rate s (``count`` edits, or until ``until``)."""
     lock = threading.Lock()
 
     def client(log_id: uuid.UUID) -> None:
-        api = SeglogClient(url)
+        api = SeglogClient(url, credentials=credentials)
         api.note_position(log_id, START)  # a sheet of this run: its next since is each answer's position
         due, n = time.monotonic(), 0
         while (count is None or n < count) and due < until:

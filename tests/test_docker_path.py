@@ -15,8 +15,6 @@ import re
 import shlex
 import time
 import tomllib
-import urllib.error
-import urllib.request
 import uuid
 from functools import cache
 from pathlib import Path
@@ -32,6 +30,7 @@ from seglog_stack.config import DEFAULT_REGION
 from seglog_stack.info import ENDPOINT_ENV, stack_env
 from seglog_stack.local import LocalDeployment
 from seglog_stack.template import load_template
+from signed_http import call, send
 
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -327,18 +326,6 @@ def require_docker() -> None:
                 "default); set SEGLOG_TEST_DOCKER=1 to make this a failure")
 
 
-def call(method: str, url: str, body: Any = None) -> tuple[int, Any]:
-    """One HTTP request with a JSON body; the status and the decoded JSON answer."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            status, text = response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        status, text = exc.code, exc.read()
-    return status, json.loads(text) if text else None
-
-
 def wait_for_gateway(api: str, timeout: float = 180.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -355,7 +342,10 @@ def wait_for_gateway(api: str, timeout: float = 180.0) -> None:
 def create_append_snapshot_verify(api: str, deployment: LocalDeployment, timeout: float = 120.0) -> None:
     """Create a sheet, append SNAPSHOT_EVERY entries through the gateway, wait until the pipeline (stream
     router, queue, snapshot worker) has completed the Snapshot entry the last append asked for, then verify
-    the log with the stores directly."""
+    the log with the stores directly. The requests are signed (the API's routes require IAM authorization); an
+    unsigned one is refused as API Gateway refuses it."""
+    refused = send("POST", f"{api}/sheets", b"{}")
+    assert (403, {"message": "Forbidden"}) == (refused.status, refused.json)
     status, created = call("POST", f"{api}/sheets")
     assert 201 == status, created
     log_id = uuid.UUID(created["log_id"])

@@ -105,7 +105,7 @@ def test_the_stream_router_reserves_concurrency_only_when_asked(template: Templa
 
 def test_the_http_api_writes_a_json_access_log_line_per_request(template: Template,
                                                                 transformed: dict[str, Any]) -> None:
-    """Globals.HttpApi reaches the API SAM makes from the function's HttpApi event; the format is one JSON object
+    """The HttpApi resource's AccessLogSettings reach the stage SAM makes for it; the format is one JSON object
     whose values are API Gateway's $context variables (http-api-logging-variables)."""
     stages = {name: res for name, res in transformed["Resources"].items() if res["Type"] == "AWS::ApiGatewayV2::Stage"}
     assert stages, "the transform made no HTTP API stage"
@@ -148,7 +148,7 @@ def test_local_code_paths_become_s3_locations_as_after_sam_package(template: Tem
 
 def test_a_template_the_transform_refuses_is_reported_with_its_reason(template: Template, tmp_path: Path) -> None:
     body = copy.deepcopy(template.body)
-    body["Resources"]["ApiFunction"]["Properties"]["Events"]["Http"]["Type"] = "NoSuchEvent"
+    body["Resources"]["ApiFunction"]["Properties"]["Events"]["HttpPost"]["Type"] = "NoSuchEvent"
     broken = Template(path=tmp_path / "broken.yaml", body=body)
     with pytest.raises(TemplateError, match=r"ApiFunction.*NoSuchEvent|NoSuchEvent.*ApiFunction"):
         transform_template(broken)

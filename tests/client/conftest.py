@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from seglog_client import Credentials, SeglogClient
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
 from seglog_stack import local
@@ -21,6 +22,12 @@ from seglog_stack.template import default_template_path
 class Emulated:
     url: str
     deployment: local.LocalDeployment
+    #: A key pair the emulator's gateway accepts (its routes require IAM authorization).
+    credentials: Credentials
+
+    def client(self, **options: Any) -> SeglogClient:
+        """A client of the emulator's API, signing with :attr:`credentials`."""
+        return SeglogClient(self.url, credentials=self.credentials, **options)
 
     def entry_ids(self, log_id: uuid.UUID) -> list[uuid.UUID | None]:
         """Every entry id in the sheet's log, read from the table (not through the API under test)."""
@@ -38,7 +45,8 @@ def emulator(stacks: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         supervisor.start()
         try:
             supervisor.wait_ready()
-            yield Emulated(url=supervisor.api_url, deployment=deployment)
+            yield Emulated(url=supervisor.api_url, deployment=deployment,
+                           credentials=supervisor.settings.api_credentials[0])
         finally:
             supervisor.stop()
     finally:

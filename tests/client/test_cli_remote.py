@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from client.conftest import Emulated
 from seglog_cli.main import cli
+from signed_http import LOCAL
 
 pytestmark = pytest.mark.stack
 
@@ -22,6 +23,11 @@ def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-unt
     fail for want of them, so a pass shows it went through the API."""
     for key in ("SEGLOG_ENTRIES_TABLE", "SEGLOG_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
         monkeypatch.delenv(key, raising=False)
+    # The API requires IAM authorization: the CLI signs with the environment's credentials (`seglog env` exports
+    # the pair the emulator accepts).
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", LOCAL.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", LOCAL.secret_access_key)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.setenv("SEGLOG_LOCALSTACK_PORT", "1")  # no local stack there either
     monkeypatch.setenv("SEGLOG_DYNAMODB_PORT", "1")
     runner = CliRunner()
@@ -80,3 +86,19 @@ def test_refusals_are_one_line_errors(run, emulator: Emulated, tmp_path: Path) -
     refused = run("sheet", "import", str(uuid.uuid4()), str(bad), "--api-url", emulator.url)
     assert (1, True) == (refused.exit_code, "save it as .csv" in refused.output), refused.output
     assert "Traceback" not in missing.output + refused.output
+
+
+def test_without_credentials_the_cli_says_where_to_put_them(run, emulator: Emulated,  # type: ignore[no-untyped-def]
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No key in the environment, none in the (empty) AWS config files: a one-line error naming the variables;
+    a profile that does not exist is named."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    bare = run("sheet", "create", "--api-url", emulator.url)
+    assert (1, True) == (bare.exit_code, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in bare.output), \
+        bare.output
+    profiled = run("sheet", "create", "--api-url", emulator.url, "--profile", "nobody")
+    assert (1, True) == (profiled.exit_code, "nobody" in profiled.output), profiled.output

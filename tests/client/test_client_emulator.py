@@ -1,6 +1,7 @@
 """seglog_client against the real API, through the HTTP gateway of a running emulator: concurrent copies of one
 append are stored once among other writers (the issue's acceptance test), requests outside the retry protocol
-are refused, and every typed answer decodes what the API really sends."""
+are refused, every typed answer decodes what the API really sends, and the API's door is shut to requests not
+signed with a key it accepts (DESIGN §10.3)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,18 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from client.conftest import Emulated
-from seglog_client import START, ApiError, Appended, Position, SeglogClient, insert_row, set_cell, set_range
+from seglog_client import (
+    START,
+    ApiError,
+    Appended,
+    Credentials,
+    Position,
+    SeglogClient,
+    insert_row,
+    set_cell,
+    set_range,
+)
+from signed_http import send
 
 pytestmark = pytest.mark.stack
 
@@ -27,9 +39,9 @@ def test_three_concurrent_copies_of_one_append_are_stored_once_among_other_write
     other clients append their own entries. Each round, exactly one copy is stored and the other two answer
     ``deduplicated`` with its position; the log holds every entry id once. Without the consistent forward read
     and the conditional put, overlapping copies would both be written (a duplicate id in the log)."""
-    coordinator = SeglogClient(emulator.url)
+    coordinator = emulator.client()
     log_id = coordinator.create().log_id
-    writers = [SeglogClient(emulator.url) for _ in range(WRITERS)]
+    writers = [emulator.client() for _ in range(WRITERS)]
     copied: list[uuid.UUID] = []
     written: list[uuid.UUID] = []
     with ThreadPoolExecutor(COPIES + WRITERS) as pool:
@@ -39,7 +51,7 @@ def test_three_concurrent_copies_of_one_append_are_stored_once_among_other_write
 
             def copy(n: int = n, entry_id: uuid.UUID = entry_id, since: Position | None = since,
                      start: threading.Barrier = start) -> Appended:
-                client = SeglogClient(emulator.url)
+                client = emulator.client()
                 start.wait()
                 return client.append(log_id, set_cell("A1", n), entry_id=entry_id, since=since)
 
@@ -65,7 +77,7 @@ def test_an_append_outside_the_retry_protocol_is_refused_naming_what_is_missing(
                                                                                 code: str) -> None:
     """Without an entry id a retry cannot be recognised, without since the server does not know where to look:
     the API refuses (400) and says which field to send; nothing is written."""
-    client = SeglogClient(emulator.url)
+    client = emulator.client()
     log_id = client.create().log_id
     body = {"entry": {"type": "set", "ref": "A1", "value": 1}, "entry_id": str(uuid.uuid4()),
             "since": {"segment": 0, "num": 0}}
@@ -80,7 +92,7 @@ def test_an_append_outside_the_retry_protocol_is_refused_naming_what_is_missing(
 def test_every_typed_answer_reads_what_the_api_sends(emulator: Emulated) -> None:
     """Create, append, a conflict, load, sync, snapshots, an upload and the OpenAPI document, decoded into the
     client's types: a field renamed on either side would fail here, not in a user's hands."""
-    client = SeglogClient(emulator.url)
+    client = emulator.client()
     created = client.create()
     log_id = created.log_id
     assert (True, START) == (created.created, created.position)
@@ -106,3 +118,26 @@ def test_every_typed_answer_reads_what_the_api_sends(emulator: Emulated) -> None
         synced.entries[0].body, synced.entries[2].external)
     assert (START, [0]) == (client.snapshots(log_id).latest, [s.segment for s in client.snapshots(log_id).segments])
     assert "/sheets/{log_id}/entries" in client.openapi()["paths"]
+
+
+def test_an_unsigned_post_is_refused_and_the_client_librarys_signed_one_succeeds(emulator: Emulated) -> None:
+    """The template's HttpApi requires IAM authorization: the gateway answers an unsigned create as API Gateway
+    does (403 {"message":"Forbidden"}) and writes nothing; the same create through the client library, signed
+    with the key the emulator accepts, creates the sheet."""
+    log_id = uuid.uuid4()
+    refused = send("POST", f"{emulator.url}/sheets", json.dumps({"log_id": str(log_id)}).encode(),
+                   {"content-type": "application/json"})
+    assert (403, {"message": "Forbidden"}) == (refused.status, refused.json)
+    assert [] == emulator.entry_ids(log_id)
+    created = emulator.client().create(log_id)
+    assert (True, [None]) == (created.created, emulator.entry_ids(log_id))
+
+
+def test_a_key_the_emulator_does_not_accept_is_refused_with_api_gateways_message(emulator: Emulated) -> None:
+    """A wrong secret: 403 InvalidSignatureException, never retried (it is the request's fault), the API's message
+    and kind in the ApiError."""
+    client = SeglogClient(emulator.url, credentials=Credentials(emulator.credentials.access_key_id, "wrong"))
+    with pytest.raises(ApiError) as raised:
+        client.create()
+    assert (403, "InvalidSignatureException") == (raised.value.status, raised.value.code)
+    assert raised.value.message.startswith("The request signature we calculated does not match")

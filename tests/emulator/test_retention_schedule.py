@@ -74,7 +74,7 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
         try:
             supervisor.wait_ready()
             assert "schedule:RetentionFunction.Retention" in [c.name for c in read_status(state).children]
-            api = SeglogClient(supervisor.api_url)
+            api = SeglogClient(supervisor.api_url, credentials=settings.api_credentials[0])
             log_id = api.create().log_id
             acknowledged, n = [], 0
             for _ in range(SEGMENTS - 1):

@@ -60,7 +60,7 @@ def wait_for(predicate: object, timeout: float, what: str) -> None:
 def edit_and_wait(supervisor: Supervisor, deployment: local.LocalDeployment,
                   edits: int) -> tuple[uuid.UUID, list[uuid.UUID]]:
     """Create a sheet through the gateway, append ``edits`` cells, wait until every snapshot is complete."""
-    api = SeglogClient(supervisor.api_url)
+    api = SeglogClient(supervisor.api_url, credentials=supervisor.settings.api_credentials[0])
     created = api.create()
     assert created.created
     log_id = created.log_id

@@ -18,6 +18,11 @@ from typing import Any
 
 import pytest
 
+from seglog_client import Credentials
+
+#: What test clients sign with (AWS's documentation example key): the fake checks no signature.
+KEYS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+
 
 @dataclass(frozen=True)
 class Reply:

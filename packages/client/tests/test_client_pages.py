@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 import pytest
-from fake_api import DROP, FakeApi, Reply, appended, fake, position
+from fake_api import DROP, KEYS, FakeApi, Reply, appended, fake, position
 
 from seglog_client import ApiError, Backoff, Position, ProtocolError, SeglogClient
 
@@ -19,7 +19,8 @@ UPLOAD = "0b6f2c9e-1d3a-4f5b-8e7c-2a9d4b6c8e10"
 
 
 def client_of(fake: FakeApi) -> SeglogClient:
-    return SeglogClient(fake.url, sleep=lambda _: None, backoff=Backoff(base=0.0, cap=0.0, rng=random.Random(1)))
+    return SeglogClient(fake.url, sleep=lambda _: None, backoff=Backoff(base=0.0, cap=0.0, rng=random.Random(1)),
+                        credentials=KEYS)
 
 
 def page(rows: list[list[Any]], *, row: int = 1, col: int = 1, next: str | None = None,

@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from fake_api import DROP, FakeApi, Reply, appended, created, error, fake, position
+from fake_api import DROP, KEYS, FakeApi, Reply, appended, created, error, fake, position
 
 from seglog_client import (
     ApiError,
@@ -39,6 +39,7 @@ class Sleeps(list[float]):
 
 
 def client_of(fake: FakeApi, sleeps: Sleeps | None = None, **options: object) -> SeglogClient:
+    options.setdefault("credentials", KEYS)
     return SeglogClient(fake.url, sleep=sleeps if sleeps is not None else Sleeps(),
                         backoff=Backoff(base=0.01, cap=0.02, rng=random.Random(1)), **options)  # type: ignore[arg-type]
 
@@ -121,7 +122,7 @@ def test_after_max_tries_the_error_names_the_last_failure_and_what_to_resend(fak
 def test_no_server_at_all_is_a_lost_answer_every_time() -> None:
     """Connection refused counts as no answer: retried, then reported as such."""
     sleeps = Sleeps()
-    client = SeglogClient("http://127.0.0.1:9", max_tries=3, sleep=sleeps)
+    client = SeglogClient("http://127.0.0.1:9", max_tries=3, sleep=sleeps, credentials=KEYS)
     with pytest.raises(RetriesExhaustedError) as raised:
         client.create(LOG)
     assert (3, 2, None) == (raised.value.tries, len(sleeps), raised.value.last_status)

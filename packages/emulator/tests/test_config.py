@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from seglog_emulator.config import (
+    AWS_IAM,
     LOCAL_MAX_CONCURRENCY,
     EmulatorConfig,
     EmulatorConfigError,
@@ -130,10 +131,13 @@ def test_queues_carry_visibility_timeout_and_redrive(config: EmulatorConfig) -> 
     } == config.queues
 
 
-def test_http_route_is_the_api_functions_httpapi_event(config: EmulatorConfig) -> None:
-    """sam-property-function-httpapi: Path, Method and PayloadFormatVersion of ApiFunction's Http event."""
-    assert (HttpRoute(function="ApiFunction", event="Http", Path="/{proxy+}", Method="ANY",
-                      PayloadFormatVersion="2.0"),) == config.http_routes
+def test_http_routes_are_the_api_functions_httpapi_events(config: EmulatorConfig) -> None:
+    """sam-property-function-httpapi: Path, Method, PayloadFormatVersion and ApiId of ApiFunction's events; each
+    route takes the API's DefaultAuthorizer, AWS_IAM (sam-property-httpapi-httpapiauth)."""
+    assert (HttpRoute(function="ApiFunction", event="HttpGet", Path="/{proxy+}", Method="GET",
+                      PayloadFormatVersion="2.0", ApiId="HttpApi", Authorizer=AWS_IAM),
+            HttpRoute(function="ApiFunction", event="HttpPost", Path="/{proxy+}", Method="POST",
+                      PayloadFormatVersion="2.0", ApiId="HttpApi", Authorizer=AWS_IAM)) == config.http_routes
 
 
 def test_the_real_template_needs_no_notes(config: EmulatorConfig) -> None:

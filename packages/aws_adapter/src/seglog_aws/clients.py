@@ -65,6 +65,13 @@ def client(service: str, *, session: boto3.Session | None = None, retries: int |
     return made
 
 
+#: The key pair of the local stack: LocalStack checks none, and the emulator's gateway accepts this one by default
+#: (EmulatorSettings.api_credentials).
+LOCAL_ACCESS_KEY_ID = "test"
+LOCAL_SECRET_ACCESS_KEY = "test"
+
+
 def local_session(region_name: str = DEFAULT_REGION) -> boto3.Session:
     """A session with the dummy credentials the local stack accepts (it checks none)."""
-    return boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name=region_name)
+    return boto3.Session(aws_access_key_id=LOCAL_ACCESS_KEY_ID, aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+                         region_name=region_name)

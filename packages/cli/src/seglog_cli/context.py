@@ -66,10 +66,17 @@ def reports_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-#: `--api-url URL` (or SEGLOG_API_URL): the command talks to the HTTP API there instead of the tables.
-api_url_option = click.option(
-    "--api-url", envvar="SEGLOG_API_URL", metavar="URL",
-    help="Go through the seglog HTTP API at URL (e.g. the emulator's http://127.0.0.1:4599) instead of the tables.")
+def api_url_option[**P, R](func: Callable[P, R]) -> Callable[P, R]:
+    """`--api-url URL` (or SEGLOG_API_URL): the command talks to the HTTP API there instead of the tables,
+    signing its requests (SigV4) with the AWS credentials of the environment or of `--profile`."""
+    func = click.option(
+        "--profile", "aws_profile", metavar="NAME",
+        help="With --api-url: sign with this AWS profile's credentials (needs botocore) instead of "
+             "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.")(func)
+    return click.option(
+        "--api-url", envvar="SEGLOG_API_URL", metavar="URL",
+        help="Go through the seglog HTTP API at URL (e.g. the emulator's http://127.0.0.1:4599, with the "
+             "credentials `seglog env` exports) instead of the tables.")(func)
 
 
 def settings(ctx: click.Context) -> Settings:

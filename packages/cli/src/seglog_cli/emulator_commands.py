@@ -95,6 +95,10 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
                                              host=host, port=port, schedule_scale=schedule_scale), faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
+    key = supervisor.settings.api_credentials[0]
+    click.echo(f"  requests must be SigV4-signed (IAM authorization, as on AWS) with key {key.access_key_id}: "
+               "seglog_client and `seglog sheet --api-url` sign with `eval \"$(seglog env)\"`'s; curl with "
+               f"--aws-sigv4 aws:amz:{deployment.region}:execute-api --user {key.access_key_id}:<secret>", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
     raise SystemExit(supervisor.run())

@@ -27,10 +27,10 @@ def sheet() -> None:
 @api_url_option
 @click.pass_context
 @reports_errors
-def create(ctx: click.Context, api_url: str | None) -> None:
+def create(ctx: click.Context, api_url: str | None, aws_profile: str | None) -> None:
     """Create an empty sheet and print its log id."""
     if api_url:
-        remote.create(api_url)
+        remote.create(remote.client(api_url, aws_profile))
         return
     backend = settings(ctx).backend()
     click.echo(str(backend.event_log().create()))
@@ -47,7 +47,7 @@ def create(ctx: click.Context, api_url: str | None) -> None:
 @click.pass_context
 @reports_errors
 def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_id: str | None,
-              since_text: str | None, api_url: str | None) -> None:
+              since_text: str | None, api_url: str | None, aws_profile: str | None) -> None:
     """Set cells: seglog sheet set LOG A1=42 B2=hello ('42 forces text; A1= clears).
 
     A repeat of a run whose outcome is unknown stores nothing twice when it has the same --entry-id and the
@@ -65,7 +65,7 @@ def set_cells(ctx: click.Context, log: str, assignments: tuple[str, ...], entry_
     if since is not None and base_id is None:
         raise click.BadParameter("--since only means something with --entry-id", param_hint="--since")
     if api_url:
-        remote.set_cells(api_url, log_id, assignments, bodies, base_id, since)
+        remote.set_cells(remote.client(api_url, aws_profile), log_id, assignments, bodies, base_id, since)
         return
     backend = settings(ctx).backend()
     event_log = backend.event_log()
@@ -102,7 +102,7 @@ def parse_position(text: str) -> Position:
 @api_url_option
 @click.pass_context
 @reports_errors
-def import_file(ctx: click.Context, log: str, file: Path, api_url: str | None) -> None:
+def import_file(ctx: click.Context, log: str, file: Path, api_url: str | None, aws_profile: str | None) -> None:
     """Replace the sheet with the contents of a CSV or XLSX file (the file is kept in the bucket)."""
     log_id = parse_log_id(log)
     if not file.is_file():
@@ -112,7 +112,7 @@ def import_file(ctx: click.Context, log: str, file: Path, api_url: str | None) -
     data = file.read_bytes()
     fmt, rows = read_import(file.name, data)  # parsed and checked before anything is written
     if api_url:
-        remote.import_file(api_url, log_id, file.name, data, fmt, len(rows))
+        remote.import_file(remote.client(api_url, aws_profile), log_id, file.name, data, fmt, len(rows))
         return
     backend = settings(ctx).backend()
     entry_id = uuid.uuid4()
@@ -131,11 +131,12 @@ def import_file(ctx: click.Context, log: str, file: Path, api_url: str | None) -
 @api_url_option
 @click.pass_context
 @reports_errors
-def show(ctx: click.Context, log: str, as_json: bool, max_rows: int, max_cols: int, api_url: str | None) -> None:
+def show(ctx: click.Context, log: str, as_json: bool, max_rows: int, max_cols: int, api_url: str | None,
+         aws_profile: str | None) -> None:
     """Load the sheet (latest snapshot + the entries after it) and print it as a grid."""
     log_id = parse_log_id(log)
     if api_url:
-        remote.show(api_url, log_id, as_json, max_rows, max_cols)
+        remote.show(remote.client(api_url, aws_profile), log_id, as_json, max_rows, max_cols)
         return
     state, view = settings(ctx).backend().document().load(log_id)
     if as_json:

@@ -9,7 +9,9 @@ conditional put, so the entry id is stored once. This client
 * remembers the latest position it has seen of each sheet (creates, appends, loads, syncs), so ``since`` is
   automatic; for a sheet it has not seen, it asks for the latest completed snapshot's position first;
 * encodes each request once, with sorted keys, and sends those bytes on every try;
-* never retries another 4xx: it raises :class:`~seglog_client.errors.ApiError` with the API's code.
+* never retries another 4xx: it raises :class:`~seglog_client.errors.ApiError` with the API's code;
+* signs every try with AWS Signature Version 4 (the API requires IAM authorization, locally too): credentials
+  from :mod:`seglog_client.credentials`, a fresh date each try.
 
 A client is safe to share between threads; one per thread keeps each thread's ``since`` its own.
 """
@@ -20,12 +22,15 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 from urllib.parse import quote, urlencode
 
 import msgspec
 import structlog
 
+from seglog_client import sigv4
+from seglog_client.credentials import CredentialsProvider, region_for, resolve
 from seglog_client.entries import EntryBody
 from seglog_client.errors import ApiError, ProtocolError, RetriesExhaustedError
 from seglog_client.hooks import Attempt, ClientHooks, NoHooks
@@ -81,12 +86,23 @@ class SeglogClient:
         sleep: how to wait between tries (tests pass a recorder).
         backoff: the waits between tries.
         hooks: told of every try and every acknowledged append (see :class:`~seglog_client.hooks.Counters`).
-        headers: extra headers sent with every API request (not with an upload's PUT, whose headers are signed).
+        headers: extra headers sent (and signed) with every API request (not with an upload's PUT to S3, which its
+            presigned URL authorizes).
+        credentials: what to sign with: credentials, or a callable returning them for each request (default:
+            the environment, then botocore's chain if installed; see :mod:`seglog_client.credentials`). Looked
+            up at the first request.
+        profile: a named AWS profile to take credentials from (needs botocore).
+        region: the region to sign for when the URL does not say it (a custom domain, the local emulator).
+        sign: False sends requests unsigned (an API deployed without IAM authorization).
+        clock: the signing time (tests skew it).
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10,
                  sleep: Callable[[float], None] = time.sleep, backoff: Backoff | None = None,
-                 hooks: ClientHooks | None = None, headers: Mapping[str, str] | None = None) -> None:
+                 hooks: ClientHooks | None = None, headers: Mapping[str, str] | None = None,
+                 credentials: sigv4.Credentials | CredentialsProvider | None = None, profile: str | None = None,
+                 region: str | None = None, sign: bool = True,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         if max_tries < 1:
             raise ValueError("max_tries must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -94,8 +110,13 @@ class SeglogClient:
         self.max_tries = max_tries
         self.backoff = backoff or Backoff()
         self.hooks: ClientHooks = hooks or NoHooks()
+        self.region = region_for(self.base_url, region)
+        self.signs = sign
         self._sleep = sleep
+        self._clock = clock
         self._headers = {**JSON_HEADERS, **(headers or {})}
+        self._credentials, self._profile = credentials, profile
+        self._provider: CredentialsProvider | None = None
         self._positions: dict[uuid.UUID, Position] = {}
         self._lock = threading.Lock()
 
@@ -241,13 +262,22 @@ class SeglogClient:
 
     # ------------------------------------------------------------------------------------- HTTP
 
+    def _signed(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """``headers`` with a fresh SigV4 signature of the request (credentials looked up on first use)."""
+        if self._provider is None:
+            self._provider = resolve(self._credentials, profile=self._profile)
+        return sigv4.sign(method, url, headers, data, self._provider(), region=self.region, now=self._clock())
+
     def _call[T](self, kind: type[T], method: str, path: str, body: Any = None, *,
                  log_id: uuid.UUID | None = None, entry_id: uuid.UUID | None = None,
                  since: Position | None = None) -> T:
-        """One API request (encoded once), its answer decoded as ``kind``."""
+        """One API request (encoded once, signed on every try), its answer decoded as ``kind``."""
         data = None if body is None else ENCODER.encode(body)
+        # Spaces and non-ASCII characters percent-encoded (UTF-8), what is already encoded or reserved kept: the URL
+        # signed is the URL sent.
+        path = quote(path, safe="!#$%&'()*+,/:;=?@[]~")
         response = self._send(method, self.base_url + path, data, self._headers, log_id=log_id,
-                              entry_id=entry_id, since=since, path=path)
+                              entry_id=entry_id, since=since, path=path, sign=self.signs)
         try:
             return _decoder(kind).decode(response.body)
         except msgspec.DecodeError as exc:
@@ -256,15 +286,17 @@ class SeglogClient:
 
     def _send(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str], *,
               log_id: uuid.UUID | None = None, entry_id: uuid.UUID | None = None, since: Position | None = None,
-              path: str | None = None) -> Response:
-        """Try until an answer that is not retried; 2xx returned, 4xx (and final 5xx) raised as ApiError."""
+              path: str | None = None, sign: bool = False) -> Response:
+        """Try until an answer that is not retried; 2xx returned, 4xx (and final 5xx) raised as ApiError. With
+        ``sign`` each try is signed anew: a retry after a long backoff must not carry a stale date."""
         path = path or url
         ids = {k: str(v) for k, v in (("log_id", log_id), ("entry_id", entry_id)) if v is not None}
         failure, status = "", None
         for number in range(1, self.max_tries + 1):
             started = time.monotonic()
+            sent = self._signed(method, url, data, headers) if sign else headers
             try:
-                response: Response | None = exchange(method, url, data, headers, self.timeout)
+                response: Response | None = exchange(method, url, data, sent, self.timeout)
             except NoAnswer as exc:
                 response, failure = None, f"no answer ({exc.reason})"
             status = None if response is None else response.status
@@ -319,7 +351,10 @@ def _refusal(response: Response, method: str, path: str) -> ApiError:
         code = str(details.pop("code", code))
         message = str(details.pop("message", ""))
     elif isinstance(payload, dict) and "message" in payload:
+        # API Gateway's own answer; a refused signature names its kind in x-amzn-ErrorType
+        # ("InvalidSignatureException", "ForbiddenException", ...).
         message = str(payload["message"])
+        code = response.headers.get("x-amzn-errortype", "").partition(":")[0] or code
     else:
         text = response.body.decode("utf-8", "replace")
         code = _xml_member(text, "Code") or code

@@ -24,6 +24,7 @@ import structlog
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_core import logs
+from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.faults.runtime import FaultRuntime
@@ -99,8 +100,12 @@ class Child:
     def run(self) -> None:
         if self.role == "gateway":
             routes = [r for r in self.config.http_routes if r.function == self.target]
+            # One port serves the function's routes: the CORS of their API (the first route's; one API each).
+            api = self.config.http_apis.get(routes[0].ApiId or "") if routes else None
+            authorizer = IamAuthorizer.accepting(self.settings.api_credentials, region=self.settings.deployment.region)
             gateway = Gateway(routes, self._invoker(self.target, GATEWAY_CONCURRENCY), host=self.settings.host,
-                              port=self.settings.port, faults=self.faults)
+                              port=self.settings.port, faults=self.faults, authorizer=authorizer,
+                              cors=api.CorsConfiguration if api is not None else None)
             self._serve(gateway.serve, gateway.stop)
         elif self.role == "stream":
             mapping = next(m for m in self.config.stream_mappings if f"{m.function}.{m.event}" == self.target)

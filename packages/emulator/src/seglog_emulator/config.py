@@ -5,7 +5,7 @@ keeps AWS's names (BatchSize, MaximumRetryAttempts, FilterCriteria, ...) so ever
 the AWS documentation. Defaults are AWS's, cited where they are set. A template AWS would refuse is refused
 here, with every problem listed at once (:class:`EmulatorConfigError`); what the emulator does not run (event
 types other than DynamoDB, SQS, HttpApi and Schedule, properties it does not emulate) is ignored and recorded in
-:attr:`EmulatorConfig.notes`.
+:attr:`EmulatorConfig.notes`; an authorizer it cannot enforce (JWT, Lambda) is refused rather than left open.
 
 Intrinsics: ``!Ref`` to a template parameter is resolved here (the parameter's Default, or an override passed
 in). ``!Sub`` is expanded here. Everything else that names a resource or a pseudo parameter (``!Ref Table``,
@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import structlog
 
+from seglog_emulator.cors import CorsConfiguration
 from seglog_emulator.errors import EmulatorConfigError as EmulatorConfigError  # importable from here too
 from seglog_emulator.filtering import Matcher
 from seglog_emulator.schedule_expressions import ScheduleExpression
@@ -156,6 +157,10 @@ class QueueMapping:
         return FunctionResponseType.REPORT_BATCH_ITEM_FAILURES in self.FunctionResponseTypes
 
 
+#: The one authorizer the emulator enforces: IAM (SigV4), as SAM names it.
+AWS_IAM: Final = "AWS_IAM"
+
+
 @dataclass(frozen=True, kw_only=True)
 class HttpRoute:
     """An HttpApi event of a function (sam-property-function-httpapi)."""
@@ -166,6 +171,22 @@ class HttpRoute:
     Path: str
     Method: str
     PayloadFormatVersion: str = "2.0"
+    #: Logical id of the AWS::Serverless::HttpApi of the event's ApiId; None for SAM's implicit API.
+    ApiId: str | None = None
+    #: The route's authorizer after SAM's rules (the event's Auth.Authorizer, else the API's DefaultAuthorizer):
+    #: :data:`AWS_IAM`, or None for an open route.
+    Authorizer: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpApiSpec:
+    """An AWS::Serverless::HttpApi (sam-resource-httpapi): what its gateway enforces before a function runs."""
+
+    logical_id: str
+    #: Auth.DefaultAuthorizer: :data:`AWS_IAM` (with Auth.EnableIamAuthorizer), or None.
+    DefaultAuthorizer: str | None = None
+    EnableIamAuthorizer: bool = False
+    CorsConfiguration: CorsConfiguration | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +221,8 @@ class EmulatorConfig:
     queue_mappings: tuple[QueueMapping, ...]
     http_routes: tuple[HttpRoute, ...]
     schedules: tuple[ScheduleRule, ...] = ()
+    #: The template's AWS::Serverless::HttpApi resources by logical id.
+    http_apis: dict[str, HttpApiSpec] = field(default_factory=dict)
     #: What was ignored or adjusted, one sentence each (also logged).
     notes: tuple[str, ...] = field(default=())
 

@@ -7,6 +7,11 @@ crash answers 500 ``{"message":"Internal Server Error"}`` and a timeout 503 ``{"
 Unavailable"}``, API Gateway's own answers (Amazon API Gateway Developer Guide, http-api-troubleshooting-lambda);
 a path no route matches answers 404 ``{"message":"Not Found"}``. Clients use one base URL, locally and on AWS.
 
+Before the function runs, the gateway does what API Gateway does for the route: an AWS_IAM route needs a valid
+SigV4 signature (:mod:`seglog_emulator.api_auth`: 403 and API Gateway's message otherwise; the event then carries
+``requestContext.authorizer.iam``), and with a CorsConfiguration a preflight no route catches is answered by the
+gateway itself, and answers to allowed origins carry the CORS headers (:mod:`seglog_emulator.cors`).
+
 Fault (DESIGN §7): lost_response — the function ran (the write happened) but the connection is closed
 without an answer, so the client sees an error and must retry safely (with its entry id).
 """
@@ -23,7 +28,10 @@ from urllib.parse import urlsplit
 import structlog
 
 from seglog_aws.events.api_gateway import http_api_event, http_api_response
-from seglog_emulator.config import HttpRoute
+from seglog_client.sigv4 import header_map
+from seglog_emulator.api_auth import IamAuthorizer, Refusal
+from seglog_emulator.config import AWS_IAM, HttpRoute
+from seglog_emulator.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
 from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import Outcome
@@ -64,13 +72,21 @@ class Gateway:
         routes: the function's HttpApi events.
         invoker: runs the function.
         faults: the seeded schedule, if faults are in play.
+        authorizer: verifies the signatures of AWS_IAM routes (required when a route has that authorizer).
+        cors: the API's CorsConfiguration, if it has one.
     """
 
     def __init__(self, routes: Sequence[HttpRoute], invoker: Invoker, *, host: str = "127.0.0.1", port: int = 0,
-                 faults: FaultSchedule | None = None) -> None:
+                 faults: FaultSchedule | None = None, authorizer: IamAuthorizer | None = None,
+                 cors: CorsConfiguration | None = None) -> None:
+        guarded = [f"{r.Method} {r.Path}" for r in routes if r.Authorizer == AWS_IAM]
+        if guarded and authorizer is None:
+            raise ValueError(f"routes {guarded} need IAM authorization: give the gateway an IamAuthorizer")
         self.routes = tuple(routes)
         self.invoker = invoker
         self.faults = faults
+        self.authorizer = authorizer
+        self.cors = cors
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler_class())
@@ -99,14 +115,25 @@ class Gateway:
             self.requests += 1
         parts = urlsplit(target)
         path = parts.path or "/"
+        fields = header_map(headers)
         matched = route_key(self.routes, method, path)
         if matched is None:
+            if self.cors is not None and is_preflight(method, fields):
+                return PREFLIGHT_STATUS, self.cors.preflight(fields), b""
             return 404, [("content-type", "application/json")], _ERRORS[404]
         if len(body) > MAX_BODY_BYTES:
             return 413, [("content-type", "application/json")], _ERRORS[413]
-        _, key, path_parameters = matched
+        route, key, path_parameters = matched
+        authorized = None
+        if route.Authorizer == AWS_IAM:
+            assert self.authorizer is not None  # checked in __init__
+            verdict = self.authorizer.authorize(method, path, parts.query, fields, body or None)
+            if isinstance(verdict, Refusal):
+                log.info("request refused", method=method, path=path, error_type=verdict.error_type)
+                return verdict.response()
+            authorized = {"iam": verdict.iam_context()}
         event = http_api_event(method, path, query=parts.query, headers=headers, body=body or None,
-                               route_key=key, path_parameters=path_parameters or None)
+                               route_key=key, path_parameters=path_parameters or None, authorizer=authorized)
         result = self.invoker.invoke(event, source="api", log_fields={"method": method, "path": path})
         if result.outcome is Outcome.TIMEOUT:
             return 503, [("content-type", "application/json")], _ERRORS[503]
@@ -114,7 +141,10 @@ class Gateway:
             return 500, [("content-type", "application/json")], _ERRORS[500]
         if self._lose(method, path, body):
             return None
-        return http_api_response(result.payload)
+        status, answer_headers, payload = http_api_response(result.payload)
+        if self.cors is not None:
+            answer_headers = self.cors.response(fields, answer_headers)
+        return status, answer_headers, payload
 
     def _lose(self, method: str, path: str, body: bytes) -> bool:
         if self.faults is None or method.upper() in ("GET", "HEAD", "OPTIONS"):
@@ -148,7 +178,8 @@ class Gateway:
                 for name, value in headers:
                     if name.lower() not in ("content-length", "connection"):
                         self.send_header(name, value)
-                self.send_header("content-length", str(len(payload)))
+                if status != 204:  # a 204 carries no body, and no Content-Length (RFC 9110 §8.6)
+                    self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(payload)

@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from seglog_aws.clients import LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY
 from seglog_aws.resources import Resources
+from seglog_client.sigv4 import Credentials
 from seglog_stack.local import LocalDeployment
 
 ENV_VAR: Final = "SEGLOG_EMULATOR"
+#: The key pair the gateway accepts unless told otherwise: the local stack's (what `seglog env` exports).
+LOCAL_CREDENTIALS: Final = Credentials(LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +32,8 @@ class EmulatorSettings:
         log_level: of the children and the worker processes.
         schedule_scale: how many times faster than real time scheduled rules' clocks run (1: real time; 60: an
             hour of schedule passes in a real minute).
+        api_credentials: the keys the gateway accepts on routes with IAM authorization (as IAM would know them
+            on AWS); requests signed with any other key are refused as API Gateway refuses them.
     """
 
     deployment: LocalDeployment
@@ -39,6 +45,7 @@ class EmulatorSettings:
     port: int = 0
     log_level: str = "INFO"
     schedule_scale: float = 1.0
+    api_credentials: tuple[Credentials, ...] = (LOCAL_CREDENTIALS,)
 
     @property
     def api_url(self) -> str:
@@ -48,7 +55,9 @@ class EmulatorSettings:
         return json.dumps({"deployment": self.deployment.to_dict(), "template": str(self.template),
                            "stack": self.stack, "state_dir": str(self.state_dir), "parameters": self.parameters,
                            "host": self.host, "port": self.port, "log_level": self.log_level,
-                           "schedule_scale": self.schedule_scale})
+                           "schedule_scale": self.schedule_scale,
+                           "api_credentials": [[c.access_key_id, c.secret_access_key, c.session_token]
+                                               for c in self.api_credentials]})
 
     @classmethod
     def from_json(cls, text: str) -> EmulatorSettings:
@@ -59,7 +68,9 @@ class EmulatorSettings:
         return cls(deployment=deployment, template=Path(data["template"]), stack=data["stack"],
                    state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
                    port=int(data["port"]), log_level=data["log_level"],
-                   schedule_scale=float(data.get("schedule_scale", 1.0)))
+                   schedule_scale=float(data.get("schedule_scale", 1.0)),
+                   api_credentials=tuple(Credentials(*c) for c in data.get("api_credentials") or
+                                         [[LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, None]]))
 
     @classmethod
     def from_env(cls) -> EmulatorSettings:

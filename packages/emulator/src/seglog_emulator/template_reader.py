@@ -28,6 +28,7 @@ from seglog_emulator.config import (
 )
 from seglog_emulator.errors import ScheduleExpressionError
 from seglog_emulator.filtering import FilterPatternError, Matcher, compile_filter_criteria
+from seglog_emulator.http_api_reader import HttpApiReader
 from seglog_emulator.schedule_expressions import parse_schedule_expression
 from seglog_stack.template import Template
 
@@ -61,6 +62,8 @@ class TemplateReader:
     def read(self) -> EmulatorConfig:
         queues = {logical: self._queue(logical, res.get("Properties") or {})
                   for logical, res in self.resources.items() if res.get("Type") == "AWS::SQS::Queue"}
+        http = HttpApiReader(self)
+        apis = http.read_apis()
         functions: dict[str, FunctionSpec] = {}
         streams: list[StreamMapping] = []
         queue_mappings: list[QueueMapping] = []
@@ -88,7 +91,7 @@ class TemplateReader:
                     if queue_mapping is not None:
                         queue_mappings.append(queue_mapping)
                 elif kind == "HttpApi":
-                    route = self._route(logical, event, props, where)
+                    route = http.route(logical, event, props, where)
                     if route is not None:
                         routes.append(route)
                 elif kind == "Schedule":
@@ -102,7 +105,7 @@ class TemplateReader:
             raise EmulatorConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
                               queue_mappings=tuple(queue_mappings), http_routes=tuple(routes),
-                              schedules=tuple(schedules), notes=tuple(self.notes))
+                              schedules=tuple(schedules), http_apis=apis, notes=tuple(self.notes))
 
     # ------------------------------------------------------------------------------------ resources
 
@@ -244,22 +247,6 @@ class TemplateReader:
             # timeout on your function". Advice, not a rule.
             self._note(f"{where}: queue {queue.logical_id}'s VisibilityTimeout {queue.VisibilityTimeout} s is "
                        f"less than 6 x the function's Timeout {spec.Timeout} s that AWS recommends")
-
-    def _route(self, function: str, event: str, props: Mapping[str, Any], where: str) -> HttpRoute | None:
-        # sam-property-function-httpapi: with neither Path nor Method, SAM routes every request that matches no
-        # other route to the function (the $default route); PayloadFormatVersion defaults to "2.0".
-        path, method = props.get("Path"), props.get("Method")
-        version = props.get("PayloadFormatVersion", "2.0")
-        if path is None and method is None:
-            path, method = "$default", "ANY"
-        if not isinstance(path, str) or not isinstance(method, str):
-            self._problem(f"{where}: an HttpApi event names both Path and Method, or neither (the $default route)")
-            return None
-        if version not in ("1.0", "2.0"):
-            self._problem(f"{where}.PayloadFormatVersion: {version!r} is neither '1.0' nor '2.0'")
-            return None
-        return HttpRoute(function=function, event=event, Path=path, Method=method.upper(),
-                         PayloadFormatVersion=version)
 
     def _schedule(self, function: str, event: str, props: Mapping[str, Any], where: str) -> ScheduleRule | None:
         # sam-property-function-schedule: SAM makes an AWS::Events::Rule with ScheduleExpression = Schedule and

@@ -59,7 +59,7 @@ def http_api_event(method: str, path: str, *, query: Query | None = None, header
                    stage_variables: Mapping[str, str] | None = None, request_id: str | None = None,
                    source_ip: str = "127.0.0.1", now: datetime | None = None, account_id: str = LOCAL_ACCOUNT_ID,
                    api_id: str = LOCAL_API_ID, domain_name: str | None = None,
-                   protocol: str = "HTTP/1.1") -> dict[str, Any]:
+                   protocol: str = "HTTP/1.1", authorizer: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The event API Gateway sends to a Lambda integration for one HTTP request.
 
     Args:
@@ -72,6 +72,8 @@ def http_api_event(method: str, path: str, *, query: Query | None = None, header
         request_id: defaults to a fresh id shaped like API Gateway's.
         now: when the request arrived (the clock seam); defaults to the current time.
         domain_name: defaults to the Host header without its port, else ``localhost``.
+        authorizer: ``requestContext.authorizer`` of a route with an authorizer, e.g. ``{"iam": {...}}`` for
+            IAM authorization; it goes after ``apiId`` as in AWS's example events ("authorizer": {"jwt": ...}).
 
     Raises:
         ValueError: ``path`` does not start with ``/`` or holds a query string.
@@ -92,9 +94,11 @@ def http_api_event(method: str, path: str, *, query: Query | None = None, header
     parameters = _query_parameters(raw_query)
     if parameters:
         event["queryStringParameters"] = parameters
+    context: dict[str, Any] = {"accountId": account_id, "apiId": api_id}
+    if authorizer is not None:
+        context["authorizer"] = dict(authorizer)
     event["requestContext"] = {
-        "accountId": account_id,
-        "apiId": api_id,
+        **context,
         "domainName": domain,
         "domainPrefix": domain.split(".", 1)[0],
         "http": {"method": method.upper(), "path": path, "protocol": protocol, "sourceIp": source_ip,

@@ -274,14 +274,16 @@ class ChaosRunner:
         try:
             supervisor.start()
             progress.phase = "clients editing"
-            client = ApiClient(settings.api_url, stats)
+            # The clients sign as the API requires, with a key the emulator accepts (DESIGN §10.3).
+            credentials = settings.api_credentials[0]
+            client = ApiClient(settings.api_url, stats, credentials)
             log_ids = self.workload.create(client, seed, run)
             watcher = progress.watcher = SnapshotWatcher(self.backend, log_ids).start()
             done = threading.Event()
             ticker = threading.Thread(target=self._ticks, args=(supervisor, runtime, dead_letters, done),
                                       daemon=True)
             ticker.start()
-            self.workload.run(settings.api_url, log_ids, seed, stats)
+            self.workload.run(settings.api_url, log_ids, seed, stats, credentials)
             tail_end = time.monotonic() + FAULT_TAIL_SECONDS
             while time.monotonic() < tail_end and watcher.incomplete():
                 time.sleep(0.2)

@@ -23,7 +23,18 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_client import START, Appended, Backoff, Counters, EntryBody, SeglogClient, insert_row, set_cell, set_range
+from seglog_client import (
+    START,
+    Appended,
+    Backoff,
+    Counters,
+    Credentials,
+    EntryBody,
+    SeglogClient,
+    insert_row,
+    set_cell,
+    set_range,
+)
 
 log = structlog.get_logger("seglog.chaos.client")
 
@@ -49,12 +60,13 @@ class ClientStats(Counters):
 
 
 class ApiClient(SeglogClient):
-    """A simulated client: the library's client reporting to the run's stats, patient enough for heavy faults."""
+    """A simulated client: the library's client reporting to the run's stats, patient enough for heavy faults,
+    signing every try with ``credentials`` (a key pair the emulator accepts)."""
 
-    def __init__(self, base_url: str, stats: ClientStats, **options: Any) -> None:
+    def __init__(self, base_url: str, stats: ClientStats, credentials: Credentials, **options: Any) -> None:
         options.setdefault("max_tries", MAX_TRIES)
         options.setdefault("backoff", Backoff(base=0.1, cap=2.0))
-        super().__init__(base_url, hooks=stats, **options)
+        super().__init__(base_url, hooks=stats, credentials=credentials, **options)
         self.stats = stats
 
 
@@ -104,11 +116,12 @@ class Workload:
                 client.append(log_id, set_range("A30", rows), entry_id=entry_id(log_id, -1, 0))
         return ids
 
-    def run(self, base_url: str, log_ids: list[uuid.UUID], seed: int, stats: ClientStats,
+    def run(self, base_url: str, log_ids: list[uuid.UUID], seed: int, stats: ClientStats, credentials: Credentials,
             on_append: Callable[[], None] | None = None) -> None:
-        """Every client of every sheet edits concurrently, one thread each; returns when all are done."""
+        """Every client of every sheet edits concurrently, one thread each, signing with ``credentials``; returns
+        when all are done."""
         def one(log_id: uuid.UUID, index: int) -> None:
-            client = ApiClient(base_url, stats)
+            client = ApiClient(base_url, stats, credentials)
             # Every client knows the sheet's start; then the client keeps the latest position it is answered
             # (its next entry's since), without asking, so a seed's requests do not depend on an extra read.
             client.note_position(log_id, START)

@@ -1,0 +1,142 @@
+"""Reading the template's HTTP APIs: AWS::Serverless::HttpApi resources (their Auth and CorsConfiguration) and the
+HttpApi events of functions (routes, and each route's authorizer by SAM's rules), for
+:class:`~seglog_emulator.template_reader.TemplateReader`, whose value helpers and problem list it shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from seglog_emulator.config import AWS_IAM, HttpApiSpec, HttpRoute
+from seglog_emulator.cors import CorsConfiguration
+
+if TYPE_CHECKING:
+    from seglog_emulator.template_reader import TemplateReader
+
+HTTP_API_TYPE: Final = "AWS::Serverless::HttpApi"
+#: HttpApi properties the emulator reads (sam-resource-httpapi); the rest (stage, domain, access logs, ...) shape
+#: the deployment, not what a request gets, and are noted.
+_HTTP_API_PROPERTIES: Final = frozenset({"Auth", "CorsConfiguration", "Description"})
+#: HttpApi event properties the emulator reads (sam-property-function-httpapi).
+_ROUTE_PROPERTIES: Final = frozenset({"Path", "Method", "PayloadFormatVersion", "ApiId", "Auth"})
+#: CorsConfiguration's keys (sam-property-httpapi-httpapicorsconfiguration).
+_CORS_LISTS: Final = ("AllowOrigins", "AllowHeaders", "AllowMethods", "ExposeHeaders")
+#: "Authorizer: NONE" opens a route of an API whose DefaultAuthorizer would guard it (sam-property-function-httpapi
+#: HttpApiFunctionAuth).
+_NONE: Final = "NONE"
+
+
+class HttpApiReader:
+    """Reads HttpApi resources and events on behalf of ``reader`` (its problems and notes are the reader's)."""
+
+    def __init__(self, reader: TemplateReader) -> None:
+        self.reader = reader
+        self.apis: dict[str, HttpApiSpec] = {}
+
+    def read_apis(self) -> dict[str, HttpApiSpec]:
+        """Every AWS::Serverless::HttpApi of the template, by logical id."""
+        if (self.reader.template.body.get("Globals") or {}).get("HttpApi"):
+            self.reader._note("Globals.HttpApi: not emulated, ignored (set Auth and CorsConfiguration on the "
+                              "HttpApi resource)")
+        for logical, res in self.reader.resources.items():
+            if res.get("Type") == HTTP_API_TYPE:
+                self.apis[logical] = self._api(logical, res.get("Properties") or {})
+        return self.apis
+
+    def _api(self, logical: str, props: Mapping[str, Any]) -> HttpApiSpec:
+        # sam-property-httpapi-httpapiauth: "You can specify AWS_IAM as a default authorizer if EnableIamAuthorizer
+        # is set to true. Otherwise, specify an authorizer that you've defined in Authorizers."
+        self.reader._note_unread(props, _HTTP_API_PROPERTIES, logical)
+        auth = props.get("Auth") or {}
+        enable_iam = self.reader._bool(auth.get("EnableIamAuthorizer", False), f"{logical}.Auth.EnableIamAuthorizer")
+        default = self.reader._parameter(auth.get("DefaultAuthorizer"))
+        if default is not None:
+            default = self._authorizer(default, enable_iam, f"{logical}.Auth.DefaultAuthorizer")
+        return HttpApiSpec(logical_id=logical, DefaultAuthorizer=default, EnableIamAuthorizer=enable_iam,
+                           CorsConfiguration=self._cors(props.get("CorsConfiguration"), f"{logical}.CorsConfiguration"))
+
+    def _authorizer(self, name: Any, enable_iam: bool, where: str) -> str | None:
+        """AWS_IAM when allowed, None for NONE; an authorizer the emulator cannot enforce is a problem (running the
+        route open would pass requests AWS refuses)."""
+        if name == _NONE:
+            return None
+        if name == AWS_IAM:
+            if not enable_iam:
+                self.reader._problem(f"{where}: AWS_IAM needs Auth.EnableIamAuthorizer: true on the HttpApi "
+                                     "(sam-property-httpapi-httpapiauth)")
+            return AWS_IAM
+        self.reader._problem(f"{where}: authorizer {name!r} is not emulated (only AWS_IAM or NONE); the local "
+                             "gateway would let every request through")
+        return None
+
+    def _cors(self, value: Any, where: str) -> CorsConfiguration | None:
+        # sam-property-httpapi-httpapicorsconfiguration: an object of these keys, or the origin to allow as a string;
+        # true allows every origin (SAM's translator writes "*").
+        value = self.reader._parameter(value)
+        if value is None or value is False:
+            return None
+        if value is True:
+            return CorsConfiguration(AllowOrigins=("*",))
+        if isinstance(value, str):
+            return CorsConfiguration(AllowOrigins=(value,))
+        if not isinstance(value, Mapping):
+            self.reader._problem(f"{where}: {value!r} is neither an object nor an origin")
+            return None
+        unknown = set(value) - {*_CORS_LISTS, "MaxAge", "AllowCredentials"}
+        if unknown:
+            self.reader._problem(f"{where}: unknown keys {sorted(unknown)}")
+        lists = {key: self._strings(value.get(key), f"{where}.{key}") for key in _CORS_LISTS}
+        max_age = None
+        if value.get("MaxAge") is not None:
+            max_age = self.reader._int(value["MaxAge"], f"{where}.MaxAge", low=-1, high=86400)
+        return CorsConfiguration(**lists, MaxAge=max_age,
+                                 AllowCredentials=self.reader._bool(value.get("AllowCredentials", False),
+                                                                    f"{where}.AllowCredentials"))
+
+    def _strings(self, value: Any, where: str) -> tuple[str, ...]:
+        """A list of strings, each item's parameter reference resolved."""
+        value = self.reader._parameter(value)
+        if value is None:
+            return ()
+        items = [self.reader._parameter(item) for item in value] if isinstance(value, list) else None
+        if items is None or not all(isinstance(item, str) for item in items):
+            self.reader._problem(f"{where}: {value!r} is not a list of strings (or !Ref to String parameters)")
+            return ()
+        return tuple(items)
+
+    # ------------------------------------------------------------------------------------ events
+
+    def route(self, function: str, event: str, props: Mapping[str, Any], where: str) -> HttpRoute | None:
+        # sam-property-function-httpapi: with neither Path nor Method, SAM routes every request that matches no
+        # other route to the function (the $default route); PayloadFormatVersion defaults to "2.0". Without ApiId
+        # the route belongs to SAM's implicit API, which has no authorizer.
+        self.reader._note_unread(props, _ROUTE_PROPERTIES, where)
+        path, method = props.get("Path"), props.get("Method")
+        version = props.get("PayloadFormatVersion", "2.0")
+        if path is None and method is None:
+            path, method = "$default", "ANY"
+        if not isinstance(path, str) or not isinstance(method, str):
+            self.reader._problem(f"{where}: an HttpApi event names both Path and Method, or neither (the $default "
+                                 "route)")
+            return None
+        if version not in ("1.0", "2.0"):
+            self.reader._problem(f"{where}.PayloadFormatVersion: {version!r} is neither '1.0' nor '2.0'")
+            return None
+        api_id = self._api_id(props.get("ApiId"), f"{where}.ApiId")
+        api = self.apis.get(api_id) if api_id is not None else None
+        authorizer = api.DefaultAuthorizer if api is not None else None
+        chosen = self.reader._parameter((props.get("Auth") or {}).get("Authorizer"))
+        if chosen is not None:
+            authorizer = self._authorizer(chosen, api is not None and api.EnableIamAuthorizer,
+                                          f"{where}.Auth.Authorizer")
+        return HttpRoute(function=function, event=event, Path=path, Method=method.upper(),
+                         PayloadFormatVersion=version, ApiId=api_id, Authorizer=authorizer)
+
+    def _api_id(self, value: Any, where: str) -> str | None:
+        if value is None:
+            return None
+        ref = value.get("Ref") if isinstance(value, Mapping) and set(value) == {"Ref"} else None
+        if not isinstance(ref, str) or ref not in self.apis:
+            self.reader._problem(f"{where}: must be !Ref of an {HTTP_API_TYPE} of this template, got {value!r}")
+            return None
+        return ref
