@@ -204,15 +204,19 @@ def test_a_denied_call_is_not_faulted_the_guard_runs_first() -> None:
 
 
 def test_the_worker_takes_the_permissions_out_of_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The function never sees the emulator's variable (it is removed before the handler is imported)."""
-    from seglog_aws import clients
+    """The function never sees the emulator's variable (it is removed before the handler is imported), and every
+    client it builds is guarded, even one made with boto3 directly rather than seglog_aws.clients.client."""
+    from botocore.session import Session
 
-    monkeypatch.setattr(clients, "_client_hooks", [])
+    monkeypatch.setattr(Session, "create_client", Session.create_client)  # restored after the test
     perms = permissions({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"})
     monkeypatch.setenv(ENV_VAR, perms.to_json())
 
     installed = install_from_env()
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url="http://127.0.0.1:9", aws_access_key_id="x",
+                      aws_secret_access_key="x")
+    response = denied(lambda: s3.put_object(Bucket="b", Key="k", Body=b"x"))
 
     assert ENV_VAR not in os.environ
     assert installed is not None and "Fn" == installed.function
-    assert 1 == len(clients._client_hooks)
+    assert "AccessDenied" == response["Error"]["Code"]

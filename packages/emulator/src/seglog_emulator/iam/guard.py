@@ -29,6 +29,7 @@ An operation the emulator has no action for is denied (fail closed) with a log l
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -230,12 +231,31 @@ def error_response(model: Any, service: str, message: str) -> Answer:
 
 def install_from_env() -> FunctionPermissions | None:
     """In a worker process: take the function's permissions out of the environment (the handler never sees the
-    variable) and enforce them on every boto3 client built from now on. Does nothing without the variable."""
-    from seglog_aws.clients import on_client_created
-
+    variable) and enforce them on every botocore client built from now on. Does nothing without the variable."""
     raw = os.environ.pop(ENV_VAR, None)
     if not raw:
         return None
     permissions = FunctionPermissions.from_json(raw)
-    on_client_created(IamGuard(permissions).attach)
+    attach_to_every_client(IamGuard(permissions).attach)
     return permissions
+
+
+def attach_to_every_client(attach: Callable[[Any], object]) -> None:
+    """Call ``attach(client)`` on every client any botocore session makes in this process from now on.
+
+    Hooked on ``botocore.session.Session.create_client`` rather than on :func:`seglog_aws.clients.on_client_created`:
+    a handler may build a client with boto3 directly (the API's presigning S3 client does), and AWS evaluates its
+    calls all the same. The guard is attached before ``client()`` runs its own hooks (fault injection, request
+    counting), so its handlers come first.
+    """
+    from botocore.session import Session
+
+    original = Session.create_client
+
+    @functools.wraps(original)
+    def create_client(self: Session, *args: Any, **kwargs: Any) -> Any:
+        made = original(self, *args, **kwargs)
+        attach(made)
+        return made
+
+    Session.create_client = create_client  # type: ignore[method-assign]
