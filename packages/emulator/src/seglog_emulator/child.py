@@ -108,6 +108,9 @@ class Child:
             self._permissions = function_permissions(self._template, stack=self.settings.stack,
                                                      region=self.settings.deployment.region,
                                                      parameters=self.settings.parameters, fallback=self._resolver)
+            own = self._permissions[function]
+            log.info("iam enforced", function=function, principal=own.caller.session,
+                     policies=[p.source for p in own.identity])
         return self._permissions[function]
 
     def _mapping_client(self, service: str, function: str) -> Any:
