@@ -66,11 +66,14 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--schedule-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               envvar="SEGLOG_SCHEDULE_SCALE",
               help="Run scheduled rules' clocks this many times faster (60: an hour of schedule per real minute).")
+@click.option("--iam/--no-iam", default=True, show_default=True,
+              help="Evaluate every AWS call a function makes against its policies in the template, and deny what "
+                   "AWS would deny (AccessDenied); --no-iam lets every call through.")
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None, schedule_scale: float) -> None:
+            state_dir: Path | None, schedule_scale: float, iam: bool) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
@@ -93,8 +96,10 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
         runtime.start()
     supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
-                                             host=host, port=port, schedule_scale=schedule_scale), faults=runtime)
-    click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
+                                             host=host, port=port, schedule_scale=schedule_scale, iam=iam),
+                            faults=runtime)
+    click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop; IAM {'on' if iam else 'off'})",
+               err=True)
     key = supervisor.settings.api_credentials[0]
     click.echo(f"  requests must be SigV4-signed (IAM authorization, as on AWS) with key {key.access_key_id}: "
                "seglog_client and `seglog sheet --api-url` sign with `eval \"$(seglog env)\"`'s; curl with "

@@ -30,6 +30,7 @@ from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.gateway import Gateway
+from seglog_emulator.iam.evaluation import FunctionPermissions
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
@@ -81,11 +82,12 @@ class Child:
         session = local_session(deployment.region)
         self.sqs = client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
         self.ddb = client("dynamodb", session=session, endpoint_url=deployment.endpoints["dynamodb"], retries=3)
-        self.streams = client("dynamodbstreams", session=session, endpoint_url=deployment.endpoints["dynamodbstreams"])
         template = load_template(settings.template)
         resolver = LocalResolver(template, stack=settings.stack, region=deployment.region, dynamodb=self.ddb,
                                  sqs=self.sqs)
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
+        self._template, self._resolver = template, resolver
+        self._permissions: dict[str, FunctionPermissions] | None = None
         runtime = FaultRuntime.from_env()
         self.faults: FaultSchedule | None = runtime.schedule(name) if runtime else None
         self._stop: Any = None
@@ -94,8 +96,35 @@ class Child:
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
         spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level})
-        self.invoker = LambdaInvoker(spec, concurrency=concurrency)
+        self.invoker = LambdaInvoker(spec, concurrency=concurrency, iam=self._iam(function))
         return self.invoker
+
+    def _iam(self, function: str) -> FunctionPermissions | None:
+        """The function's permissions from the template (None with IAM off): worked out once per child."""
+        if not self.settings.iam:
+            return None
+        if self._permissions is None:
+            from seglog_emulator.iam.roles import function_permissions
+
+            self._permissions = function_permissions(self._template, stack=self.settings.stack,
+                                                     region=self.settings.deployment.region,
+                                                     parameters=self.settings.parameters, fallback=self._resolver)
+            own = self._permissions[function]
+            log.info("iam enforced", function=function, principal=own.caller.session,
+                     policies=[p.source for p in own.identity])
+        return self._permissions[function]
+
+    def _mapping_client(self, service: str, function: str) -> Any:
+        """A client for the calls the Lambda service makes for an event source mapping (receive, delete, read the
+        stream, send to OnFailure), evaluated against the function's execution role as on AWS."""
+        deployment = self.settings.deployment
+        made = client(service, session=local_session(deployment.region), endpoint_url=deployment.endpoints[service])
+        permissions = self._iam(function)
+        if permissions is not None:
+            from seglog_emulator.iam.guard import EVENT_SOURCE_OPERATIONS, IamGuard
+
+            IamGuard(permissions, only=EVENT_SOURCE_OPERATIONS).attach(made)
+        return made
 
     def run(self) -> None:
         if self.role == "gateway":
@@ -110,8 +139,8 @@ class Child:
         elif self.role == "stream":
             mapping = next(m for m in self.config.stream_mappings if f"{m.function}.{m.event}" == self.target)
             table = self.ddb.describe_table(TableName=_table_name(self.settings, mapping.table))["Table"]
-            reader = StreamReader(self.streams, table["LatestStreamArn"])
-            on_failure = self._on_failure(mapping.OnFailure)
+            reader = StreamReader(self._mapping_client("dynamodbstreams", mapping.function), table["LatestStreamArn"])
+            on_failure = self._on_failure(mapping.OnFailure, mapping.function)
             poller = StreamPoller(mapping, self._invoker(mapping.function, 4), reader,
                                   CheckpointStore(self.settings.state_dir / "checkpoints" / f"{self.target}.json"),
                                   region=self.settings.deployment.region, on_failure=on_failure,
@@ -124,7 +153,8 @@ class Child:
             arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             # Duplicate deliveries run beside the batch they copy: room for one each.
             invoker = self._invoker(mapping_q.function, 2 * mapping_q.concurrency)
-            queue_poller = QueuePoller(mapping_q, invoker, self.sqs, queue_url=url, queue_arn=arn,
+            queue_poller = QueuePoller(mapping_q, invoker, self._mapping_client("sqs", mapping_q.function),
+                                       queue_url=url, queue_arn=arn,
                                        region=self.settings.deployment.region, faults=self.faults)
             self._serve(queue_poller.run, queue_poller.stop)
         elif self.role == "schedule":
@@ -137,13 +167,14 @@ class Child:
         else:
             raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue: or schedule:")
 
-    def _on_failure(self, destination: str | None) -> Any:
+    def _on_failure(self, destination: str | None, function: str) -> Any:
         if destination is None:
             return None
         url = self.sqs.get_queue_url(QueueName=_physical(self.settings, destination, "AWS::SQS::Queue"))["QueueUrl"]
+        sqs = self._mapping_client("sqs", function)
 
         def send(info: dict[str, Any]) -> None:
-            self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(info))
+            sqs.send_message(QueueUrl=url, MessageBody=json.dumps(info))
         return send
 
     def _report_status(self, stopping: threading.Event) -> None:

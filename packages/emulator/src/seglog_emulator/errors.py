@@ -81,3 +81,33 @@ class InvokerClosedError(EmulatorError):
     def __init__(self, function: str) -> None:
         self.function = function
         super().__init__(f"the invoker of {function!r} is closed: create a new LambdaInvoker to invoke it again")
+
+
+# ------------------------------------------------------------------------------------------------ IAM
+
+
+class IamPolicyError(EmulatorError, ValueError):
+    """A policy the emulator cannot evaluate exactly as AWS would: malformed (AWS would refuse it), or using a
+    feature the evaluator does not implement (a condition operator, a policy variable). Never a silent allow.
+
+    Attributes:
+        source: which policy (the role and policy name, or the managed policy's ARN).
+        reason: what is wrong, and what to do.
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        super().__init__(f"IAM policy {source}: {reason} (IAM User Guide, reference_policies_elements; run the "
+                         "emulator with --no-iam to skip IAM enforcement)")
+
+
+class IamTemplateError(EmulatorError):
+    """The template's roles cannot be worked out: an external role, an unknown managed policy, an intrinsic the
+    emulator does not resolve. ``problems`` lists every one found."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        listed = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__("cannot work out the functions' permissions from the template (fix these, or run the "
+                         f"emulator with --no-iam):\n{listed}")

@@ -34,13 +34,17 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import IO, Any, Self
+from typing import IO, TYPE_CHECKING, Any, Self
 
 import structlog
 
 from seglog_emulator.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
+from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
+
+if TYPE_CHECKING:
+    from seglog_emulator.iam.evaluation import FunctionPermissions
 
 log = structlog.get_logger("seglog.invoker")
 
@@ -115,15 +119,17 @@ class LambdaInvoker:
         function: the function to run.
         concurrency: at most this many invocations at once (callers beyond it wait); 1 by default.
         stderr: where workers' standard error (their JSON log lines and prints) goes; inherited by default.
+        iam: the function's permissions, enforced on every AWS call its handler makes (None: no enforcement).
     """
 
     def __init__(self, function: FunctionSpec, *, concurrency: int = 1,
-                 stderr: int | IO[Any] | None = None) -> None:
+                 stderr: int | IO[Any] | None = None, iam: FunctionPermissions | None = None) -> None:
         self.concurrency = concurrency
         if self.concurrency < 1:
             raise ValueError(f"concurrency of {function.logical_id!r} must be at least 1, got {concurrency}")
         self.function = function
         self._stderr = stderr
+        self._iam = iam.to_json() if iam is not None else None
         self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
                         or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
         self.arn = f"arn:aws:lambda:{self._region}:{LOCAL_ACCOUNT_ID}:function:{function.logical_id}"
@@ -336,9 +342,11 @@ class LambdaInvoker:
     def _environment(self) -> dict[str, str]:
         """The invoker's environment, the function's over it, and Lambda's reserved variables over both
         (AWS Lambda Developer Guide, configuration-envvars: reserved variables cannot be overridden)."""
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if k != IAM_ENV_VAR}
         env["PYTHONUNBUFFERED"] = "1"  # prints reach the log as they happen, as on Lambda
         env.update(self.function.Environment)
+        if self._iam is not None:  # the worker takes it out of its environment before it imports the handler
+            env[IAM_ENV_VAR] = self._iam
         stream = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
         env.update({
             "_HANDLER": self.function.Handler,

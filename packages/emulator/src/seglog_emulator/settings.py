@@ -34,6 +34,8 @@ class EmulatorSettings:
             hour of schedule passes in a real minute).
         api_credentials: the keys the gateway accepts on routes with IAM authorization (as IAM would know them
             on AWS); requests signed with any other key are refused as API Gateway refuses them.
+        iam: evaluate every AWS call a function makes against its policies from the template, as AWS does
+            (:mod:`seglog_emulator.iam`); ``seglog emulate --no-iam`` turns it off.
     """
 
     deployment: LocalDeployment
@@ -46,6 +48,7 @@ class EmulatorSettings:
     log_level: str = "INFO"
     schedule_scale: float = 1.0
     api_credentials: tuple[Credentials, ...] = (LOCAL_CREDENTIALS,)
+    iam: bool = True
 
     @property
     def api_url(self) -> str:
@@ -55,7 +58,7 @@ class EmulatorSettings:
         return json.dumps({"deployment": self.deployment.to_dict(), "template": str(self.template),
                            "stack": self.stack, "state_dir": str(self.state_dir), "parameters": self.parameters,
                            "host": self.host, "port": self.port, "log_level": self.log_level,
-                           "schedule_scale": self.schedule_scale,
+                           "schedule_scale": self.schedule_scale, "iam": self.iam,
                            "api_credentials": [[c.access_key_id, c.secret_access_key, c.session_token]
                                                for c in self.api_credentials]})
 
@@ -68,7 +71,7 @@ class EmulatorSettings:
         return cls(deployment=deployment, template=Path(data["template"]), stack=data["stack"],
                    state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
                    port=int(data["port"]), log_level=data["log_level"],
-                   schedule_scale=float(data.get("schedule_scale", 1.0)),
+                   schedule_scale=float(data.get("schedule_scale", 1.0)), iam=bool(data.get("iam", True)),
                    api_credentials=tuple(Credentials(*c) for c in data.get("api_credentials") or
                                          [[LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, None]]))
 

@@ -187,6 +187,7 @@ def main() -> int:
     requests, replies = _protocol_streams()
     logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
     started = time.perf_counter()
+    _enforce_iam()
     usage = _instrument()
     try:
         handler = load_handler(os.environ["_HANDLER"])
@@ -208,6 +209,16 @@ def main() -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), replies.fileno())  # no second error on exit's flush
         return 0
     return 0
+
+
+def _enforce_iam() -> None:
+    """IAM as AWS enforces it (:mod:`seglog_emulator.iam`): the invoker passed the function's permissions in one
+    emulator-only variable, which is removed from the environment here, before the handler is imported, so the
+    function never sees it. Every boto3 client built from now on evaluates its calls against them; installed
+    before the fault and usage hooks, so a denied call is neither faulted nor sent."""
+    from seglog_emulator.iam.guard import install_from_env
+
+    install_from_env()
 
 
 def _instrument() -> UsageCounter:

@@ -1,0 +1,138 @@
+"""Resolving the intrinsic functions of policy documents to the local resources' real names and ARNs.
+
+After the SAM transform a role's policies hold ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, ``Fn::Join`` and
+``Fn::Select`` (SAM policy templates expand to ``Fn::Sub`` with variables). Each resolves as CloudFormation
+would resolve it (CloudFormation User Guide, intrinsic-function-reference), against the local deployment:
+
+* ``Ref`` of a parameter: its value; of a pseudo parameter: the local region, account 000000000000, ...;
+* ARNs are built the way AWS builds them (``arn:aws:dynamodb:REGION:ACCOUNT:table/NAME``,
+  ``arn:aws:s3:::BUCKET``, ``arn:aws:sqs:REGION:ACCOUNT:NAME``), from the physical names the local stack uses;
+* what needs the live stack (a queue's URL, a table's ``StreamArn``, whose label only DynamoDB knows) goes to
+  the ``fallback`` resolver (:class:`seglog_emulator.resolve.LocalResolver` fits).
+
+DynamoDB Local names its region ``ddblocal`` in the ARNs it returns; :func:`local_arn` reads such an ARN as the
+deployment's region, on both sides of a comparison, so a policy naming the stream matches the stream's requests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from seglog_emulator.errors import IamTemplateError
+from seglog_stack.provision import physical_name
+
+Fallback = Callable[[Any], Any]
+
+_SUB: Final = re.compile(r"\$\{([^}]*)\}")
+_DDB_LOCAL_REGION: Final = ":dynamodb:ddblocal:"
+
+
+def local_arn(arn: str, region: str) -> str:
+    """``arn`` with DynamoDB Local's region placeholder replaced by ``region``."""
+    return arn.replace(_DDB_LOCAL_REGION, f":dynamodb:{region}:", 1) if _DDB_LOCAL_REGION in arn else arn
+
+
+class PolicyIntrinsics:
+    """Resolves intrinsics of one transformed template for a stack on the local deployment.
+
+    Args:
+        resources: the transformed template's Resources (logical id -> {"Type", "Properties"}).
+        parameters: parameter values (defaults with overrides applied).
+        stack, region, account: the local deployment.
+        fallback: resolves ``{"Ref": ...}`` / ``{"Fn::GetAtt": [...]}`` this class does not build itself.
+    """
+
+    def __init__(self, resources: Mapping[str, Mapping[str, Any]], parameters: Mapping[str, Any], *, stack: str,
+                 region: str, account: str, fallback: Fallback | None = None) -> None:
+        self.resources = resources
+        self.stack, self.region, self.account = stack, region, account
+        self.values: dict[str, Any] = {
+            **parameters, "AWS::Region": region, "AWS::AccountId": account, "AWS::StackName": stack,
+            "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+        self.fallback = fallback
+
+    def __call__(self, value: Any) -> Any:
+        """``value`` with every intrinsic resolved (strings, lists and objects are walked).
+
+        Raises:
+            IamTemplateError: an intrinsic that cannot be resolved locally.
+        """
+        if isinstance(value, list):
+            return [self(item) for item in value]
+        if not isinstance(value, Mapping):
+            return value
+        if len(value) == 1:
+            (key, arg), = value.items()
+            if key == "Ref":
+                return self.ref(str(arg))
+            if key == "Fn::GetAtt":
+                logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
+                return self.get_att(str(logical), str(attribute))
+            if key == "Fn::Sub":
+                return self.sub(arg)
+            if key == "Fn::Join":
+                delimiter, items = arg
+                return str(delimiter).join(str(item) for item in self(items))
+            if key == "Fn::Select":
+                index, items = arg
+                return self(items)[int(self(index))]
+            if key.startswith("Fn::") or key == "Condition":
+                raise IamTemplateError([f"{key} in a policy is not resolved by the emulator ({value!r})"])
+        return {k: self(v) for k, v in value.items()}
+
+    def ref(self, name: str) -> Any:
+        if name in self.values:
+            return self.values[name]
+        type_ = self._type(name)
+        if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::SNS::Topic"):
+            return physical_name(self.stack, name, type_)
+        if type_ == "AWS::Lambda::Function":
+            return name  # the emulator runs a function under its logical id
+        return self._fall_back({"Ref": name})
+
+    def get_att(self, logical: str, attribute: str) -> Any:
+        type_ = self._type(logical)
+        name = physical_name(self.stack, logical, type_)
+        built = {
+            ("AWS::DynamoDB::Table", "Arn"): f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}",
+            ("AWS::S3::Bucket", "Arn"): f"arn:aws:s3:::{name}",
+            ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{self.region}:{self.account}:{name}",
+            ("AWS::SQS::Queue", "QueueName"): name,
+            ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{self.account}:role/{name}",
+            ("AWS::Lambda::Function", "Arn"): f"arn:aws:lambda:{self.region}:{self.account}:function:{logical}",
+            ("AWS::SNS::Topic", "TopicArn"): f"arn:aws:sns:{self.region}:{self.account}:{name}",
+        }.get((type_, attribute))
+        if built is not None:
+            return built
+        resolved = self._fall_back({"Fn::GetAtt": [logical, attribute]})
+        return local_arn(resolved, self.region) if isinstance(resolved, str) else resolved
+
+    def sub(self, arg: Any) -> str:
+        text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+        own = {name: self(v) for name, v in (variables or {}).items()}
+
+        def replace(found: re.Match[str]) -> str:
+            name = found.group(1)
+            if name.startswith("!"):  # ${!Literal} is the literal ${Literal}
+                return "${" + name[1:] + "}"
+            if name in own:
+                return str(own[name])
+            if name in self.values or "." not in name:
+                return str(self.ref(name))
+            logical, attribute = name.split(".", 1)
+            return str(self.get_att(logical, attribute))
+
+        return _SUB.sub(replace, str(text))
+
+    def _type(self, logical: str) -> str:
+        resource = self.resources.get(logical)
+        if resource is None:
+            raise IamTemplateError([f"a policy refers to {logical!r}: no such resource or parameter"])
+        return str(resource.get("Type"))
+
+    def _fall_back(self, value: Any) -> Any:
+        if self.fallback is None:
+            raise IamTemplateError([f"{value!r} in a policy needs the local stack to resolve"])
+        return self.fallback(value)
