@@ -141,9 +141,14 @@ class Builder:
         work.mkdir(parents=True)
         try:
             record = self._make(target, toolchain, inputs, work, final)
-            if final.exists():  # an unreadable or stale earlier attempt
+            try:
+                work.rename(final)
+            except OSError:  # there already: another process built the same inputs (the same bytes) meanwhile,
+                existing = read_record(final / "artifact.json")  # or an interrupted attempt left a husk
+                if existing is not None and existing.zip.is_file():
+                    return existing
                 shutil.rmtree(final)
-            work.rename(final)
+                work.rename(final)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return record
