@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from seglog_cli.main import cli
 from seglog_deploy import tree
 from seglog_deploy.build import Builder, host_arch
-from seglog_deploy.errors import BuildError
+from seglog_deploy.errors import BuildError, ToolNotFoundError
 from seglog_deploy.manifest import UNZIPPED_LIMIT, ZIPPED_LIMIT, ArtifactRecord, Manifest
 from seglog_deploy.targets import PLATFORMS, handler_file, read_functions
+from seglog_deploy.toolchain import find_uv
 from seglog_stack.template import Template, load_template
 
 #: What helps develop and must never ship (DESIGN §10.4, STYLE "What ships and what helps develop live apart").
@@ -195,3 +196,18 @@ def test_build_command_prints_sizes_against_limits_and_copies_a_function(tmp_pat
     assert f"{PLATFORMS[arch][1]} binar" in api_line
     assert Manifest.read(Builder(arch=arch).manifest_path) == Manifest.decode(as_json.stdout.encode())
     assert tree.tree_digest(only_artifact(lambda_build).code) == tree.tree_digest(tmp_path / "api")
+
+
+def test_uv_is_found_from_seglog_uv_then_path_then_the_user_bin_else_the_error_says_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """./dev exports SEGLOG_UV; without it PATH, then ~/.local/bin/uv; with none, an error naming the fixes."""
+    fake = tmp_path / "bin" / "uv"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+    assert fake == find_uv({"SEGLOG_UV": str(fake), "PATH": ""})
+    assert fake == find_uv({"PATH": str(fake.parent)})
+    with pytest.raises(ToolNotFoundError, match="pip install --user uv"):
+        find_uv({"PATH": str(tmp_path / "empty")})
