@@ -1,4 +1,5 @@
-"""Fixtures every test directory shares: the Lambda artifact the emulator's workers import from.
+"""Fixtures every test directory shares: structlog's defaults for each test, and the Lambda artifact the
+emulator's workers import from.
 
 Workers run the unpacked artifact of this machine's architecture, never the source tree (DESIGN §10.1). It is
 built once per session, and an unchanged tree is reused from ``.seglog/build`` across sessions.
@@ -6,12 +7,23 @@ built once per session, and an unchanged tree is reused from ``.seglog/build`` a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from seglog_deploy.build import Builder, host_arch
 from seglog_deploy.manifest import Manifest
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Iterator[None]:
+    """Every test starts from structlog's defaults: a CLI test configures level filtering that would hide the
+    lines another test captures with structlog.testing.capture_logs."""
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")
