@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from seglog_aws.backend import Backend
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPendingStore
@@ -76,15 +75,6 @@ class _Stacks:
             StackManager(config).down()
         for compose in self.composes:
             compose.stop()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_structlog() -> Iterator[None]:
-    """Every test starts from structlog's defaults: a CLI test configures level filtering that would hide the
-    lines another test captures with structlog.testing.capture_logs."""
-    structlog.reset_defaults()
-    yield
-    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")

@@ -70,13 +70,13 @@ def permissions_for(deployment: LocalDeployment, template: Template) -> dict[str
 
 
 @contextmanager
-def api_gateway(deployment: LocalDeployment, template: Template, log: Path) -> Iterator[str]:
+def api_gateway(deployment: LocalDeployment, template: Template, log: Path, code: Path) -> Iterator[str]:
     """The template's ApiFunction behind the emulator's gateway, IAM enforced from ``template``; its base URL."""
     config = EmulatorConfig.from_template(template, resolver(deployment, template))
     spec = config.functions["ApiFunction"]
     spec = dataclasses.replace(spec, Environment={**deployment.env(), **spec.Environment})
     with log.open("w") as stderr:
-        invoker = LambdaInvoker(spec, concurrency=2, stderr=stderr,
+        invoker = LambdaInvoker(spec, code=[code], concurrency=2, stderr=stderr,
                                 iam=permissions_for(deployment, template)["ApiFunction"])
         authorizer = IamAuthorizer.accepting([signed_http.LOCAL], region=deployment.region)
         gateway = Gateway(config.http_routes, invoker, authorizer=authorizer)
@@ -103,12 +103,12 @@ def create_sheet(api: str) -> str:
 
 
 @pytest.mark.parametrize("list_bucket", [False, True], ids=["without-ListBucket", "with-ListBucket"])
-def test_a_large_append_needs_list_bucket_as_on_aws(deployment: LocalDeployment, tmp_path: Path,
+def test_a_large_append_needs_list_bucket_as_on_aws(deployment: LocalDeployment, tmp_path: Path, lambda_code: Path,
                                                     list_bucket: bool) -> None:
     """The append checks its body's tags before writing it (a retry must not re-tag a kept body): on AWS that
     GetObjectTagging of a key not written yet is 403 without s3:ListBucket."""
     template = load_template() if list_bucket else without_list_bucket(load_template())
-    with api_gateway(deployment, template, tmp_path / "workers.log") as api:
+    with api_gateway(deployment, template, tmp_path / "workers.log", lambda_code) as api:
         sheet = create_sheet(api)
         status, answer = post(f"{api}/sheets/{sheet}/entries", {
             "entry": {"type": "setrng", "ref": "A1", "values": LARGE_RANGE}, "entry_id": str(uuid.uuid4()),
@@ -124,12 +124,12 @@ def test_a_large_append_needs_list_bucket_as_on_aws(deployment: LocalDeployment,
 
 @pytest.mark.parametrize("list_bucket", [False, True], ids=["without-ListBucket", "with-ListBucket"])
 def test_completing_an_upload_that_was_never_put_is_404_only_with_list_bucket(
-        deployment: LocalDeployment, tmp_path: Path, list_bucket: bool) -> None:
+        deployment: LocalDeployment, tmp_path: Path, list_bucket: bool, lambda_code: Path) -> None:
     """The completion HEADs the upload's key: with s3:ListBucket S3 answers 404 and the API says
     upload_not_found; without it S3 answers 403 and the API can only report the storage failure (a HEAD answer
     has no body, so botocore's error code is the bare status, "403", as it is with S3 itself)."""
     template = load_template() if list_bucket else without_list_bucket(load_template())
-    with api_gateway(deployment, template, tmp_path / "workers.log") as api:
+    with api_gateway(deployment, template, tmp_path / "workers.log", lambda_code) as api:
         sheet = create_sheet(api)
         status, presigned = post(f"{api}/sheets/{sheet}/uploads", {"size": 10, "content_type": "text/csv"})
         assert 201 == status or 200 == status, presigned
@@ -141,10 +141,11 @@ def test_completing_an_upload_that_was_never_put_is_404_only_with_list_bucket(
         assert "403" == answer["error"]["storage_code"]
 
 
-def probe_invoker(deployment: LocalDeployment, iam: FunctionPermissions | None) -> LambdaInvoker:
+def probe_invoker(deployment: LocalDeployment, iam: FunctionPermissions | None, code: Path) -> LambdaInvoker:
+    """The probe handler first on the path, then the built artifact (its boto3, seglog_aws), as a layer would."""
     spec = FunctionSpec(logical_id="ApiFunction", Handler="iam_probe.call", Timeout=20,
-                        Environment={**deployment.env(), "PYTHONPATH": str(HANDLERS)})
-    return LambdaInvoker(spec, iam=iam)
+                        Environment=deployment.env())
+    return LambdaInvoker(spec, code=[HANDLERS, code], iam=iam)
 
 
 @pytest.fixture(scope="module")
@@ -159,9 +160,9 @@ def delete_entry(deployment: LocalDeployment) -> dict[str, Any]:
 
 
 def test_a_denied_dynamodb_call_raises_access_denied_exception_in_the_function(
-        deployment: LocalDeployment, api_role: FunctionPermissions) -> None:
+        deployment: LocalDeployment, api_role: FunctionPermissions, lambda_code: Path) -> None:
     """The API may not delete entries: AWS's AccessDeniedException, HTTP 400, naming the role session."""
-    with probe_invoker(deployment, api_role) as invoker:
+    with probe_invoker(deployment, api_role, lambda_code) as invoker:
         result = invoker.invoke(delete_entry(deployment))
     assert result.ok, result.error_message
     table = f"arn:aws:dynamodb:{deployment.region}:000000000000:table/{deployment.resources.entries_table}"
@@ -171,18 +172,19 @@ def test_a_denied_dynamodb_call_raises_access_denied_exception_in_the_function(
             } == result.payload
 
 
-def test_without_iam_the_same_call_goes_through(deployment: LocalDeployment) -> None:
-    with probe_invoker(deployment, None) as invoker:
+def test_without_iam_the_same_call_goes_through(deployment: LocalDeployment, lambda_code: Path) -> None:
+    with probe_invoker(deployment, None, lambda_code) as invoker:
         result = invoker.invoke(delete_entry(deployment))
     assert {"ok": True, "iam_variable_visible": False} == result.payload
 
 
-def test_an_allowed_call_reaches_the_service(deployment: LocalDeployment, api_role: FunctionPermissions) -> None:
+def test_an_allowed_call_reaches_the_service(deployment: LocalDeployment, api_role: FunctionPermissions,
+                                             lambda_code: Path) -> None:
     """The API may read entries: the call is sent and answered by the local stack."""
     event = {"service": "dynamodb", "operation": "get_item",
              "params": {"TableName": deployment.resources.entries_table,
                         "Key": {"G": {"B": uuid.uuid4().hex}, "N": {"N": "0"}}}}
-    with probe_invoker(deployment, api_role) as invoker:
+    with probe_invoker(deployment, api_role, lambda_code) as invoker:
         result = invoker.invoke(event)
     assert {"ok": True, "iam_variable_visible": False} == result.payload
 

@@ -1,5 +1,6 @@
-"""A handler for test_iam_enforced.py, run in the emulator's worker processes (this directory is on PYTHONPATH):
-one AWS call through seglog's client factory (as the services make them), and what came of it."""
+"""A handler for test_iam_enforced.py, run in the emulator's worker processes (this directory first on their
+path, then the built artifact): one AWS call through seglog's client factory (as the services make them), and
+what came of it."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.context import reports_errors, settings
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
@@ -69,34 +70,41 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--iam/--no-iam", default=True, show_default=True,
               help="Evaluate every AWS call a function makes against its policies in the template, and deny what "
                    "AWS would deny (AccessDenied); --no-iam lets every call through.")
+@template_option
+@artifact_option
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None, schedule_scale: float, iam: bool) -> None:
+            state_dir: Path | None, schedule_scale: float, iam: bool, template: Path | None,
+            artifact: Path | None) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
-    per Schedule event, each in its own process, with the handlers in worker processes. Ctrl-C drains and stops.
+    per Schedule event, each in its own process, with the handlers in worker processes that import from the
+    built artifact (this machine's twin, built on first use). Ctrl-C drains and stops.
     `seglog emulate status` shows what a running emulator is doing.
     """
     if ctx.invoked_subcommand is not None:
         return
     config = settings(ctx).stack_config()
     overrides = parse_parameters(parameters)
+    template = template or default_template_path()
+    code = emulated_artifact(artifact, template)
     if endpoint_url:
         deployment = local.provision(external_endpoints(endpoint_url), profile=str(config.profile),
-                                     region=config.region, parameters=overrides)
+                                     region=config.region, parameters=overrides, template=template)
     else:
-        deployment = local.up(config, parameters=overrides)
+        deployment = local.up(config, parameters=overrides, template=template)
     plan = fault_plan(faults, fault_plan_file, rate, seed)
     state = state_dir or config.run_dir / "emulator"
     runtime = FaultRuntime(plan, state / "faults") if plan else None
     if runtime is not None:
         runtime.start()
-    supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
+    supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=template,
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
-                                             host=host, port=port, schedule_scale=schedule_scale, iam=iam),
+                                             host=host, port=port, schedule_scale=schedule_scale, iam=iam,
+                                             artifact=code),
                             faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop; IAM {'on' if iam else 'off'})",
                err=True)
@@ -144,10 +152,13 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run with a violation.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run logs and state (default: chaos/ in the stack's run directory).")
+@template_option
+@artifact_option
 @click.pass_context
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
-          sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None) -> None:
+          sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None,
+          template: Path | None, artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -158,9 +169,11 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     from seglog_stack import StackManager
 
     config = settings(ctx).stack_config()
+    template = template or default_template_path()
+    code = emulated_artifact(artifact, template)
     info = StackManager(config).up()
     campaign = Campaign(dict(info.endpoints), profile=str(config.profile), region=config.region,
-                        state_root=state_dir or config.run_dir / "chaos",
+                        state_root=state_dir or config.run_dir / "chaos", template=template, artifact=code,
                         workload=Workload(sheets=sheets, clients=clients, edits=edits))
 
     def progress(report: RunReport) -> None:

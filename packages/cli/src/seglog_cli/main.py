@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from seglog_cli.build_commands import build
 from seglog_cli.context import Settings
 from seglog_cli.demo import demo
 from seglog_cli.emulator_commands import chaos, emulate
@@ -32,7 +33,7 @@ def cli(ctx: click.Context, profile: str | None, localstack_port: int | None, dy
     ctx.obj = Settings(profile=profile, localstack_port=localstack_port, dynamodb_port=dynamodb_port)
 
 
-for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos):
+for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos, build):
     cli.add_command(command)
 
 

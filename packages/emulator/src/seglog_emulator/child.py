@@ -25,6 +25,7 @@ from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_core import logs
 from seglog_emulator.api_auth import IamAuthorizer
+from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.faults.runtime import FaultRuntime
@@ -96,7 +97,9 @@ class Child:
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
         spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level})
-        self.invoker = LambdaInvoker(spec, concurrency=concurrency, iam=self._iam(function))
+        artifact = self.settings.artifact or host_artifact(self.settings.template)
+        self.invoker = LambdaInvoker(spec, code=code_dirs(artifact, function), concurrency=concurrency,
+                                     iam=self._iam(function))
         return self.invoker
 
     def _iam(self, function: str) -> FunctionPermissions | None:

@@ -36,6 +36,8 @@ class EmulatorSettings:
             on AWS); requests signed with any other key are refused as API Gateway refuses them.
         iam: evaluate every AWS call a function makes against its policies from the template, as AWS does
             (:mod:`seglog_emulator.iam`); ``seglog emulate --no-iam`` turns it off.
+        artifact: the code the functions run: a build manifest, an artifact directory or an unpacked tree
+            (:mod:`seglog_emulator.artifacts`); None: the supervisor builds this machine's twin (cached).
     """
 
     deployment: LocalDeployment
@@ -49,6 +51,7 @@ class EmulatorSettings:
     schedule_scale: float = 1.0
     api_credentials: tuple[Credentials, ...] = (LOCAL_CREDENTIALS,)
     iam: bool = True
+    artifact: Path | None = None
 
     @property
     def api_url(self) -> str:
@@ -60,7 +63,8 @@ class EmulatorSettings:
                            "host": self.host, "port": self.port, "log_level": self.log_level,
                            "schedule_scale": self.schedule_scale, "iam": self.iam,
                            "api_credentials": [[c.access_key_id, c.secret_access_key, c.session_token]
-                                               for c in self.api_credentials]})
+                                               for c in self.api_credentials],
+                           "artifact": str(self.artifact) if self.artifact is not None else None})
 
     @classmethod
     def from_json(cls, text: str) -> EmulatorSettings:
@@ -73,7 +77,8 @@ class EmulatorSettings:
                    port=int(data["port"]), log_level=data["log_level"],
                    schedule_scale=float(data.get("schedule_scale", 1.0)), iam=bool(data.get("iam", True)),
                    api_credentials=tuple(Credentials(*c) for c in data.get("api_credentials") or
-                                         [[LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, None]]))
+                                         [[LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, None]]),
+                   artifact=Path(data["artifact"]) if data.get("artifact") else None)
 
     @classmethod
     def from_env(cls) -> EmulatorSettings:

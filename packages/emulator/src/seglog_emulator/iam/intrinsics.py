@@ -21,17 +21,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from seglog_emulator.errors import IamTemplateError
+from seglog_emulator.iam.arns import local_arn
 from seglog_stack.provision import physical_name
 
 Fallback = Callable[[Any], Any]
 
 _SUB: Final = re.compile(r"\$\{([^}]*)\}")
-_DDB_LOCAL_REGION: Final = ":dynamodb:ddblocal:"
-
-
-def local_arn(arn: str, region: str) -> str:
-    """``arn`` with DynamoDB Local's region placeholder replaced by ``region``."""
-    return arn.replace(_DDB_LOCAL_REGION, f":dynamodb:{region}:", 1) if _DDB_LOCAL_REGION in arn else arn
 
 
 class PolicyIntrinsics:

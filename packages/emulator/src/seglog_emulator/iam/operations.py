@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
+from seglog_emulator.iam.arns import local_arn
 from seglog_emulator.iam.conditions import Context
-from seglog_emulator.iam.intrinsics import local_arn
 
 
 @dataclass(frozen=True)
