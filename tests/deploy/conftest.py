@@ -1,0 +1,49 @@
+"""The local deploy target for the deploy tests: LocalStack in host mode with CloudFormation, IAM and Lambda
+(our runtime executor, no Docker), on ports of its own, started once per session and stopped at the end.
+
+Like every stack test, these fail (never skip) when the target cannot start.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from seglog_deploy.target import Target
+from seglog_stack import Profile, StackConfig, StackManager
+
+#: Beside the test profiles' ports (base, base+10) and the Docker path's (base+20, base+30).
+_BASE = int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
+DEPLOY_PORT = _BASE + 40
+REPO = Path(__file__).resolve().parents[2]
+#: The workspace's sources of the code the functions import (placeholder until `seglog build` lands).
+SOURCES = (REPO / "services/src", REPO / "packages/core/src", REPO / "packages/aws_adapter/src")
+
+
+@pytest.fixture(scope="session")
+def deploy_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """A running deploy target and a Target pointing at it."""
+    config = StackConfig.resolve(Profile.DEPLOY, localstack_port=DEPLOY_PORT, dynamodb_port=DEPLOY_PORT + 3400,
+                                 run_dir=tmp_path_factory.mktemp("deploy-target"))
+    manager = StackManager(config)
+    try:
+        manager.up()
+        yield Target.resolve(region=config.region, endpoint_url=config.url(DEPLOY_PORT), env={})
+    finally:
+        manager.down()
+
+
+@pytest.fixture(scope="session")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One zip holding the project's own packages (seglog_services, seglog_core, seglog_aws)."""
+    path = tmp_path_factory.mktemp("artifact") / "function.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for source in SOURCES:
+            for file in sorted(source.rglob("*")):
+                if file.is_file() and "__pycache__" not in file.parts:
+                    archive.write(file, file.relative_to(source))
+    return path
