@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,13 +29,14 @@ class Emulated:
 
 
 @pytest.fixture(scope="package")
-def emulator(stacks: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulated]:
+def emulator(stacks: Any, tmp_path_factory: pytest.TempPathFactory, lambda_artifact: Path) -> Iterator[Emulated]:
     base = stacks.deployment("dynamodb-local")
     stack = f"cl-{uuid.uuid4().hex[:6]}"
     deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack)
     try:
         supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack,
-                                                 state_dir=tmp_path_factory.mktemp("emulator")))
+                                                 state_dir=tmp_path_factory.mktemp("emulator"),
+                                                 artifact=lambda_artifact))
         supervisor.start()
         try:
             supervisor.wait_ready()

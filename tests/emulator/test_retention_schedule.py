@@ -56,7 +56,7 @@ def log_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_most(
-        retention_deployment: local.LocalDeployment, tmp_path: Path) -> None:
+        retention_deployment: local.LocalDeployment, tmp_path: Path, lambda_artifact: Path) -> None:
     """Edits roll segments; the schedule child invokes RetentionFunction once a (scaled) minute, which archives
     every segment but the two latest; nothing acknowledged is lost (live entries + archives hold each entry id
     once); GET /sheets/{id} still gives every cell and reads only the latest segment: its invocation made one
@@ -65,7 +65,7 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
     stack = deployment.resources.entries_table.rsplit("-", 1)[0]
     state = tmp_path / "state"
     settings = EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack,
-                                state_dir=state, parameters=PARAMETERS, schedule_scale=SCALE)
+                                state_dir=state, parameters=PARAMETERS, schedule_scale=SCALE, artifact=lambda_artifact)
     output = tmp_path / "emulator.log"
     backend = deployment.backend()
     with output.open("w") as sink:

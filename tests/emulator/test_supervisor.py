@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,10 +45,10 @@ def chaos_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
     local.deprovision(base.endpoints, region=base.region, stack_name=stack)
 
 
-def settings_for(deployment: local.LocalDeployment, state: Path) -> EmulatorSettings:
+def settings_for(deployment: local.LocalDeployment, state: Path, artifact: Path) -> EmulatorSettings:
     stack = deployment.resources.entries_table.rsplit("-", 1)[0]
     return EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack, state_dir=state,
-                            parameters=dict(CHAOS_PARAMETERS))
+                            parameters=dict(CHAOS_PARAMETERS), artifact=artifact)
 
 
 def wait_for(predicate: object, timeout: float, what: str) -> None:
@@ -80,11 +83,11 @@ def edit_and_wait(supervisor: Supervisor, deployment: local.LocalDeployment,
 
 
 def test_supervisor_runs_the_template_functions_behind_one_gateway(chaos_deployment: local.LocalDeployment,
-                                                                     tmp_path: Path) -> None:
+                                                                     tmp_path: Path, lambda_artifact: Path) -> None:
     """Gateway + stream poller + queue poller + the retention schedule, each its own process; a sheet edited
     through the API gets its snapshots built by the deployed handlers; one log line per invocation names
     function, source, outcome."""
-    supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state"))
+    supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state", lambda_artifact))
     assert sorted(supervisor.children) == ["gateway:ApiFunction", "queue:SnapshotWorkerFunction.Jobs",
                                            "schedule:RetentionFunction.Retention",
                                            "stream:StreamRouterFunction.Entries"]
@@ -104,10 +107,10 @@ def test_supervisor_runs_the_template_functions_behind_one_gateway(chaos_deploym
 
 
 def test_supervisor_restarts_a_crashed_child_and_the_stream_resumes_from_its_checkpoint(
-        chaos_deployment: local.LocalDeployment, tmp_path: Path) -> None:
+        chaos_deployment: local.LocalDeployment, tmp_path: Path, lambda_artifact: Path) -> None:
     """kill -9 of the stream poller: the supervisor starts it again, and records written while it was down are
     routed from the persisted checkpoint (nothing skipped, DESIGN §9.1)."""
-    supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state"))
+    supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state", lambda_artifact))
     supervisor.start()
     try:
         supervisor.wait_ready()
@@ -132,9 +135,9 @@ def status_command(state: Path) -> Result:
 
 
 def test_supervisor_drains_on_sigterm_and_leaves_no_process(chaos_deployment: local.LocalDeployment,
-                                                            tmp_path: Path) -> None:
+                                                            tmp_path: Path, lambda_artifact: Path) -> None:
     """SIGTERM: every child finishes what is in flight and exits; the supervisor exits 0; no worker is left."""
-    settings = settings_for(chaos_deployment, tmp_path / "state")
+    settings = settings_for(chaos_deployment, tmp_path / "state", lambda_artifact)
     env = {**os.environ, **chaos_deployment.env(), ENV_VAR: settings.to_json()}
     proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.supervisor"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -161,3 +164,31 @@ def test_supervisor_drains_on_sigterm_and_leaves_no_process(chaos_deployment: lo
     for pid in children.values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_an_artifact_missing_a_dependency_fails_behind_the_gateway_as_on_aws(
+        chaos_deployment: local.LocalDeployment, tmp_path: Path, lambda_code: Path) -> None:
+    """The emulator runs the artifact, not the source tree (DESIGN §10.1): given an unpacked artifact without
+    aws_lambda_powertools (``--artifact DIR``), the API function's Init fails with Runtime.ImportModuleError and
+    the gateway answers what API Gateway answers for a failed Lambda integration, 500 Internal Server Error,
+    while the development virtualenv has the package all along."""
+    broken = tmp_path / "task"
+    shutil.copytree(lambda_code, broken)
+    shutil.rmtree(broken / "aws_lambda_powertools")
+    output = tmp_path / "emulator.log"
+    with output.open("w") as sink:
+        supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state", broken), output=sink)
+        supervisor.start()
+        try:
+            supervisor.wait_ready()
+            with pytest.raises(urllib.error.HTTPError) as failed:
+                urllib.request.urlopen(urllib.request.Request(f"{supervisor.api_url}/sheets", data=b"{}"), timeout=30)
+        finally:
+            supervisor.stop()
+    assert (500, b'{"message":"Internal Server Error"}') == (failed.value.code, failed.value.read())
+    lines = [json.loads(line) for line in output.read_text().splitlines() if line.startswith("{")]
+    reports = [line for line in lines if line.get("event") == "INIT_REPORT"]
+    api = [r for r in reports if r["function"] == "ApiFunction"]
+    assert api and {"Runtime.ImportModuleError"} == {r["error_type"] for r in reports}  # the pollers' too
+    assert ("Unable to import module 'seglog_services.api': No module named 'aws_lambda_powertools'"
+            == api[0]["error_message"])

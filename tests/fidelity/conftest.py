@@ -249,16 +249,16 @@ def _invokers() -> Iterator[dict[tuple[float, int], LambdaInvoker]]:
 
 
 @pytest.fixture
-def make_invoker(probe: Probe, probe_pointer: Path, _invokers: dict[tuple[float, int], LambdaInvoker]
-                 ) -> MakeInvoker:
+def make_invoker(probe: Probe, probe_pointer: Path, _invokers: dict[tuple[float, int], LambdaInvoker],
+                 lambda_code: Path) -> MakeInvoker:
     """An invoker of the probe function (logging to ``probe``) with the function timeout and concurrency given."""
 
     def make(*, timeout: float = 10.0, concurrency: int = 1) -> LambdaInvoker:
         key = (timeout, concurrency)
         if key not in _invokers:
             spec = FunctionSpec(logical_id="probe", Handler="probe_handler.handler", Timeout=timeout,
-                                Environment={"PYTHONPATH": str(HERE), "PROBE_POINTER": str(probe_pointer)})
-            _invokers[key] = LambdaInvoker(spec, concurrency=concurrency)
+                                Environment={"PROBE_POINTER": str(probe_pointer)})
+            _invokers[key] = LambdaInvoker(spec, code=[HERE, lambda_code], concurrency=concurrency)
         return _invokers[key]
 
     return make

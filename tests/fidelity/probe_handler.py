@@ -1,5 +1,5 @@
-"""The probe function of the fidelity tests, run by LambdaInvoker in worker processes (this directory is put on
-the workers' PYTHONPATH; only the standard library is imported).
+"""The probe function of the fidelity tests, run by LambdaInvoker in worker processes (this directory comes first
+among the workers' code directories, before the artifact; only the standard library is imported).
 
 Every invocation appends two JSON lines to the current test's log: a ``start`` line with the whole event as the
 function received it, and an ``end`` line once the handler is done (an invocation killed on its timeout has no

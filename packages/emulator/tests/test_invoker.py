@@ -1,8 +1,9 @@
 """LambdaInvoker runs handlers in real worker processes the way Lambda runs them in execution environments.
 
 AWS Lambda Developer Guide pages: lambda-runtime-environment (Init, Invoke, reuse, timeouts), python-context,
-python-exceptions, configuration-envvars, configuration-concurrency. The handlers live in handlers/, put on
-the workers' PYTHONPATH through the function's environment.
+python-exceptions, configuration-envvars, configuration-concurrency. The handlers live in handlers/, the first
+of the workers' code directories, before the unpacked artifact (``lambda_code``) that holds what the worker
+wrapper imports (seglog_core, structlog, botocore).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from seglog_emulator.faults import ERROR_CODES, FaultKind, FaultPlan
+from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.invoker import (
     FunctionSpec,
     InvocationResult,
@@ -34,15 +37,15 @@ MakeInvoker = Callable[..., LambdaInvoker]
 
 
 @pytest.fixture
-def make_invoker() -> Iterator[MakeInvoker]:
+def make_invoker(lambda_code: Path) -> Iterator[MakeInvoker]:
     """Builds invokers of handlers in handlers/invoker_probe.py and closes them after the test."""
     invokers: list[LambdaInvoker] = []
 
     def make(function: str, *, timeout: float = 5.0, concurrency: int = 1, memory_size: int = 128,
              environment: dict[str, str] | None = None) -> LambdaInvoker:
         spec = FunctionSpec(logical_id=f"probe-{function}", Handler=f"invoker_probe.{function}", Timeout=timeout,
-                            MemorySize=memory_size, Environment={"PYTHONPATH": str(HANDLERS), **(environment or {})})
-        invoker = LambdaInvoker(spec, concurrency=concurrency)
+                            MemorySize=memory_size, Environment=environment or {})
+        invoker = LambdaInvoker(spec, code=[HANDLERS, lambda_code], concurrency=concurrency)
         invokers.append(invoker)
         return invoker
 
@@ -116,10 +119,10 @@ def test_runtime_errors_carry_lambdas_error_types(make_invoker: MakeInvoker, fun
     assert (Outcome.ERROR, error_type) == (result.outcome, result.error_type)
 
 
-def test_unimportable_module_is_an_init_error() -> None:
+def test_unimportable_module_is_an_init_error(lambda_code: Path) -> None:
     """A module that cannot be imported fails the invocation with Runtime.ImportModuleError."""
     spec = FunctionSpec(logical_id="missing", Handler="no_such_module_xyz.handler")
-    with LambdaInvoker(spec) as invoker:
+    with LambdaInvoker(spec, code=[lambda_code]) as invoker:
         result = invoker.invoke({})
 
     assert (Outcome.ERROR, "Runtime.ImportModuleError") == (result.outcome, result.error_type)
@@ -260,21 +263,29 @@ def test_another_code_version_s_environment_holds_for_that_invocation_only(make_
 # ------------------------------------------------------------------------------------------------ environment
 
 
-def test_function_environment_over_the_invokers_and_lambdas_reserved_variables(
-        make_invoker: MakeInvoker, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The function's variables override the invoker's own; Lambda's reserved variables are set
-    (configuration-envvars); the context describes the function and the invocation (python-context)."""
+def test_worker_environment_is_the_functions_and_lambdas_not_the_invokers(
+        make_invoker: MakeInvoker, monkeypatch: pytest.MonkeyPatch, lambda_code: Path) -> None:
+    """The worker's environment is the function's variables, Lambda's reserved ones over them
+    (configuration-envvars) and the SDK's endpoint and credential variables; nothing else of the invoker's
+    environment reaches the handler. The context describes the function and the invocation (python-context)."""
     monkeypatch.setenv("SEGLOG_FROM_PARENT", "parent")
     monkeypatch.setenv("SEGLOG_TABLE", "parent-table")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:4566")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test-key")
     invoker = make_invoker("environment", memory_size=256, environment={
-        "SEGLOG_TABLE": "entries", "AWS_ENDPOINT_URL": "http://localhost:4566", "AWS_REGION": "eu-west-1"})
+        "SEGLOG_TABLE": "entries", "AWS_ENDPOINT_URL": "http://localhost:4566", "AWS_REGION": "eu-west-1",
+        "AWS_LAMBDA_FUNCTION_NAME": "not-reserved-for-the-function"})
 
-    result = invoker.invoke({"names": ["SEGLOG_FROM_PARENT", "SEGLOG_TABLE", "AWS_ENDPOINT_URL",
-                                       "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "_HANDLER"]})
+    result = invoker.invoke({"names": [
+        "SEGLOG_FROM_PARENT", "SEGLOG_TABLE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+        "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "_HANDLER", "AWS_EXECUTION_ENV",
+        "LAMBDA_TASK_ROOT", "TZ", "VIRTUAL_ENV"]})
 
-    assert {"SEGLOG_FROM_PARENT": "parent", "SEGLOG_TABLE": "entries", "AWS_ENDPOINT_URL": "http://localhost:4566",
+    assert {"SEGLOG_FROM_PARENT": None, "SEGLOG_TABLE": "entries", "AWS_ENDPOINT_URL": "http://localhost:4566",
+            "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:4566", "AWS_ACCESS_KEY_ID": "test-key",
             "AWS_LAMBDA_FUNCTION_NAME": "probe-environment", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
-            "_HANDLER": "invoker_probe.environment"} == result.payload["env"]
+            "_HANDLER": "invoker_probe.environment", "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+            "LAMBDA_TASK_ROOT": str(HANDLERS), "TZ": ":UTC", "VIRTUAL_ENV": None} == result.payload["env"]
     context = result.payload["context"]
     assert {"function_name": "probe-environment", "function_version": "$LATEST",
             "invoked_function_arn": "arn:aws:lambda:eu-west-1:000000000000:function:probe-environment",
@@ -282,6 +293,25 @@ def test_function_environment_over_the_invokers_and_lambdas_reserved_variables(
             "log_group_name": "/aws/lambda/probe-environment"} == {k: v for k, v in context.items()
                                                                    if k != "log_stream_name"}
     assert "[$LATEST]" in context["log_stream_name"]
+
+
+def test_the_fault_plan_reaches_the_wrapper_but_never_the_handler(
+        make_invoker: MakeInvoker, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Emulator-only settings travel to the worker wrapper in its environment and are removed before the handler
+    is imported (DESIGN §10.4): the handler reads none of them, and the wrapper still injects the plan's faults
+    (its fault log names the worker's process)."""
+    plan = FaultPlan.from_flags("ddb_throttle=1.0", rate=1.0, seed=3)
+    runtime = FaultRuntime(plan, tmp_path / "faults")
+    for name, value in runtime.env().items():
+        monkeypatch.setenv(name, value)
+    invoker = make_invoker("environment_and_dynamodb_call")
+
+    result = invoker.invoke({"names": sorted(runtime.env())})
+
+    assert dict.fromkeys(runtime.env()) == result.payload["env"]
+    [fault] = runtime.injected()
+    assert ("ddb_throttle", result.pid) == (fault["kind"], fault["pid"])
+    assert result.payload["error_code"] in {code for code, _ in ERROR_CODES[FaultKind.DDB_THROTTLE]}
 
 
 def test_remaining_time_counts_down_from_the_timeout(make_invoker: MakeInvoker) -> None:

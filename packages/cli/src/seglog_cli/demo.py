@@ -9,6 +9,7 @@ faults off, quiescence, the sheet loaded from its latest snapshot, and the verif
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import click
@@ -17,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.context import reports_errors, settings
 from seglog_core.sheet import render
 from seglog_emulator.chaos import Campaign, RunProgress, Workload, default_plan
@@ -73,17 +75,22 @@ def live_view(progress: RunProgress) -> Table:
 @click.option("--faults", default="all", show_default=True,
               help="Fault kinds to inject (comma-separated, 'all', or 'none' for a quiet demo).")
 @click.option("--seed", default=1, show_default=True, help="Seed of the edits and of the fault schedule.")
+@template_option
+@artifact_option
 @click.pass_context
 @reports_errors
-def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faults: str, seed: int) -> None:
+def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faults: str, seed: int,
+         template: Path | None, artifact: Path | None) -> None:
     """Stack up, the emulator on fresh resources, clients editing a sheet through the HTTP API under seeded
     faults with a live view; then quiescence, the sheet loaded from its latest snapshot, and verify (I1-I6)."""
     console = Console()
     config = settings(ctx).stack_config()
+    code = emulated_artifact(artifact, template)
     with console.status("starting the local stack (the first run installs LocalStack and DynamoDB Local)"):
         info = StackManager(config).up()
         campaign = Campaign(dict(info.endpoints), profile=str(config.profile), region=config.region,
-                            state_root=config.run_dir / "demo", prefix="seglog-demo",
+                            state_root=config.run_dir / "demo", prefix="seglog-demo", template=template,
+                            artifact=code,
                             parameters={"SnapshotEvery": snapshot_every},
                             workload=Workload(sheets=1, clients=clients, edits=edits, large_rows=400))
     console.print(f"[bold]local stack[/] up, profile {config.profile}: "

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.context import reports_errors, settings
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
@@ -66,34 +67,40 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--schedule-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               envvar="SEGLOG_SCHEDULE_SCALE",
               help="Run scheduled rules' clocks this many times faster (60: an hour of schedule per real minute).")
+@template_option
+@artifact_option
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None, schedule_scale: float) -> None:
+            state_dir: Path | None, schedule_scale: float, template: Path | None, artifact: Path | None) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
-    per Schedule event, each in its own process, with the handlers in worker processes. Ctrl-C drains and stops.
+    per Schedule event, each in its own process, with the handlers in worker processes that import from the
+    built artifact (this machine's twin, built on first use). Ctrl-C drains and stops.
     `seglog emulate status` shows what a running emulator is doing.
     """
     if ctx.invoked_subcommand is not None:
         return
     config = settings(ctx).stack_config()
     overrides = parse_parameters(parameters)
+    template = template or default_template_path()
+    code = emulated_artifact(artifact, template)
     if endpoint_url:
         deployment = local.provision(external_endpoints(endpoint_url), profile=str(config.profile),
-                                     region=config.region, parameters=overrides)
+                                     region=config.region, parameters=overrides, template=template)
     else:
-        deployment = local.up(config, parameters=overrides)
+        deployment = local.up(config, parameters=overrides, template=template)
     plan = fault_plan(faults, fault_plan_file, rate, seed)
     state = state_dir or config.run_dir / "emulator"
     runtime = FaultRuntime(plan, state / "faults") if plan else None
     if runtime is not None:
         runtime.start()
-    supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(),
+    supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=template,
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
-                                             host=host, port=port, schedule_scale=schedule_scale), faults=runtime)
+                                             host=host, port=port, schedule_scale=schedule_scale, artifact=code),
+                            faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop)", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
@@ -135,10 +142,13 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run with a violation.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run logs and state (default: chaos/ in the stack's run directory).")
+@template_option
+@artifact_option
 @click.pass_context
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
-          sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None) -> None:
+          sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None,
+          template: Path | None, artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -149,9 +159,11 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     from seglog_stack import StackManager
 
     config = settings(ctx).stack_config()
+    template = template or default_template_path()
+    code = emulated_artifact(artifact, template)
     info = StackManager(config).up()
     campaign = Campaign(dict(info.endpoints), profile=str(config.profile), region=config.region,
-                        state_root=state_dir or config.run_dir / "chaos",
+                        state_root=state_dir or config.run_dir / "chaos", template=template, artifact=code,
                         workload=Workload(sheets=sheets, clients=clients, edits=edits))
 
     def progress(report: RunReport) -> None:

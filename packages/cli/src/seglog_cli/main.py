@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from seglog_cli.build_commands import build
 from seglog_cli.context import Settings
 from seglog_cli.demo import demo
 from seglog_cli.deploy_commands import deploy, destroy, smoke
@@ -34,8 +35,8 @@ def cli(ctx: click.Context, profile: str | None, localstack_port: int | None, dy
     ctx.obj = Settings(profile=profile, localstack_port=localstack_port, dynamodb_port=dynamodb_port)
 
 
-for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos, deploy,
-                destroy, smoke):
+for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos, build,
+                deploy, destroy, smoke):
     cli.add_command(command)
 
 

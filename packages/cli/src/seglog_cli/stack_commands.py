@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from seglog_cli.build_commands import template_option
 from seglog_cli.context import echo_json, reports_errors, settings
 from seglog_deploy.record import StackRecord
 from seglog_stack import Profile, StackConfig, StackManager, local
@@ -16,16 +19,17 @@ def _stack_errors(exc: StackError) -> click.ClickException:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
+@template_option
 @click.pass_context
 @reports_errors
-def up(ctx: click.Context, as_json: bool) -> None:
+def up(ctx: click.Context, as_json: bool, template: Path | None) -> None:
     """Start the local stack (installing it on first use) and provision template.yaml onto it."""
     config = settings(ctx).stack_config()
     if config.profile is Profile.DEPLOY:
         _up_deploy_target(config, as_json)
         return
     try:
-        deployment = local.up(config)
+        deployment = local.up(config, template=template)
     except StackError as exc:
         raise _stack_errors(exc) from exc
     if as_json:

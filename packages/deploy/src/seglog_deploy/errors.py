@@ -1,4 +1,4 @@
-"""Errors of building and deploying, under one root so the CLI prints them as one line and exits non-zero.
+"""Errors of the build and deploy commands, under one root: the CLI prints one line and exits non-zero.
 
 Each message says what happened and what to do next; the data travels as attributes.
 """
@@ -15,7 +15,23 @@ if TYPE_CHECKING:
 
 
 class DeployError(SeglogError):
-    """Root of every deploy failure."""
+    """Root of what ``seglog build`` and ``seglog deploy`` raise on purpose."""
+
+
+class BuildError(DeployError):
+    """A Lambda artifact could not be built, or came out unfit to deploy (too large, wrong machine)."""
+
+
+class ToolNotFoundError(BuildError):
+    """A program the build runs (uv, a Python of the runtime's version) is not on this machine.
+
+    Attributes:
+        tool: what is missing.
+    """
+
+    def __init__(self, tool: str, message: str) -> None:
+        self.tool = tool
+        super().__init__(message)
 
 
 class TargetError(DeployError):

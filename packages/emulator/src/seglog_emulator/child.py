@@ -24,6 +24,7 @@ import structlog
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_core import logs
+from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.faults.runtime import FaultRuntime
@@ -93,7 +94,8 @@ class Child:
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
         spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level})
-        self.invoker = LambdaInvoker(spec, concurrency=concurrency)
+        artifact = self.settings.artifact or host_artifact(self.settings.template)
+        self.invoker = LambdaInvoker(spec, code=code_dirs(artifact, function), concurrency=concurrency)
         return self.invoker
 
     def run(self) -> None:

@@ -15,17 +15,18 @@ local physical name (``seglog_stack.provision.Provisioner.resolve`` fits).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Final
 
 import structlog
 
-from seglog_emulator.errors import EmulatorConfigError as EmulatorConfigError  # importable from here too
+from seglog_emulator.errors import EmulatorError
 from seglog_emulator.filtering import Matcher
 from seglog_emulator.schedule_expressions import ScheduleExpression
-from seglog_stack.template import Template
+from seglog_stack.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.emulator.config")
 
@@ -55,6 +56,21 @@ class FunctionResponseType(StrEnum):
     """FunctionResponseTypes values (Lambda API Reference, CreateEventSourceMapping: "ReportBatchItemFailures")."""
 
     REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
+
+
+class EmulatorConfigError(EmulatorError, TemplateError):
+    """template.yaml describes something AWS would refuse, or the emulator cannot run.
+
+    Attributes:
+        path: the template file.
+        problems: one sentence per problem, each naming the resource and setting.
+    """
+
+    def __init__(self, path: Path, problems: Sequence[str]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        listed = "\n  - ".join(self.problems)
+        super().__init__(f"{path}: fix these before the emulator (or AWS) can run the template:\n  - {listed}")
 
 
 # ------------------------------------------------------------------------------------------------ specs

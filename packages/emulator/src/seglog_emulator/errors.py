@@ -1,32 +1,19 @@
 """The emulator's errors, under one root (:class:`EmulatorError`); each says what went wrong and what to do
-(STYLE "Errors"). They are also importable from the modules that raise them."""
+(STYLE "Errors"). They are also importable from the modules that raise them.
+
+This module imports nothing a Lambda artifact lacks: the worker wrapper's fault plan raises these inside the
+sandbox (:mod:`seglog_emulator.sandbox`), where the development-only packages are out of reach. The one error
+that extends the template loader's, :class:`seglog_emulator.config.EmulatorConfigError`, lives with the reader."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from seglog_core.errors import SeglogError
-from seglog_stack.template import TemplateError
 
 
 class EmulatorError(SeglogError):
     """The emulator cannot run as asked (a child that never got ready, a stack that is not up, ...)."""
-
-
-class EmulatorConfigError(EmulatorError, TemplateError):
-    """template.yaml describes something AWS would refuse, or the emulator cannot run.
-
-    Attributes:
-        path: the template file.
-        problems: one sentence per problem, each naming the resource and setting.
-    """
-
-    def __init__(self, path: Path, problems: Sequence[str]) -> None:
-        self.path = path
-        self.problems = tuple(problems)
-        listed = "\n  - ".join(self.problems)
-        super().__init__(f"{path}: fix these before the emulator (or AWS) can run the template:\n  - {listed}")
 
 
 class FilterPatternError(EmulatorError, ValueError):

@@ -18,6 +18,12 @@ Why ``subprocess`` with JSON lines on stdin/stdout rather than ``multiprocessing
 
 The protocol itself is described in :mod:`seglog_emulator.worker_process`.
 
+What a worker can import is the function's code and nothing of the emulator's virtualenv: ``code`` lists the
+directories on its path (the unpacked artifact ``seglog build`` made, like /var/task; tests put a directory of
+their own handlers first), and :mod:`seglog_emulator.sandbox` makes the isolated interpreter and the environment.
+A handler whose module or dependency is missing fails its Init with Runtime.ImportModuleError, logged as Lambda's
+INIT_REPORT line is, with the Init Duration.
+
 Faults: :meth:`LambdaInvoker.kill` and :meth:`LambdaInvoker.workers` let a fault injector kill -9 a worker at
 will; ``invoke(..., crash_points=...)`` arms named crash points in the worker for one invocation
 (:mod:`seglog_emulator.crash`). A killed or crashed worker is never reused; the next invocation starts a new one.
@@ -25,19 +31,20 @@ will; ``invoke(..., crash_points=...)`` arms named crash points in the worker fo
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import IO, Any, Self
 
 import structlog
 
+from seglog_emulator import sandbox
 from seglog_emulator.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
@@ -113,15 +120,25 @@ class LambdaInvoker:
 
     Args:
         function: the function to run.
+        code: the directories on the workers' path, first first: the function's unpacked artifact (its ``code/``
+            from ``seglog build``), after any directory of handlers a test puts first.
         concurrency: at most this many invocations at once (callers beyond it wait); 1 by default.
         stderr: where workers' standard error (their JSON log lines and prints) goes; inherited by default.
+
+    Raises:
+        ValueError: no code directory, one that does not exist, or a concurrency under 1.
     """
 
-    def __init__(self, function: FunctionSpec, *, concurrency: int = 1,
+    def __init__(self, function: FunctionSpec, *, code: Sequence[Path], concurrency: int = 1,
                  stderr: int | IO[Any] | None = None) -> None:
         self.concurrency = concurrency
         if self.concurrency < 1:
             raise ValueError(f"concurrency of {function.logical_id!r} must be at least 1, got {concurrency}")
+        missing = [str(path) for path in code if not Path(path).is_dir()]
+        if not code or missing:
+            raise ValueError(f"{function.logical_id!r} needs its code directories (the unpacked artifact of "
+                             f"`seglog build`); {'none given' if not code else f'missing: {missing}'}")
+        self.code = tuple(Path(path).resolve() for path in code)
         self.function = function
         self._stderr = stderr
         self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
@@ -197,6 +214,11 @@ class LambdaInvoker:
         try:
             worker, init_ms = self._checkout()
         except _InitFailedError as exc:
+            # Lambda's line for a failed Init (lambda-runtime-environment, "Failures during the Init phase"):
+            # INIT_REPORT Init Duration: 1236.04 ms Phase: init Status: error Error Type: Runtime.ImportModuleError
+            log.warning("INIT_REPORT", function=self.function.logical_id, init_duration_ms=round(exc.init_ms, 2),
+                        phase="init", status="timeout" if exc.outcome is Outcome.TIMEOUT else "error",
+                        error_type=exc.error_type, error_message=exc.message)
             return InvocationResult(outcome=exc.outcome, function=self.function.logical_id, request_id=request_id,
                                     pid=exc.pid, duration_ms=exc.init_ms, cold_start=True,
                                     init_duration_ms=exc.init_ms, error_type=exc.error_type,
@@ -306,7 +328,7 @@ class LambdaInvoker:
             _InitFailedError: the Init failed (Lambda's error), timed out, or the process died in it.
         """
         started = time.monotonic()
-        worker = WorkerProcess.start(self._environment(), stderr=self._stderr)
+        worker = WorkerProcess.start(sandbox.command(self.code), self._environment(), stderr=self._stderr)
         with self._lock:
             self._workers[worker.pid] = worker
         init_timeout = max(INIT_TIMEOUT_SECONDS, float(self.function.Timeout))
@@ -334,23 +356,8 @@ class LambdaInvoker:
         return worker, init_ms
 
     def _environment(self) -> dict[str, str]:
-        """The invoker's environment, the function's over it, and Lambda's reserved variables over both
-        (AWS Lambda Developer Guide, configuration-envvars: reserved variables cannot be overridden)."""
-        env = dict(os.environ)
-        env["PYTHONUNBUFFERED"] = "1"  # prints reach the log as they happen, as on Lambda
-        env.update(self.function.Environment)
-        stream = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
-        env.update({
-            "_HANDLER": self.function.Handler,
-            "AWS_LAMBDA_FUNCTION_NAME": self.function.logical_id,
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function.MemorySize),
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function.logical_id}",
-            "AWS_LAMBDA_LOG_STREAM_NAME": stream,
-            "AWS_REGION": self._region,
-        })
-        env.setdefault("AWS_DEFAULT_REGION", self._region)
-        return env
+        """The function's variables, Lambda's reserved ones and the SDK's endpoints (see :mod:`.sandbox`)."""
+        return sandbox.environment(self.function, code=self.code, region=self._region)
 
     # ------------------------------------------------------------------------------------------- faults
 

@@ -28,6 +28,8 @@ class EmulatorSettings:
         log_level: of the children and the worker processes.
         schedule_scale: how many times faster than real time scheduled rules' clocks run (1: real time; 60: an
             hour of schedule passes in a real minute).
+        artifact: the code the functions run: a build manifest, an artifact directory or an unpacked tree
+            (:mod:`seglog_emulator.artifacts`); None: the supervisor builds this machine's twin (cached).
     """
 
     deployment: LocalDeployment
@@ -39,6 +41,7 @@ class EmulatorSettings:
     port: int = 0
     log_level: str = "INFO"
     schedule_scale: float = 1.0
+    artifact: Path | None = None
 
     @property
     def api_url(self) -> str:
@@ -48,7 +51,8 @@ class EmulatorSettings:
         return json.dumps({"deployment": self.deployment.to_dict(), "template": str(self.template),
                            "stack": self.stack, "state_dir": str(self.state_dir), "parameters": self.parameters,
                            "host": self.host, "port": self.port, "log_level": self.log_level,
-                           "schedule_scale": self.schedule_scale})
+                           "schedule_scale": self.schedule_scale,
+                           "artifact": str(self.artifact) if self.artifact is not None else None})
 
     @classmethod
     def from_json(cls, text: str) -> EmulatorSettings:
@@ -59,7 +63,8 @@ class EmulatorSettings:
         return cls(deployment=deployment, template=Path(data["template"]), stack=data["stack"],
                    state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
                    port=int(data["port"]), log_level=data["log_level"],
-                   schedule_scale=float(data.get("schedule_scale", 1.0)))
+                   schedule_scale=float(data.get("schedule_scale", 1.0)),
+                   artifact=Path(data["artifact"]) if data.get("artifact") else None)
 
     @classmethod
     def from_env(cls) -> EmulatorSettings:

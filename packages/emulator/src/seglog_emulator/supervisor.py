@@ -23,6 +23,7 @@ source mapping's position survives on AWS.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_aws.clients import client, local_session
+from seglog_emulator.artifacts import host_artifact
 from seglog_emulator.child import ready_marker
 from seglog_emulator.config import EmulatorConfig
 from seglog_emulator.errors import EmulatorError
@@ -96,7 +98,9 @@ class Supervisor:
                  output: IO[Any] | int | None = None, drain_seconds: float | None = None,
                  watch_parent: bool = False) -> None:
         if settings.port == 0:
-            settings = EmulatorSettings(**{**settings.__dict__, "port": free_port(settings.host)})
+            settings = dataclasses.replace(settings, port=free_port(settings.host))
+        if settings.artifact is None:  # every child runs the same build: make (or find) it once, here
+            settings = dataclasses.replace(settings, artifact=host_artifact(settings.template))
         self.settings = settings
         self.faults = faults
         self.output = output

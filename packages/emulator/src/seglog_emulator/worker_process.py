@@ -1,7 +1,12 @@
 """The worker process: one warm Lambda execution environment for one function, driven over stdin/stdout.
 
-Started by :class:`seglog_emulator.invoker.LambdaInvoker` as ``python -m seglog_emulator.worker_process`` with
-the function's environment already in place (``_HANDLER`` names the handler, as Lambda's runtime reads it).
+Started by :class:`seglog_emulator.invoker.LambdaInvoker` in the sandbox :mod:`seglog_emulator.sandbox` makes: an
+isolated interpreter whose path is the function's unpacked artifact, this wrapper's runtime directory and the
+standard library, with the function's environment already in place (``_HANDLER`` names the handler, as Lambda's
+runtime reads it). Everything this module imports at run time must therefore be in the artifact (seglog_core,
+seglog_aws, structlog, botocore) or in the runtime directory (the emulator modules it imports, found by
+following its imports); the variables in :data:`WRAPPER_VARIABLES` are read by :func:`_instrument` and removed
+before the handler is imported.
 Like Lambda's execution environment lifecycle (AWS Lambda Developer Guide, lambda-runtime-environment) it
 runs an Init phase once — import the handler's module — then any number of Invoke phases that reuse the
 imported module, its globals and its clients.
@@ -38,13 +43,14 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import structlog
 
 from seglog_core import logs
 from seglog_core.crashpoints import kill_self
 from seglog_emulator import crash
+from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
 from seglog_emulator.usage import UsageCounter
 
 log = structlog.get_logger("seglog.worker")
@@ -55,6 +61,10 @@ STACK_FRAMES = 30
 EXIT_GRACE_SECONDS = 1.0
 
 Handler = Callable[[Any, Any], Any]
+
+#: Emulator-only settings the invoker hands the wrapper in its environment (the fault plan and its directory),
+#: removed from ``os.environ`` before the handler is imported: a handler never sees them, as on AWS.
+WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR)
 
 #: How long past its deadline a handler may run before the worker kills itself (the invoker normally kills
 #: it first, at the deadline).
@@ -188,6 +198,8 @@ def main() -> int:
     logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
     started = time.perf_counter()
     usage = _instrument()
+    for name in WRAPPER_VARIABLES:
+        os.environ.pop(name, None)
     try:
         handler = load_handler(os.environ["_HANDLER"])
     except InitError as exc:
@@ -260,13 +272,13 @@ class WorkerProcess:
     """The invoker's handle on one worker process: its end of the protocol. Used by one thread at a time."""
 
     @classmethod
-    def start(cls, env: Mapping[str, str], *, stderr: int | IO[Any] | None = None) -> WorkerProcess:
-        """Start ``python -m seglog_emulator.worker_process`` with exactly ``env`` as its environment.
+    def start(cls, argv: list[str], env: Mapping[str, str], *, stderr: int | IO[Any] | None = None) -> WorkerProcess:
+        """Start ``argv`` (the sandbox's command, :func:`seglog_emulator.sandbox.command`) with exactly ``env`` as
+        its environment.
 
         A new session keeps the terminal's Ctrl-C away from workers: the invoker decides when they stop.
         """
-        proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.worker_process"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
                                 start_new_session=True)
         return cls(proc)
 

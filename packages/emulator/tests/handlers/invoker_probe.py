@@ -1,4 +1,5 @@
-"""Handlers for test_invoker.py, run in the invoker's worker processes (this directory is on PYTHONPATH)."""
+"""Handlers for test_invoker.py and test_sandbox.py, run in the invoker's worker processes (this directory comes
+first among their code directories, before the artifact)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,37 @@ def noisy(event: dict[str, Any], context: Any) -> str:
     """Prints to stdout and reads stdin, which must not disturb the invoker's protocol."""
     print("a line a handler prints", flush=True)
     return f"stdin gave {sys.stdin.read()!r}"
+
+
+def environment_and_dynamodb_call(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The variables named, and the error code of one DynamoDB call (made with the artifact's boto3, through
+    seglog's client factory, so the worker wrapper's fault injection sees it; nothing answers at the endpoint)."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    from seglog_aws.clients import client
+
+    dynamodb = client("dynamodb", endpoint_url="http://127.0.0.1:9")
+    try:
+        dynamodb.get_item(TableName="t", Key={"k": {"S": "x"}})
+        code = None
+    except ClientError as exc:
+        code = exc.response["Error"]["Code"]
+    except EndpointConnectionError:
+        code = "no fault: the call went out"
+    return {"env": {name: os.environ.get(name) for name in event["names"]}, "error_code": code}
+
+
+def imports(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Which of the modules named the worker can import (None) or not (the error), and its sys.path."""
+    import importlib
+
+    found: dict[str, str | None] = {}
+    for name in event["names"]:
+        try:
+            importlib.import_module(name)
+            found[name] = None
+        except ImportError as exc:
+            found[name] = f"{type(exc).__name__}: {exc}"
+    return {"imports": found, "path": sys.path, "flags": {"isolated": sys.flags.isolated,
+                                                          "no_site": sys.flags.no_site,
+                                                          "dont_write_bytecode": sys.flags.dont_write_bytecode}}

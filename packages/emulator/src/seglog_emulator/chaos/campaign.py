@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from seglog_emulator.artifacts import host_artifact
 from seglog_emulator.chaos.report import CampaignReport
 from seglog_emulator.chaos.runner import (
     CHAOS_PARAMETERS,
@@ -37,22 +38,26 @@ class Campaign:
         state_root: emptied, then holds one directory per campaign (logs, checkpoints, fault logs).
         prefix: the stack name's prefix.
         parameters: template parameter overrides on top of :data:`CHAOS_PARAMETERS`.
+        artifact: the code the functions run (:mod:`seglog_emulator.artifacts`); by default this machine's twin
+            of the template's artifacts, built (or reused) once for the whole campaign.
     """
 
     def __init__(self, endpoints: dict[str, str], *, profile: str, region: str, state_root: Path,
                  workload: Workload, prefix: str = CHAOS_STACK, parameters: dict[str, Any] | None = None,
-                 template: Path | None = None) -> None:
+                 template: Path | None = None, artifact: Path | None = None) -> None:
         self.endpoints = endpoints
         self.region = region
         self.stack = f"{prefix}-{uuid.uuid4().hex[:6]}"
         self.parameters = {**CHAOS_PARAMETERS, **(parameters or {})}
         self.template = template or default_template_path()
+        self.artifact = artifact or host_artifact(self.template)
         self.deployment = local.provision(endpoints, profile=profile, region=region, stack_name=self.stack,
                                           parameters=self.parameters, template=self.template)
         shutil.rmtree(state_root, ignore_errors=True)
         self.state_dir = state_root / self.stack
         self.runner = ChaosRunner(self.deployment, template=self.template, state_dir=self.state_dir,
-                                  workload=workload, parameters=self.parameters, stack=self.stack)
+                                  workload=workload, parameters=self.parameters, stack=self.stack,
+                                  artifact=self.artifact)
 
     @staticmethod
     def plan(run_seed: int, faults: str, rate: float | None, base: FaultPlan | None) -> FaultPlan | None:

@@ -221,13 +221,16 @@ class ChaosRunner:
         state_dir: one subdirectory per run (logs, checkpoints, the fault log).
         workload: what the clients do in each run.
         parameters: the template parameters the deployment was provisioned with.
+        artifact: the code the functions run (:mod:`seglog_emulator.artifacts`); None: each supervisor finds the
+            host twin itself (cached).
     """
 
     def __init__(self, deployment: LocalDeployment, *, template: Path, state_dir: Path, workload: Workload,
                  parameters: dict[str, Any], stack: str = CHAOS_STACK, quiescence_seconds: float = QUIESCENCE_SECONDS,
-                 log_level: str = "INFO") -> None:
+                 log_level: str = "INFO", artifact: Path | None = None) -> None:
         self.deployment = deployment
         self.template = template
+        self.artifact = artifact
         self.state_dir = state_dir
         self.workload = workload
         self.parameters = parameters
@@ -260,7 +263,7 @@ class ChaosRunner:
             depth=lambda: queue_depth(self.backend, dlq_url), stale_after=claims_stale_after(self.parameters, plan))
         settings = EmulatorSettings(deployment=self.deployment, template=self.template, stack=self.stack,
                                     state_dir=state, parameters=dead_letters.begin(), port=free_port(),
-                                    log_level=self.log_level)
+                                    log_level=self.log_level, artifact=self.artifact)
         report.log_file = str(run_dir / "emulator.log")
         supervisor = _SupervisorProcess(settings, runtime, Path(report.log_file))
         stats = ClientStats()

@@ -1,0 +1,34 @@
+"""Fixtures every test directory shares: the Lambda artifact the emulator's workers import from.
+
+Workers run the unpacked artifact of this machine's architecture, never the source tree (DESIGN §10.1). It is
+built once per session, and an unchanged tree is reused from ``.seglog/build`` across sessions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seglog_deploy.build import Builder, host_arch
+from seglog_deploy.manifest import Manifest
+
+
+@pytest.fixture(scope="session")
+def lambda_build() -> Manifest:
+    """Every function's artifact for this machine's architecture (the x86_64 twin on an x86_64 host)."""
+    return Builder(arch=host_arch()).build()
+
+
+@pytest.fixture(scope="session")
+def lambda_artifact(lambda_build: Manifest) -> Path:
+    """The build's manifest: what ``EmulatorSettings.artifact`` and ``seglog emulate --artifact`` take."""
+    return Builder(arch=host_arch()).manifest_path
+
+
+@pytest.fixture(scope="session")
+def lambda_code(lambda_build: Manifest) -> Path:
+    """The unpacked artifact the template's functions share (Lambda's /var/task): the last of an invoker's code
+    directories, after a test's own handlers."""
+    [record] = {record.key: record for record in lambda_build.artifacts.values()}.values()
+    return record.code
