@@ -7,21 +7,18 @@ Like every stack test, these fail (never skip) when the target cannot start.
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from seglog_deploy.build import Builder
+from seglog_deploy.manifest import Manifest
 from seglog_deploy.target import Target
 from seglog_stack import Profile, StackConfig, StackManager
 
 #: Beside the test profiles' ports (base, base+10) and the Docker path's (base+20, base+30).
 _BASE = int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
 DEPLOY_PORT = _BASE + 40
-REPO = Path(__file__).resolve().parents[2]
-#: The workspace's sources of the code the functions import (placeholder until `seglog build` lands).
-SOURCES = (REPO / "services/src", REPO / "packages/core/src", REPO / "packages/aws_adapter/src")
 
 
 @pytest.fixture(scope="session")
@@ -38,12 +35,7 @@ def deploy_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 
 
 @pytest.fixture(scope="session")
-def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One zip holding the project's own packages (seglog_services, seglog_core, seglog_aws)."""
-    path = tmp_path_factory.mktemp("artifact") / "function.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for source in SOURCES:
-            for file in sorted(source.rglob("*")):
-                if file.is_file() and "__pycache__" not in file.parts:
-                    archive.write(file, file.relative_to(source))
-    return path
+def manifest() -> Manifest:
+    """The template's artifacts, built by `seglog build` (or reused from the clone's .seglog/build): what the
+    deploy command uploads, since it builds the same way."""
+    return Builder().build()

@@ -13,9 +13,7 @@ The tests of this module run in order against one deployment: the update and the
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -29,11 +27,9 @@ from click.testing import CliRunner, Result
 
 from deploy.resolve import Resolver
 from seglog_cli.main import cli
-from seglog_deploy import deploy as deploying
-from seglog_deploy.package import function_ids
+from seglog_deploy.manifest import Manifest
 from seglog_deploy.record import StackRecord
 from seglog_deploy.target import Target
-from seglog_stack.template import load_template
 
 pytestmark = [pytest.mark.stack, pytest.mark.deploy]
 
@@ -46,7 +42,7 @@ class Deployed:
     stack_name: str
     result: Result
     workdir: Path
-    artifact: Path
+    manifest: Manifest
 
     def cli(self, *args: str) -> Result:
         return run_cli(self.target, self.workdir, *args)
@@ -80,16 +76,13 @@ def run_cli(target: Target, workdir: Path, *args: str) -> Result:
 
 
 @pytest.fixture(scope="module")
-def deployed(deploy_target: Target, artifact: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    """template.yaml deployed once for the module, through the `seglog deploy` command."""
-    functions = function_ids(load_template(None).body)
+def deployed(deploy_target: Target, manifest: Manifest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+    """template.yaml deployed once for the module, through the `seglog deploy` command (which builds, reusing the
+    session's build)."""
     stack_name = f"dt-{uuid.uuid4().hex[:8]}"
     workdir = tmp_path_factory.mktemp("deploy-cli")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(deploying, "built_artifacts", lambda template: dict.fromkeys(functions, artifact))
-        result = run_cli(deploy_target, workdir, "deploy", "--stack-name", stack_name)
-        yield Deployed(target=deploy_target, stack_name=stack_name, result=result, workdir=workdir,
-                       artifact=artifact)
+    result = run_cli(deploy_target, workdir, "deploy", "--stack-name", stack_name)
+    yield Deployed(target=deploy_target, stack_name=stack_name, result=result, workdir=workdir, manifest=manifest)
     with contextlib.suppress(ClientError):  # left by a failed test; destroy deleted it otherwise
         deploy_target.client("cloudformation").delete_stack(StackName=stack_name)
 
@@ -145,7 +138,6 @@ def test_every_function_runs_the_uploaded_artifact_as_the_template_says(deployed
     lam = deployed.target.client("lambda")
     functions = of_type(resolver, "AWS::Lambda::Function")
     assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction"} <= set(functions)
-    artifact_sha = base64.b64encode(hashlib.sha256(deployed.artifact.read_bytes()).digest()).decode()
     for lid, resource in functions.items():
         props = resolver.resolve(resource["Properties"])
         live = lam.get_function_configuration(FunctionName=resolver.physical[lid])
@@ -157,7 +149,8 @@ def test_every_function_runs_the_uploaded_artifact_as_the_template_says(deployed
         assert int(props["Timeout"]) == live["Timeout"], lid
         assert props["Environment"]["Variables"] == live["Environment"]["Variables"], lid
         assert resolver.get_att(str(resource["Properties"]["Role"]["Fn::GetAtt"][0]), "Arn") == live["Role"], lid
-        assert artifact_sha == live["CodeSha256"], f"{lid} does not run the uploaded artifact"
+        # The very bytes `seglog build` made (the manifest carries Lambda's CodeSha256 of each zip).
+        assert deployed.manifest.artifact_of(lid).code_sha256 == live["CodeSha256"], f"{lid} runs other code"
         concurrency = lam.get_function_concurrency(FunctionName=resolver.physical[lid])
         expected = props.get("ReservedConcurrentExecutions")
         assert (int(expected) if expected is not None else None) == concurrency.get("ReservedConcurrentExecutions")
@@ -352,26 +345,20 @@ def test_every_output_but_the_api_url_names_the_real_resource(deployed: Deployed
 # ------------------------------------------------------------------------------------------------ update, destroy
 
 
-def test_an_unchanged_deploy_says_no_changes(deployed: Deployed, monkeypatch: pytest.MonkeyPatch) -> None:
-    functions = function_ids(load_template(None).body)
-    monkeypatch.setattr(deploying, "built_artifacts", lambda template: dict.fromkeys(functions, deployed.artifact))
+def test_an_unchanged_deploy_says_no_changes(deployed: Deployed) -> None:
     result = deployed.cli("deploy", "--stack-name", deployed.stack_name)
     assert 0 == result.exit_code, result.output
     assert f"stack {deployed.stack_name}: " in result.output and "(no changes)" in result.output
     assert not [line for line in result.output.splitlines() if "AWS::Lambda::Function" in line]
 
 
-def test_a_parameter_update_reaches_every_function_and_stays_on_the_next_deploy(
-    deployed: Deployed, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    functions = function_ids(load_template(None).body)
-    monkeypatch.setattr(deploying, "built_artifacts", lambda template: dict.fromkeys(functions, deployed.artifact))
+def test_a_parameter_update_reaches_every_function_and_stays_on_the_next_deploy(deployed: Deployed) -> None:
     lam = deployed.target.client("lambda")
     physical = deployed.resolver().physical
     result = deployed.cli("deploy", "--stack-name", deployed.stack_name, "--parameter", "SnapshotEvery=50")
     assert 0 == result.exit_code, result.output
     assert "UPDATE_COMPLETE" == deployed.stack()["StackStatus"]
-    for lid in functions:
+    for lid in deployed.manifest.functions:
         variables = lam.get_function_configuration(FunctionName=physical[lid])["Environment"]["Variables"]
         assert "50" == variables["SEGLOG_SNAPSHOT_EVERY"], lid
     again = deployed.cli("deploy", "--stack-name", deployed.stack_name)

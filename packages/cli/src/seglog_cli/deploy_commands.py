@@ -14,10 +14,12 @@ import click
 
 from seglog_aws.backend import Backend
 from seglog_aws.resources import Resources
+from seglog_cli.build_commands import progress_line, template_option
 from seglog_cli.context import echo_json, reports_errors
 from seglog_cli.emulator_commands import parse_parameters
 from seglog_deploy import deploy as deploying
 from seglog_deploy.events import StackEvent
+from seglog_deploy.manifest import Manifest
 from seglog_deploy.record import StackRecord
 from seglog_deploy.smoke import run_smoke
 from seglog_deploy.target import Target
@@ -41,15 +43,18 @@ _endpoint_option = click.option(
 @click.option("--parameter", "parameters", multiple=True, metavar="KEY=VALUE",
               help="Override a template parameter (repeatable); others keep their value on an existing stack.")
 @_aws_profile_option
-@click.option("--template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The SAM template (default: template.yaml of the repository).")
+@template_option
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Deploy the artifacts of this earlier `seglog build` (its manifest.json) instead of building: "
+                   "the very bytes that were tested.")
 @click.option("--artifacts-bucket", metavar="NAME",
               help="Upload artifacts there (default: seglog-artifacts-<account>-<region>, created on first use).")
 @_endpoint_option
 @click.option("--json", "as_json", is_flag=True, help="Print the stack record (outputs, parameters) as JSON.")
 @reports_errors
 def deploy(stack_name: str, region: str | None, parameters: tuple[str, ...], aws_profile: str | None,
-           template: Path | None, artifacts_bucket: str | None, endpoint_url: str | None, as_json: bool) -> None:
+           template: Path | None, manifest: Path | None, artifacts_bucket: str | None, endpoint_url: str | None,
+           as_json: bool) -> None:
     """Build the functions' artifacts and create or update the stack through a CloudFormation change set.
 
     Prints the stack's events as they arrive and then its outputs, which are saved in
@@ -57,7 +62,12 @@ def deploy(stack_name: str, region: str | None, parameters: tuple[str, ...], aws
     failing resources and their reasons and exits 1. A deploy of an unchanged tree says "no changes".
     """
     target = Target.resolve(region=region, profile=aws_profile, endpoint_url=endpoint_url)
-    artifacts = deploying.built_artifacts(template)
+    if manifest is not None:
+        build = Manifest.read(manifest)
+        artifacts = deploying.artifacts_of(build)
+        template = template or Path(build.template)
+    else:
+        artifacts = deploying.built_artifacts(template, progress=progress_line)
     where = f"{target.endpoint_url} ({target.region})" if target.is_local else f"region {target.region}"
     click.echo(f"deploying stack {stack_name} to {where}", err=as_json)
     state, record = deploying.deploy(

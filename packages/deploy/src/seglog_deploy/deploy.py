@@ -33,9 +33,11 @@ from typing import Any
 import structlog
 
 from seglog_deploy.artifacts import ArtifactsBucket, S3Location
+from seglog_deploy.build import Builder
 from seglog_deploy.changeset import ChangeSetDeployer, StackState
 from seglog_deploy.errors import DeployError, StackNotFoundError
 from seglog_deploy.events import StackEvent
+from seglog_deploy.manifest import Manifest
 from seglog_deploy.package import INLINE_TEMPLATE_LIMIT, package_template, template_json
 from seglog_deploy.record import StackRecord
 from seglog_deploy.target import Target
@@ -81,9 +83,26 @@ def deploy(target: Target, *, stack_name: str, template_path: Path | None, artif
     return state, record
 
 
-def built_artifacts(template_path: Path | None) -> dict[str, Path]:
-    """Build the template's functions (``seglog build``) and return each function's zip, by logical id."""
-    raise DeployError("seglog build is not in this tree yet: the deploy needs its artifacts")
+def built_artifacts(template_path: Path | None, *, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """Build (or reuse) the template's artifacts with ``seglog build``; each function's zip, by logical id."""
+    return artifacts_of(Builder(template_path, progress=progress).build())
+
+
+def artifacts_of(manifest: Manifest) -> dict[str, Path]:
+    """Each function's zip in an earlier build, by logical id.
+
+    Raises:
+        DeployError: the build is a twin for another architecture (``seglog build --arch``), not what the
+            template's Architectures say, or an artifact's zip is gone.
+    """
+    if manifest.arch is not None:
+        raise DeployError(f"that build was made with --arch {manifest.arch} (a twin for running locally): deploy a "
+                          "build made without --arch, for each function's own Architectures")
+    zips = {name: manifest.artifact_of(name).zip for name in manifest.functions}
+    missing = sorted({str(z) for z in zips.values() if not z.is_file()})
+    if missing:
+        raise DeployError(f"the build's zip {missing[0]} is gone: run `seglog build` again")
+    return zips
 
 
 @dataclass(frozen=True, kw_only=True)
