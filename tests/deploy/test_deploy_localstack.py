@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
+import sysconfig
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,10 +30,18 @@ from botocore.exceptions import ClientError
 from click.testing import CliRunner, Result
 
 from deploy.resolve import Resolver
+from deploy.unpacked import fetch_deployed_code
+from seglog_aws.backend import Backend
+from seglog_aws.clients import local_session
+from seglog_aws.events.sqs import sqs_event
 from seglog_cli.main import cli
+from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
+from seglog_core.schema import EntryType, SetCell
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.record import StackRecord
 from seglog_deploy.target import Target
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN, FaultRuntime
 
 pytestmark = [pytest.mark.stack, pytest.mark.deploy]
 
@@ -85,6 +97,10 @@ def deployed(deploy_target: Target, manifest: Manifest, tmp_path_factory: pytest
     yield Deployed(target=deploy_target, stack_name=stack_name, result=result, workdir=workdir, manifest=manifest)
     with contextlib.suppress(ClientError):  # left by a failed test; destroy deleted it otherwise
         deploy_target.client("cloudformation").delete_stack(StackName=stack_name)
+
+
+def record_of(deployed: Deployed) -> StackRecord:
+    return StackRecord.load(deployed.stack_name, deployed.workdir / ".seglog" / "stacks")
 
 
 def of_type(resolver: Resolver, kind: str) -> dict[str, dict[str, Any]]:
@@ -340,6 +356,106 @@ def test_every_output_but_the_api_url_names_the_real_resource(deployed: Deployed
     for key, output in outputs.items():
         if key != "ApiUrl":  # a fallback API has no id (see the test above)
             assert resolver.resolve(output["Value"]) == live[key], key
+
+
+# ------------------------------------------------------------------------------------------------ nothing test-only
+
+#: What armed crash points, the clock skew and the botocore fault injector before they moved into the emulator's
+#: worker wrapper (DESIGN §10.4): given to a deployed function, none of them may do anything.
+OLD_ARMING = ("SEGLOG_CRASH_POINTS", "SEGLOG_CLOCK_SKEW_SECONDS", ENV_PLAN, ENV_DIR)
+ALL_POINTS = (*WORKER_CRASH_POINTS, ROUTER_AFTER_SEND)
+
+#: Runs in a fresh interpreter on the deployed bytes: import every module of the project's packages, reach every
+#: crash point, run the snapshot worker's handler on a real job, and say what it saw.
+DEPLOYED_RUN = """
+import importlib, json, pkgutil, sys, time
+tree, site, event_path = sys.argv[1:4]
+sys.path[:0] = [tree]
+sys.path.append(site)
+modules = []
+for top in ("seglog_core", "seglog_aws", "seglog_services"):
+    package = importlib.import_module(top)
+    modules += [importlib.import_module(m.name).__name__ for m in pkgutil.walk_packages(package.__path__, top + ".")]
+from seglog_core import crashpoints
+for point in (*crashpoints.WORKER_CRASH_POINTS, crashpoints.ROUTER_AFTER_SEND):
+    crashpoints.should_crash(point)
+from seglog_services import snapshot_worker
+class Context:
+    aws_request_id = "point-7"
+    def get_remaining_time_in_millis(self):
+        return 60_000
+answer = snapshot_worker.handler(json.load(open(event_path)), Context())
+print(json.dumps({"answer": answer, "armed": sorted(crashpoints.armed()), "skew": crashpoints.clock() - time.time(),
+                  "crashpoints": crashpoints.__file__, "worker": snapshot_worker.__file__, "modules": len(modules),
+                  "emulator": importlib.util.find_spec("seglog_emulator") is not None}))
+"""
+
+
+def test_no_deployed_function_is_given_a_variable_that_could_arm_a_fault(deployed: Deployed) -> None:
+    """DESIGN §10.4: nothing in the deployed configuration names a crash point, a clock skew or a fault plan."""
+    resolver = deployed.resolver()
+    lam = deployed.target.client("lambda")
+    for lid in of_type(resolver, "AWS::Lambda::Function"):
+        variables = lam.get_function_configuration(FunctionName=resolver.physical[lid])["Environment"]["Variables"]
+        assert not [name for name in variables if name in OLD_ARMING or name.startswith(("SEGLOG_CRASH", "SEGLOG_FAULT",
+                                                                                          "SEGLOG_CLOCK"))], lid
+
+
+def test_the_deployed_worker_ignores_every_old_arming_variable(deployed: Deployed, tmp_path: Path) -> None:
+    """The snapshot worker's deployed bytes, fetched back from Lambda, run here with every crash point named in
+    SEGLOG_CRASH_POINTS, a clock an hour fast in SEGLOG_CLOCK_SKEW_SECONDS and a fault plan that fails every call:
+    it imports, passes every crash point, builds a real snapshot on the deployed tables and bucket through all six
+    points of the protocol, and its clock is the real one. Before §10.4 the first point would have killed it."""
+    resolver = deployed.resolver()
+    lam = deployed.target.client("lambda")
+    worker = lam.get_function_configuration(FunctionName=resolver.physical["SnapshotWorkerFunction"])
+    tree, replaced = fetch_deployed_code(lam, resolver.physical["SnapshotWorkerFunction"], tmp_path / "code")
+    assert (tree / "seglog_core" / "crashpoints.py").is_file()
+    assert not (tree / "seglog_emulator").exists() and not (tree / "seglog_stack").exists()
+    for path in tree.rglob("*.py"):
+        text = path.read_bytes()
+        assert not [name for name in OLD_ARMING if name.encode() in text], f"{path} names an arming variable"
+
+    # A real job: a sheet whose entries reach a snapshot point, on the deployed tables.
+    backend = Backend.connect(record_of(deployed).resources(), session=local_session(REGION),
+                              endpoints=dict.fromkeys(("dynamodb", "s3", "sqs"), deployed.target.endpoint_url))
+    sheet = backend.event_log(snapshot_every=3)
+    log_id = sheet.create()
+    for n in range(3):
+        sheet.append(log_id, SetCell(row=n + 1, col=1, value=n))
+    (job,) = [e for e in backend.reader().all_entries(log_id) if e.type is EntryType.SNAPSHOT and e.num > 0]
+    # Its message goes through a queue of its own, which no event source mapping polls: LocalStack's would hand it
+    # to the deployed function, whose arm64 binaries cannot load on an x86_64 host.
+    sqs = deployed.target.client("sqs")
+    queue = sqs.create_queue(QueueName=f"p7-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    sqs.send_message(QueueUrl=queue, MessageBody=json.dumps({"log": str(log_id), "segment": job.segment,
+                                                             "entry": job.num}))
+    messages = sqs.receive_message(QueueUrl=queue, MessageSystemAttributeNames=["All"],
+                                   MessageAttributeNames=["All"], WaitTimeSeconds=5)["Messages"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(sqs_event(messages, queue_arn=arn, region=REGION)))
+
+    faults = FaultRuntime(FaultPlan.from_flags("all", rate=1.0, seed=7), tmp_path / "faults").env()
+    env = {**worker["Environment"]["Variables"], "SEGLOG_QUEUE_URL": queue, "AWS_REGION": REGION,
+           "AWS_DEFAULT_REGION": REGION, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+           "AWS_ENDPOINT_URL": deployed.target.endpoint_url or "", "PATH": os.environ.get("PATH", ""),
+           "SEGLOG_CRASH_POINTS": ",".join(ALL_POINTS), "SEGLOG_CLOCK_SKEW_SECONDS": "3600", **faults}
+    site = sysconfig.get_paths()["purelib"]
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", DEPLOYED_RUN, str(tree), site, str(event)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert 0 == run.returncode, f"the deployed worker died ({run.returncode}): {run.stderr[-3000:]}"
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert str(tree) in seen["crashpoints"] and str(tree) in seen["worker"]  # the deployed bytes ran
+    assert seen["modules"] > 20
+    assert not seen["emulator"]
+    assert [] == seen["armed"]
+    assert abs(seen["skew"]) < 1.0
+    assert {"batchItemFailures": []} == seen["answer"]
+    built = next(e for e in backend.reader().all_entries(log_id) if (e.segment, e.num) == (job.segment, job.num))
+    assert built.snapshot_root is not None, "the worker did not complete the snapshot"
+    assert [] == backend.pending.for_log(log_id)
+    assert replaced in ([], ["msgspec"]), f"native packages taken from the host: {replaced}"
 
 
 # ------------------------------------------------------------------------------------------------ update, destroy
