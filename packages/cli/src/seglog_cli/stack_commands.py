@@ -108,6 +108,9 @@ def env(ctx: click.Context, stack_name: str | None) -> None:
             click.echo(line)
         return
     config = settings(ctx).stack_config()
+    if config.profile is Profile.DEPLOY:
+        raise click.ClickException("the deploy profile provisions nothing itself: `seglog env --stack NAME` prints the "
+                                   "variables of a stack you deployed to it")
     deployment = local.current(config)
     if deployment is None:
         raise click.ClickException("the local stack is not up: run `seglog up` first")

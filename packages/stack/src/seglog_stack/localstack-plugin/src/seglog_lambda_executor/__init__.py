@@ -40,7 +40,7 @@ HOST = "127.0.0.1"
 # does (module path, then attribute: AWS Lambda Developer Guide, "Define Lambda function handler in Python"),
 # call it with the event and a minimal context, write the answer or the error document Lambda returns
 # ("Lambda function errors in Python": errorMessage, errorType, stackTrace; an import failure is
-# Runtime.ImportModuleError "Unable to import module ...").
+# Runtime.ImportModuleError "Unable to import module ...", a missing function Runtime.HandlerNotFound).
 _BOOTSTRAP = textwrap.dedent(
     """
     import importlib, json, os, sys, time, traceback
@@ -62,16 +62,19 @@ _BOOTSTRAP = textwrap.dedent(
 
     def fail(kind, exc, message=None):
         answer = {"errorMessage": message or str(exc), "errorType": kind,
-                  "stackTrace": traceback.format_exception(exc)}
+                  "stackTrace": traceback.format_exception(exc) if exc else []}
         with open(answer_path + ".error", "w") as out:
             json.dump(answer, out)
         sys.exit(0)
 
     module_name, _, attribute = handler_name.rpartition(".")
     try:
-        handler = getattr(importlib.import_module(module_name), attribute)
+        module = importlib.import_module(module_name)
     except Exception as exc:
         fail("Runtime.ImportModuleError", exc, f"Unable to import module '{module_name}': {exc}")
+    handler = getattr(module, attribute, None)
+    if handler is None:
+        fail("Runtime.HandlerNotFound", None, f"Handler '{attribute}' missing on module '{module_name}'")
     try:
         result = handler(json.load(sys.stdin), Context())
     except Exception as exc:
