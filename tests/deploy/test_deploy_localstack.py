@@ -185,6 +185,13 @@ def test_the_functions_find_their_resources_by_the_variables_the_code_reads(depl
     assert resolver.parameters["SnapshotEvery"] == live["SEGLOG_SNAPSHOT_EVERY"]
 
 
+def test_smoke_on_this_deployment_says_it_has_no_http_api_to_test(deployed: Deployed) -> None:
+    """LocalStack's stand-in ApiUrl leads nowhere: smoke says so and asks for --api-url, instead of timing out."""
+    result = deployed.cli("smoke", "--stack", deployed.stack_name)
+    assert 2 == result.exit_code
+    assert "has no HTTP API" in result.output and "--api-url" in result.output
+
+
 # ------------------------------------------------------------------------------------------------ storage
 
 

@@ -89,3 +89,13 @@ def test_the_artifacts_bucket_name_is_a_valid_s3_name_per_account_and_region() -
     name = bucket_name("123456789012", "ap-southeast-2")
     assert "seglog-artifacts-123456789012-ap-southeast-2" == name
     assert len(bucket_name("123456789012", "x" * 60)) == 63
+
+
+def test_a_deploy_to_aws_ignores_the_local_stacks_service_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `eval "$(seglog env)"` for the local stack, AWS_ENDPOINT_URL_S3 points at LocalStack: a deploy to AWS
+    must not upload its artifacts there."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:4566")
+    aws = Target.resolve(region="eu-west-1", env={})
+    assert "https://s3.eu-west-1.amazonaws.com" == aws.client("s3").meta.endpoint_url
+    local = Target.resolve(region="eu-west-1", endpoint_url="http://127.0.0.1:4566", env={})
+    assert "http://127.0.0.1:4566" == local.client("s3").meta.endpoint_url

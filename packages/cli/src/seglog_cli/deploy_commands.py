@@ -111,20 +111,23 @@ def destroy(stack_name: str, region: str | None, aws_profile: str | None, endpoi
 @click.option("--clients", type=click.IntRange(1, 5), default=3, show_default=True, help="Concurrent clients.")
 @click.option("--timeout", type=float, default=180.0, show_default=True,
               help="Seconds to wait for the pipeline to finish the sheet's snapshots.")
+@_aws_profile_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 @reports_errors
 def smoke(ctx: click.Context, stack_name: str | None, api_url: str | None, edits: int | None, clients: int,
-          timeout: float, as_json: bool) -> None:
+          timeout: float, aws_profile: str | None, as_json: bool) -> None:
     """Edit a new sheet through the API of a deployment, then check I1-I6 in its tables and bucket; exit 1 on a
     violation. Works against any deployment: AWS, or the emulator (`--api-url http://127.0.0.1:4599`)."""
     if stack_name:
         record = StackRecord.load(stack_name)
-        target = Target.resolve(region=record.region, endpoint_url=record.endpoint_url)
+        target = Target.resolve(region=record.region, profile=aws_profile, endpoint_url=record.endpoint_url)
         backend = Backend.connect(record.resources(), session=target.session,
                                   endpoints=dict.fromkeys(("dynamodb", "s3", "sqs"), record.endpoint_url)
                                   if record.endpoint_url else None)
         url = api_url or record.api_url
+        if "://unknown." in url:  # LocalStack's stand-in for an HTTP API it does not run (free tier)
+            raise click.UsageError(f"stack {stack_name} has no HTTP API behind {url}: pass --api-url")
         every = int(record.parameters.get("SnapshotEvery", "0") or 0)
     elif api_url:
         backend, url, every = Backend.connect(Resources.from_env()), api_url, 0

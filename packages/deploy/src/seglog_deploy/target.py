@@ -65,8 +65,12 @@ class Target:
     def client(self, service: str) -> Any:
         """One client per service, made on first use."""
         if service not in self._clients:
-            config = Config(region_name=self.region, retries=_RETRIES,  # type: ignore[arg-type]
-                            s3={"addressing_style": "path"} if self.is_local else {})
+            # Without a local endpoint, the per-service variables a local `seglog env` exports
+            # (AWS_ENDPOINT_URL_S3, ...) are ignored: a deploy to AWS must not upload half of itself locally.
+            options: dict[str, Any] = {"region_name": self.region, "retries": _RETRIES,
+                                       "s3": {"addressing_style": "path"} if self.is_local else {},
+                                       "ignore_configured_endpoint_urls": not self.is_local}
+            config = Config(**options)
             self._clients[service] = self.session.client(service, config=config, endpoint_url=self.endpoint_url)
         return self._clients[service]
 
