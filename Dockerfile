@@ -39,6 +39,9 @@ RUN uv sync --all-packages --no-dev --no-install-workspace
 # Then the workspace itself (.dockerignore leaves out the venv, caches, tests and lock files).
 COPY --chown=seglog:seglog . .
 RUN uv sync --all-packages --no-dev && .venv/bin/seglog --help >/dev/null
+# The functions' Lambda artifact for this image's architecture: the emulator's workers import it, not the
+# sources (DESIGN §10.1), and a container should not have to build it at its first start.
+RUN .venv/bin/seglog build --arch "$(uname -m | sed 's/aarch64/arm64/')" >/dev/null
 
 ENV PATH=/app/.venv/bin:$PATH
 # `seglog emulate --port` (the HTTP gateway).

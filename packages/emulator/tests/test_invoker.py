@@ -314,6 +314,19 @@ def test_the_fault_plan_reaches_the_wrapper_but_never_the_handler(
     assert result.payload["error_code"] in {code for code, _ in ERROR_CODES[FaultKind.DDB_THROTTLE]}
 
 
+def test_a_fault_plan_in_the_functions_configuration_arms_nothing(make_invoker: MakeInvoker, tmp_path: Path) -> None:
+    """Only the emulator hands the wrapper a fault plan: a function configured with the same variables (in the
+    template, as a deployed function could be) gets no fault injected, and its handler does not see them."""
+    runtime = FaultRuntime(FaultPlan.from_flags("ddb_throttle=1.0", rate=1.0, seed=3), tmp_path / "faults")
+    invoker = make_invoker("environment_and_dynamodb_call", environment=runtime.env())
+
+    result = invoker.invoke({"names": sorted(runtime.env())})
+
+    assert (dict.fromkeys(runtime.env()), "no fault: the call went out") == (result.payload["env"],
+                                                                             result.payload["error_code"])
+    assert [] == runtime.injected()
+
+
 def test_remaining_time_counts_down_from_the_timeout(make_invoker: MakeInvoker) -> None:
     """context.get_remaining_time_in_millis starts near the timeout and decreases as the handler runs."""
     result = make_invoker("sleep", timeout=3.0).invoke({"seconds": 0.3})

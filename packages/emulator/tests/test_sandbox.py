@@ -12,10 +12,15 @@ import shutil
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 from structlog.testing import capture_logs
 
+from seglog_deploy.build import host_arch
+from seglog_deploy.manifest import Manifest
 from seglog_emulator import sandbox
+from seglog_emulator.artifacts import code_dirs
+from seglog_emulator.errors import EmulatorError
 from seglog_emulator.invoker import FunctionSpec, LambdaInvoker, Outcome
 
 HANDLERS = Path(__file__).resolve().parent / "handlers"
@@ -93,3 +98,24 @@ def test_a_missing_code_directory_is_refused() -> None:
         LambdaInvoker(spec, code=[])
     with pytest.raises(ValueError, match="missing"):
         LambdaInvoker(spec, code=[Path(sys.prefix) / "no-such-dir"])
+
+
+def test_the_emulator_takes_a_manifest_an_artifact_directory_or_an_unpacked_tree(
+        lambda_artifact: Path, lambda_code: Path, tmp_path: Path) -> None:
+    """``--artifact``: a manifest gives each function its artifact's tree; an artifact directory its code/; any
+    other directory is the tree itself (.aws-sam/build/ApiFunction). A manifest without the function, or built
+    for another machine (its binaries would not load here), is refused with what to run instead."""
+    record = Manifest.read(lambda_artifact).artifact_of("ApiFunction")
+    other = "arm64" if host_arch() == "x86_64" else "x86_64"
+    foreign = Manifest.read(lambda_artifact)
+    foreign = msgspec.structs.replace(foreign, artifacts={
+        key: msgspec.structs.replace(a, arch=other) for key, a in foreign.artifacts.items()})
+    foreign.write(tmp_path / "manifest.json")
+
+    assert [lambda_code] == code_dirs(lambda_artifact, "ApiFunction")
+    assert [record.code] == code_dirs(Path(record.path), "ApiFunction")
+    assert [tmp_path] == code_dirs(tmp_path, "AnyFunction")
+    with pytest.raises(EmulatorError, match=f"seglog build --arch {host_arch()}"):
+        code_dirs(tmp_path / "manifest.json", "ApiFunction")
+    with pytest.raises(EmulatorError, match="no function 'NoSuchFunction'"):
+        code_dirs(lambda_artifact, "NoSuchFunction")

@@ -95,7 +95,11 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def read(cls, path: Path) -> Manifest:
-        return msgspec.json.decode(path.read_bytes(), type=cls)
+        return cls.decode(path.read_bytes())
+
+    @classmethod
+    def decode(cls, data: bytes) -> Manifest:
+        return msgspec.json.decode(data, type=cls)
 
 
 def read_record(path: Path) -> ArtifactRecord | None:

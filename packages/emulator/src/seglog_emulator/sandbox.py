@@ -72,7 +72,9 @@ def environment(function: FunctionSpec, *, code: Sequence[Path], region: str,
     (reserved variables cannot be overridden, configuration-envvars)."""
     parent = os.environ if parent is None else parent
     env = dict(LAMBDA_DEFAULTS)
-    env.update(function.Environment)
+    # The wrapper's variables come from the emulator only: a function configured with one (in the template, as a
+    # deployed function could be) arms nothing, here as on AWS (DESIGN §10.4).
+    env.update({name: value for name, value in function.Environment.items() if name not in WRAPPER_VARIABLES})
     env.update({name: value for name, value in parent.items()
                 if name.startswith(ENDPOINT_PREFIX) or name in CREDENTIAL_VARIABLES or name in WRAPPER_VARIABLES})
     task_root = str(code[0]) if code else ""

@@ -39,7 +39,7 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_aws.clients import client, local_session
-from seglog_emulator.artifacts import host_artifact
+from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
 from seglog_emulator.config import EmulatorConfig
 from seglog_emulator.errors import EmulatorError
@@ -99,8 +99,9 @@ class Supervisor:
                  watch_parent: bool = False) -> None:
         if settings.port == 0:
             settings = dataclasses.replace(settings, port=free_port(settings.host))
-        if settings.artifact is None:  # every child runs the same build: make (or find) it once, here
-            settings = dataclasses.replace(settings, artifact=host_artifact(settings.template))
+        # Every child runs the same build: made (or found) once, here, when the caller names none.
+        artifact = settings.artifact or host_artifact(settings.template)
+        settings = dataclasses.replace(settings, artifact=artifact)
         self.settings = settings
         self.faults = faults
         self.output = output
@@ -112,6 +113,8 @@ class Supervisor:
                                                  endpoint_url=deployment.endpoints["dynamodb"], retries=3),
                                  sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"]))
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
+        for function in self.config.functions:  # a manifest without a function, or for another machine: say so now
+            code_dirs(artifact, function)
         for note in self.config.notes:
             log.info("template note", note=note)
         longest = max((f.Timeout for f in self.config.functions.values()), default=30)

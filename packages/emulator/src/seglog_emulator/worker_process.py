@@ -7,6 +7,7 @@ runtime reads it). Everything this module imports at run time must therefore be 
 seglog_aws, structlog, botocore) or in the runtime directory (the emulator modules it imports, found by
 following its imports); the variables in :data:`WRAPPER_VARIABLES` are read by :func:`_instrument` and removed
 before the handler is imported.
+
 Like Lambda's execution environment lifecycle (AWS Lambda Developer Guide, lambda-runtime-environment) it
 runs an Init phase once — import the handler's module — then any number of Invoke phases that reuse the
 imported module, its globals and its clients.

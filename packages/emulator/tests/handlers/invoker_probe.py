@@ -83,9 +83,9 @@ def environment_and_dynamodb_call(event: dict[str, Any], context: Any) -> dict[s
     seglog's client factory, so the worker wrapper's fault injection sees it; nothing answers at the endpoint)."""
     from botocore.exceptions import ClientError, EndpointConnectionError
 
-    from seglog_aws.clients import client
+    from seglog_aws.clients import client, local_session
 
-    dynamodb = client("dynamodb", endpoint_url="http://127.0.0.1:9")
+    dynamodb = client("dynamodb", session=local_session(), endpoint_url="http://127.0.0.1:9")
     try:
         dynamodb.get_item(TableName="t", Key={"k": {"S": "x"}})
         code = None
