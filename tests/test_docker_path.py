@@ -138,7 +138,8 @@ def cli_project() -> dict[str, Any]:
     return project
 
 
-PROFILES = [pytest.param(p, id=p.value) for p in Profile]
+#: Profiles that run the emulator; the deploy target runs the template's functions in LocalStack's own Lambda.
+PROFILES = [pytest.param(p, id=p.value) for p in Profile if p is not Profile.DEPLOY]
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -254,8 +255,8 @@ def test_every_image_is_pinned_to_an_explicit_tag_and_names_no_registry() -> Non
         assert sep and "/" not in tag and tag not in ("", "latest"), f"{image}: pin an explicit tag"
         assert registry_of(image) is None, f"{image}: names a registry host"
     # The emulator's image carries the workspace's version; its base is the Python the workspace requires.
-    for profile in Profile:
-        assert f"seglog-emulator:{cli_project()['version']}" == emulator(profile)[1]["image"]
+    for param in PROFILES:
+        assert f"seglog-emulator:{cli_project()['version']}" == emulator(param.values[0])[1]["image"]
     (base,) = froms
     required = cli_project()["requires-python"].removeprefix(">=")
     assert base.startswith(f"python:{required}-")

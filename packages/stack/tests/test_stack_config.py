@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
+import shutil
 import socket
 import subprocess
+import tomllib
 import zipfile
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -24,8 +28,10 @@ from seglog_stack import (
     seglog_home,
 )
 from seglog_stack.agent_jar import MANIFEST, agent_jar_bytes, write_agent_jar
+from seglog_stack.config import LAMBDA_RUNTIME_EXECUTOR, SERVICES
 from seglog_stack.health import port_is_free
-from seglog_stack.installer import requirements_text
+from seglog_stack.installer import EXECUTOR_PLUGIN_DIR, executor_plugin_digest, requirements_text
+from seglog_stack.manager import localstack_process_env
 from seglog_stack.tools import find_java_home
 
 
@@ -93,6 +99,52 @@ def test_localstack_profile_serves_every_service_from_the_gateway(tmp_path: Path
     assert {"http://127.0.0.1:4611"} == {v for k, v in env.items() if k.startswith("AWS_ENDPOINT_URL_")}
     assert ("dynamodb", "dynamodbstreams", "sqs", "s3") == Profile.LOCALSTACK.localstack_services
     assert ("sqs", "s3") == Profile.DYNAMODB_LOCAL.localstack_services
+
+
+def test_deploy_profile_adds_cloudformation_and_lambda_with_our_executor_and_leaves_test_profiles_lean(
+    tmp_path: Path,
+) -> None:
+    """The deploy target serves what CloudFormation needs to deploy template.yaml, and selects our Lambda runtime
+    executor (functions without Docker); the two test profiles load none of that (no slower start for them)."""
+    deploy = StackConfig.resolve(Profile.DEPLOY, localstack_port=4612, env={}, run_dir=tmp_path)
+    env = localstack_process_env(deploy, tmp_path / "fs", 4612)
+    assert {"cloudformation", "iam", "sts", "lambda", "events", "logs", "dynamodb", "dynamodbstreams", "sqs",
+            "s3"} <= set(env["SERVICES"].split(","))
+    assert LAMBDA_RUNTIME_EXECUTOR == env["LAMBDA_RUNTIME_EXECUTOR"]
+    assert {"http://127.0.0.1:4612"} == set(deploy.endpoints.values())
+    assert not Profile.DEPLOY.runs_dynamodb_local
+    for profile in (Profile.DYNAMODB_LOCAL, Profile.LOCALSTACK):
+        lean = localstack_process_env(StackConfig.resolve(profile, env={}, run_dir=tmp_path), tmp_path, 4612)
+        assert "LAMBDA_RUNTIME_EXECUTOR" not in lean
+        assert set(lean["SERVICES"].split(",")) <= set(SERVICES)
+
+
+def test_the_executor_plugin_registers_in_localstacks_namespace_under_the_name_the_stack_selects() -> None:
+    """LocalStack looks the executor up by LAMBDA_RUNTIME_EXECUTOR in the entry-point group
+    localstack.lambda.runtime_executor; an unknown name silently falls back to Docker, so the name must match."""
+    plugin = Path(str(resources.files("seglog_stack").joinpath(EXECUTOR_PLUGIN_DIR)))
+    project = tomllib.loads((plugin / "pyproject.toml").read_text())
+    entry_points = project["project"]["entry-points"]["localstack.lambda.runtime_executor"]
+    assert [LAMBDA_RUNTIME_EXECUTOR] == list(entry_points)
+    module, _, attribute = entry_points[LAMBDA_RUNTIME_EXECUTOR].partition(":")
+    source = ast.parse((plugin / "src" / module / "__init__.py").read_text())
+    classes = {node.name: node for node in source.body if isinstance(node, ast.ClassDef)}
+    named = [stmt for stmt in classes[attribute].body if isinstance(stmt, ast.Assign)
+             and [t.id for t in stmt.targets if isinstance(t, ast.Name)] == ["name"]]
+    assert LAMBDA_RUNTIME_EXECUTOR == ast.literal_eval(named[0].value)
+
+
+def test_an_edit_to_the_executor_plugin_changes_its_digest_so_the_installer_reinstalls_it(tmp_path: Path) -> None:
+    plugin = Path(str(resources.files("seglog_stack").joinpath(EXECUTOR_PLUGIN_DIR)))
+    copy = tmp_path / "plugin"
+    shutil.copytree(plugin, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = executor_plugin_digest(copy)
+    (copy / "__pycache__").mkdir()
+    (copy / "__pycache__" / "x.pyc").write_bytes(b"compiled")
+    assert before == executor_plugin_digest(copy)  # caches are not the plugin
+    module = next(copy.rglob("__init__.py"))
+    module.write_text(module.read_text() + "\n# edited\n")
+    assert before != executor_plugin_digest(copy)
 
 
 def test_one_port_cannot_serve_both_processes(tmp_path: Path) -> None:

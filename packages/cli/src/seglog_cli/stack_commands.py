@@ -8,7 +8,8 @@ import click
 
 from seglog_cli.build_commands import template_option
 from seglog_cli.context import echo_json, reports_errors, settings
-from seglog_stack import StackManager, local
+from seglog_deploy.record import StackRecord
+from seglog_stack import Profile, StackConfig, StackManager, local
 from seglog_stack.errors import StackError
 
 
@@ -24,6 +25,9 @@ def _stack_errors(exc: StackError) -> click.ClickException:
 def up(ctx: click.Context, as_json: bool, template: Path | None) -> None:
     """Start the local stack (installing it on first use) and provision template.yaml onto it."""
     config = settings(ctx).stack_config()
+    if config.profile is Profile.DEPLOY:
+        _up_deploy_target(config, as_json)
+        return
     try:
         deployment = local.up(config, template=template)
     except StackError as exc:
@@ -35,6 +39,20 @@ def up(ctx: click.Context, as_json: bool, template: Path | None) -> None:
     for service, url in sorted(deployment.endpoints.items()):
         click.echo(f"  {service:<16} {url}")
     click.echo('use it from a shell: eval "$(seglog env)"')
+
+
+def _up_deploy_target(config: StackConfig, as_json: bool) -> None:
+    """The deploy profile: LocalStack with CloudFormation and Lambda, nothing provisioned (`seglog deploy` does)."""
+    try:
+        info = StackManager(config).up()
+    except StackError as exc:
+        raise _stack_errors(exc) from exc
+    if as_json:
+        echo_json(info.to_dict())
+        return
+    url = config.url(config.localstack_port)
+    click.echo(f"local deploy target up: LocalStack with CloudFormation and Lambda on {url}")
+    click.echo(f"deploy to it: seglog deploy --stack-name NAME --endpoint-url {url}")
 
 
 @click.command()
@@ -75,11 +93,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command()
+@click.option("--stack", "stack_name", metavar="NAME",
+              help="A stack deployed with `seglog deploy` from this clone, instead of the local stack.")
 @click.pass_context
 @reports_errors
-def env(ctx: click.Context) -> None:
-    """Print `export` lines for eval: SDK endpoints, region, dummy credentials and resource names."""
+def env(ctx: click.Context, stack_name: str | None) -> None:
+    """Print `export` lines for eval: SDK endpoints, region, dummy credentials and resource names.
+
+    With --stack: the deployed stack's API URL, resource names and region (and `unset` lines for the local
+    stack's endpoint variables), so the CLI and the client library talk to that deployment.
+    """
+    if stack_name:
+        for line in StackRecord.load(stack_name).shell_lines():
+            click.echo(line)
+        return
     config = settings(ctx).stack_config()
+    if config.profile is Profile.DEPLOY:
+        raise click.ClickException("the deploy profile provisions nothing itself: `seglog env --stack NAME` prints the "
+                                   "variables of a stack you deployed to it")
     deployment = local.current(config)
     if deployment is None:
         raise click.ClickException("the local stack is not up: run `seglog up` first")

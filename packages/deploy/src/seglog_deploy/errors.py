@@ -1,8 +1,17 @@
-"""Errors of the build and deploy commands, under one root; each says what went wrong and what to do."""
+"""Errors of the build and deploy commands, under one root: the CLI prints one line and exits non-zero.
+
+Each message says what happened and what to do next; the data travels as attributes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from seglog_core.errors import SeglogError
+
+if TYPE_CHECKING:
+    from seglog_deploy.events import StackEvent
 
 
 class DeployError(SeglogError):
@@ -23,3 +32,42 @@ class ToolNotFoundError(BuildError):
     def __init__(self, tool: str, message: str) -> None:
         self.tool = tool
         super().__init__(message)
+
+
+class TargetError(DeployError):
+    """No region, no credentials, or an account that cannot be read: nothing was deployed."""
+
+
+class ArtifactsBucketError(DeployError):
+    """The artifacts bucket cannot be created or used (its name is taken by another account, say)."""
+
+
+class ChangeSetError(DeployError):
+    """CloudFormation refused the change set (a template or parameter error): the stack was not touched."""
+
+    def __init__(self, stack_name: str, reason: str) -> None:
+        super().__init__(f"CloudFormation refused the change set for stack {stack_name}: {reason}")
+        self.stack_name = stack_name
+        self.reason = reason
+
+
+class StackFailedError(DeployError):
+    """A create, update or delete ended in a failure state; ``failures`` are the events that say why."""
+
+    def __init__(self, stack_name: str, status: str, failures: Sequence[StackEvent]) -> None:
+        lines = [f"  {e.logical_id} ({e.resource_type}): {e.status}: {e.reason or 'no reason given'}"
+                 for e in failures]
+        detail = "\n".join(lines) if lines else "  (no resource reported a failure; see the stack's events)"
+        super().__init__(f"stack {stack_name} ended {status}; what failed:\n{detail}")
+        self.stack_name = stack_name
+        self.status = status
+        self.failures = list(failures)
+
+
+class StackNotFoundError(DeployError):
+    """No stack of that name in the account and region (or no record of one in .seglog/stacks)."""
+
+    def __init__(self, stack_name: str, where: str) -> None:
+        super().__init__(f"no stack {stack_name} {where}: deploy it first with `seglog deploy --stack-name "
+                         f"{stack_name}`, or check --region and --profile")
+        self.stack_name = stack_name

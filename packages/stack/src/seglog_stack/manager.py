@@ -24,7 +24,13 @@ from pathlib import Path
 import structlog
 
 from seglog_stack import health, processes
-from seglog_stack.config import DYNAMODB_PORT_ENV, LOCALSTACK_PORT_ENV, Profile, StackConfig
+from seglog_stack.config import (
+    DYNAMODB_PORT_ENV,
+    LAMBDA_RUNTIME_EXECUTOR,
+    LOCALSTACK_PORT_ENV,
+    Profile,
+    StackConfig,
+)
 from seglog_stack.errors import PortInUseError, StackConflictError, StackStartError
 from seglog_stack.info import ProcessInfo, StackInfo, StackState, StackStatus, export_lines, stack_env
 from seglog_stack.installer import Installation, StackInstaller, clean_python_env, localstack_env
@@ -37,6 +43,35 @@ DYNAMODB_LOCAL = "dynamodb-local"
 STOP_TIMEOUT = 20.0
 # How long a live process may fail its probe before `up` gives up on it and starts it anew.
 REUSE_GRACE = 5.0
+
+
+def localstack_process_env(config: StackConfig, filesystem_root: Path, port: int) -> dict[str, str]:
+    """LocalStack's configuration for ``config``'s profile on ``port`` (its environment variables)."""
+    profile = config.profile
+    env = {
+        **localstack_env(filesystem_root),
+        # LocalStack's default gateway server (twisted) listens on all interfaces whatever host is given
+        # here (GATEWAY_SERVER=hypercorn, if set in the environment, honours it); DynamoDB Local has no
+        # host option either. Clients use 127.0.0.1.
+        "GATEWAY_LISTEN": f"{config.host}:{port}",
+        # URLs LocalStack hands out (SQS queue URLs) point back at this gateway, by path.
+        "LOCALSTACK_HOST": f"{config.host}:{port}",
+        "SQS_ENDPOINT_STRATEGY": "path",
+        "SERVICES": ",".join(profile.localstack_services),
+        "DYNAMODB_IN_MEMORY": "1",
+        # No DNS server on port 53 (two stacks would fight over it), no certificate download,
+        # no analytics.
+        "DNS_ADDRESS": "0",
+        "SKIP_SSL_CERT_DOWNLOAD": "1",
+        "DISABLE_EVENTS": "1",
+    }
+    if profile in (Profile.LOCALSTACK, Profile.DEPLOY):
+        env["PROVIDER_OVERRIDE_DYNAMODBSTREAMS"] = "v2"
+    if profile is Profile.DEPLOY:
+        # Functions are created (and invoked) by our executor, installed in LocalStack's venv by the
+        # installer: LocalStack's own would pull a Docker image.
+        env["LAMBDA_RUNTIME_EXECUTOR"] = LAMBDA_RUNTIME_EXECUTOR
+    return env
 
 
 class StackManager:
@@ -256,7 +291,6 @@ class StackManager:
             raise
 
     def _spawn_localstack(self, installation: Installation, port: int) -> PidRecord:
-        profile = self.config.profile
         root = self.config.run_dir / "localstack-fs"
         # This stack's own FILESYSTEM_ROOT, sharing only var_libs (the installed programs) with the home.
         link = root / installation.var_libs_relative
@@ -266,26 +300,7 @@ class StackManager:
                 shutil.rmtree(link)
             link.unlink(missing_ok=True)
             link.symlink_to(installation.var_libs)
-        env = {
-            **clean_python_env(os.environ),
-            **localstack_env(root),
-            # LocalStack's default gateway server (twisted) listens on all interfaces whatever host is given
-            # here (GATEWAY_SERVER=hypercorn, if set in the environment, honours it); DynamoDB Local has no
-            # host option either. Clients use 127.0.0.1.
-            "GATEWAY_LISTEN": f"{self.config.host}:{port}",
-            # URLs LocalStack hands out (SQS queue URLs) point back at this gateway, by path.
-            "LOCALSTACK_HOST": f"{self.config.host}:{port}",
-            "SQS_ENDPOINT_STRATEGY": "path",
-            "SERVICES": ",".join(profile.localstack_services),
-            "DYNAMODB_IN_MEMORY": "1",
-            # No DNS server on port 53 (two stacks would fight over it), no certificate download,
-            # no analytics.
-            "DNS_ADDRESS": "0",
-            "SKIP_SSL_CERT_DOWNLOAD": "1",
-            "DISABLE_EVENTS": "1",
-        }
-        if profile is Profile.LOCALSTACK:
-            env["PROVIDER_OVERRIDE_DYNAMODBSTREAMS"] = "v2"
+        env = {**clean_python_env(os.environ), **localstack_process_env(self.config, root, port)}
         argv = [str(installation.localstack_python), "-I", "-m", "localstack.runtime.main"]
         return processes.spawn(
             name=LOCALSTACK,
@@ -294,7 +309,7 @@ class StackManager:
             cwd=self.config.run_dir,
             log_path=self._log_path(LOCALSTACK),
             port=port,
-            profile=profile.value,
+            profile=self.config.profile.value,
         )
 
     def _spawn_dynamodb_local(self, installation: Installation, port: int) -> PidRecord:
@@ -324,7 +339,7 @@ class StackManager:
     def _wait_ready(self, record: PidRecord, deadline: float) -> None:
         """Poll until ``record``'s process is healthy; fail early if it exits, or at the deadline."""
         checks: list[Callable[[], bool]] = [lambda: self._probe(record.name, record.port)]
-        if record.name == LOCALSTACK and self.config.profile is Profile.LOCALSTACK:
+        if record.name == LOCALSTACK and not self.config.profile.runs_dynamodb_local:
             # "available" only means LocalStack will start DynamoDB Local on first use: make that first call
             # now, so a broken Java or jar fails `up` rather than the first test.
             checks.append(lambda: health.dynamodb_ready(self.config.url(record.port), self.config.region, timeout=10.0))

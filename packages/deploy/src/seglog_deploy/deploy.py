@@ -1,0 +1,178 @@
+"""`seglog deploy` and `seglog destroy`: the built artifacts and template.yaml to a CloudFormation stack.
+
+A deploy uploads each function's artifact to the artifacts bucket (:mod:`seglog_deploy.artifacts`), rewrites
+the template's CodeUri to those exact object versions (:mod:`seglog_deploy.package`), and creates or updates
+the stack through a change set (:mod:`seglog_deploy.changeset`), with the SAM transform run by CloudFormation
+itself (CAPABILITY_AUTO_EXPAND). The stack's outputs are printed and saved (:mod:`seglog_deploy.record`).
+
+Why boto3 change sets rather than SAM CLI underneath:
+
+* The same resources either way: ``sam deploy`` makes the same change set with the same server-side
+  transform. What it adds around that (``sam package`` zipping CodeUri folders) is what we must not do: the
+  artifact that deploys is the one ``seglog build`` made and the emulator ran, byte for byte.
+* No heavy dependency: aws-sam-cli is a large tool with its own pins (it installs into a virtualenv of its
+  own), for a few CloudFormation calls boto3 already makes.
+* Our own progress and failures: stack events as they arrive, and on a rollback the failed resources with
+  their reasons and exit status 1 (``sam deploy`` prints a table and a generic error); the outputs saved for
+  ``seglog env`` and ``seglog smoke``.
+* One code path for AWS and the local deploy target (AWS_ENDPOINT_URL), which the deploy test exercises.
+
+What ``sam deploy`` has that this does not: ``--guided`` prompts, a confirmation step before executing the
+change set, code signing, a deployment role (``--role-arn``), notification ARNs and stack tags. Users of SAM
+CLI can still ``sam build`` (the template's makefile build method) and ``sam deploy`` the same template.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from seglog_deploy.artifacts import ArtifactsBucket, S3Location
+from seglog_deploy.build import Builder
+from seglog_deploy.changeset import ChangeSetDeployer, StackState
+from seglog_deploy.errors import DeployError, StackNotFoundError
+from seglog_deploy.events import StackEvent
+from seglog_deploy.manifest import Manifest
+from seglog_deploy.package import INLINE_TEMPLATE_LIMIT, package_template, template_json
+from seglog_deploy.record import StackRecord
+from seglog_deploy.target import Target
+from seglog_stack.template import load_template
+
+log = structlog.get_logger("seglog.deploy")
+
+
+def deploy(target: Target, *, stack_name: str, template_path: Path | None, artifacts: Mapping[str, Path],
+           parameters: Mapping[str, str] | None = None, artifacts_bucket: str | None = None,
+           on_event: Callable[[StackEvent], None] | None = None, inline_limit: int = INLINE_TEMPLATE_LIMIT,
+           records: Path | None = None) -> tuple[StackState, StackRecord]:
+    """Deploy ``artifacts`` (function logical id -> zip) with the template to ``stack_name``; save the record.
+
+    Raises:
+        DeployError: see :class:`~seglog_deploy.changeset.ChangeSetDeployer` and the artifacts bucket.
+    """
+    template = load_template(template_path)
+    declared: dict[str, Any] = dict(template.body.get("Parameters", {}))
+    unknown = sorted(set(parameters or {}) - set(declared))
+    if unknown:
+        raise DeployError(f"template {template.path} has no parameter {', '.join(unknown)}; it has "
+                          f"{', '.join(sorted(declared))}")
+    bucket = ArtifactsBucket(target, artifacts_bucket)
+    bucket.ensure()
+    uploaded: dict[Path, S3Location] = {}
+    for path in artifacts.values():
+        if path not in uploaded:
+            uploaded[path] = bucket.upload(path.read_bytes(), prefix="functions", suffix=".zip")
+    body = template_json(package_template(template.body, {fn: uploaded[p] for fn, p in artifacts.items()}))
+    spec = {"TemplateBody": body}
+    if len(body.encode()) > inline_limit:
+        location = bucket.upload(body.encode(), prefix="templates", suffix=".json")
+        spec = {"TemplateURL": bucket.url(location)}
+    log.info("deploy.start", stack=stack_name, region=target.region, template=str(template.path),
+             via="TemplateURL" if "TemplateURL" in spec else "TemplateBody", bucket=bucket.name)
+    state = ChangeSetDeployer(target, on_event=on_event).deploy(
+        stack_name, template=spec, declared=declared, parameters=parameters or {})
+    record = StackRecord(stack_name=stack_name, stack_id=state.stack_id, region=target.region,
+                         outputs=state.outputs, parameters=state.parameters, endpoint_url=target.endpoint_url,
+                         status=state.status)
+    record.save(records)
+    return state, record
+
+
+def built_artifacts(template_path: Path | None, *, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """Build (or reuse) the template's artifacts with ``seglog build``; each function's zip, by logical id."""
+    return artifacts_of(Builder(template_path, progress=progress).build())
+
+
+def artifacts_of(manifest: Manifest) -> dict[str, Path]:
+    """Each function's zip in an earlier build, by logical id.
+
+    Raises:
+        DeployError: the build is a twin for another architecture (``seglog build --arch``), not what the
+            template's Architectures say, or an artifact's zip is gone.
+    """
+    if manifest.arch is not None:
+        raise DeployError(f"that build was made with --arch {manifest.arch} (a twin for running locally): deploy a "
+                          "build made without --arch, for each function's own Architectures")
+    zips = {name: manifest.artifact_of(name).zip for name in manifest.functions}
+    missing = sorted({str(z) for z in zips.values() if not z.is_file()})
+    if missing:
+        raise DeployError(f"the build's zip {missing[0]} is gone: run `seglog build` again")
+    return zips
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leftover:
+    """Something a deleted stack leaves behind on purpose, and how to remove it."""
+
+    logical_id: str
+    resource_type: str
+    physical_id: str
+    removal: str
+
+
+def destroy(target: Target, *, stack_name: str, on_event: Callable[[StackEvent], None] | None = None,
+            records: Path | None = None) -> list[Leftover]:
+    """Delete the stack; return what stays (DeletionPolicy Retain resources, Lambda's log groups).
+
+    Raises:
+        StackNotFoundError: no such stack in the target's account and region.
+        StackFailedError: the delete failed.
+    """
+    deployer = ChangeSetDeployer(target, on_event=on_event)
+    existing = deployer.describe(stack_name)
+    if existing is None:
+        StackRecord.forget(stack_name, records)
+        raise StackNotFoundError(stack_name, f"in region {target.region}")
+    leftovers = _leftovers(target, existing["StackId"])
+    deployer.delete(stack_name)
+    StackRecord.forget(stack_name, records)
+    return leftovers
+
+
+def _leftovers(target: Target, stack_id: str) -> list[Leftover]:
+    """Resources with DeletionPolicy Retain in the processed (post-transform) template, and the log groups
+    Lambda creates for the stack's functions outside the stack."""
+    cfn = target.client("cloudformation")
+    processed = cfn.get_template(StackName=stack_id, TemplateStage="Processed")["TemplateBody"]
+    if isinstance(processed, str):
+        processed = json.loads(processed)
+    physical = {r["LogicalResourceId"]: r for r in cfn.describe_stack_resources(StackName=stack_id)["StackResources"]}
+    left: list[Leftover] = []
+    for lid, resource in processed.get("Resources", {}).items():
+        live = physical.get(lid)
+        if live is None:
+            continue
+        kind, name = resource.get("Type", ""), live.get("PhysicalResourceId", "")
+        if resource.get("DeletionPolicy") == "Retain":
+            left.append(Leftover(logical_id=lid, resource_type=kind, physical_id=name,
+                                 removal=_removal(kind, name, target.region)))
+        elif kind == "AWS::Lambda::Function" and _log_group_exists(target, f"/aws/lambda/{name}"):
+            group = f"/aws/lambda/{name}"  # made by Lambda on the first invocation, not by the stack
+            left.append(Leftover(logical_id=f"{lid} logs", resource_type="AWS::Logs::LogGroup", physical_id=group,
+                                 removal=_removal("AWS::Logs::LogGroup", group, target.region)))
+    return left
+
+
+def _log_group_exists(target: Target, name: str) -> bool:
+    groups = target.client("logs").describe_log_groups(logGroupNamePrefix=name).get("logGroups", [])
+    return any(g.get("logGroupName") == name for g in groups)
+
+
+def _removal(kind: str, name: str, region: str) -> str:
+    """The AWS CLI command that removes a retained resource (once you have kept what you need)."""
+    if kind == "AWS::DynamoDB::Table":
+        return f"aws dynamodb delete-table --table-name {name} --region {region}"
+    if kind == "AWS::S3::Bucket":
+        # rb --force deletes current objects only: a versioned bucket must be emptied of every version first.
+        return (f"aws s3 rb s3://{name} --force --region {region}  (versioned: first delete every object version, "
+                "e.g. with the S3 console's Empty)")
+    if kind == "AWS::SQS::Queue":
+        return f"aws sqs delete-queue --queue-url {name} --region {region}"
+    if kind == "AWS::Logs::LogGroup":
+        return f"aws logs delete-log-group --log-group-name {name} --region {region}"
+    return f"delete {kind} {name} in {region} (console or AWS CLI)"

@@ -1,0 +1,202 @@
+"""The change-set deployer's decisions, against a scripted CloudFormation (no server): which change set it makes,
+what it does when there is nothing to change, when the stack is busy or a failed create is in the way, and what
+it reports when a stack rolls back. The real service's behaviour is covered by tests/deploy on LocalStack."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from seglog_deploy.changeset import ChangeSetDeployer
+from seglog_deploy.errors import ChangeSetError, DeployError, StackFailedError
+from seglog_deploy.events import EventReader, StackEvent, causes
+from seglog_deploy.target import Target
+
+T0 = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
+
+
+def event(n: int, logical_id: str, status: str, reason: str | None = None,
+          kind: str = "AWS::SQS::Queue") -> dict[str, Any]:
+    found = {"EventId": f"e{n}", "Timestamp": T0 + dt.timedelta(seconds=n), "LogicalResourceId": logical_id,
+             "PhysicalResourceId": logical_id.lower(), "ResourceType": kind, "ResourceStatus": status}
+    if reason:
+        found["ResourceStatusReason"] = reason
+    return found
+
+
+class FakeCloudFormation:
+    """Answers like CloudFormation from a script: the stack's statuses in turn, a change set's outcome, events."""
+
+    def __init__(self, *, stack: dict[str, Any] | None, statuses: list[str] | None = None,
+                 change_set: tuple[str, str, int] = ("CREATE_COMPLETE", "", 1),
+                 events: list[dict[str, Any]] | None = None) -> None:
+        self.stack = stack
+        self.statuses = list(statuses or [])
+        self.change_set = change_set
+        self.events = list(events or [])
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def describe_stacks(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(("describe_stacks", kwargs))
+        if self.stack is None:
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "Stack with id x does not exist"}},
+                              "DescribeStacks")
+        if self.statuses:
+            self.stack["StackStatus"] = self.statuses.pop(0)
+        return {"Stacks": [dict(self.stack)]}
+
+    def create_change_set(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(("create_change_set", kwargs))
+        if self.stack is None:
+            self.stack = {"StackId": "arn:stack/s/1", "StackName": kwargs["StackName"],
+                          "StackStatus": "REVIEW_IN_PROGRESS"}
+        return {"Id": "arn:changeSet/c", "StackId": self.stack["StackId"]}
+
+    def describe_change_set(self, **kwargs: Any) -> dict[str, Any]:
+        status, reason, changes = self.change_set
+        return {"Status": status, "StatusReason": reason, "Changes": [{"Type": "Resource"}] * changes}
+
+    def delete_change_set(self, **kwargs: Any) -> None:
+        self.calls.append(("delete_change_set", kwargs))
+
+    def execute_change_set(self, **kwargs: Any) -> None:
+        self.calls.append(("execute_change_set", kwargs))
+
+    def delete_stack(self, **kwargs: Any) -> None:
+        self.calls.append(("delete_stack", kwargs))
+        self.stack = None  # gone at once: DescribeStacks by name says it does not exist
+
+    def describe_stack_events(self, **kwargs: Any) -> dict[str, Any]:
+        return {"StackEvents": sorted(self.events, key=lambda e: e["Timestamp"], reverse=True)}
+
+    def named(self, call: str) -> list[dict[str, Any]]:
+        return [kwargs for name, kwargs in self.calls if name == call]
+
+
+def deployer(fake: FakeCloudFormation) -> ChangeSetDeployer:
+    target = Target.resolve(region="eu-west-1", endpoint_url="http://127.0.0.1:1", env={})
+    target._clients["cloudformation"] = fake
+    # A short timeout: a script that never settles fails the test instead of polling for an hour.
+    return ChangeSetDeployer(target, sleep=lambda seconds: None, timeout=2.0)
+
+
+def existing(status: str, **extra: Any) -> dict[str, Any]:
+    return {"StackId": "arn:stack/s/1", "StackName": "s", "StackStatus": status, **extra}
+
+
+DECLARED = {"SnapshotEvery": {"Type": "Number"}, "ApiTimeout": {"Type": "Number"}, "NewOne": {"Type": "String"}}
+BODY = {"TemplateBody": "{}"}
+
+
+def test_a_new_stack_gets_a_create_change_set_with_the_iam_and_transform_capabilities() -> None:
+    fake = FakeCloudFormation(stack=None, statuses=["CREATE_IN_PROGRESS", "CREATE_COMPLETE"])
+    state = deployer(fake).deploy("s", template=BODY, declared=DECLARED, parameters={"SnapshotEvery": "50"})
+    (created,) = fake.named("create_change_set")
+    assert "CREATE" == created["ChangeSetType"]
+    assert ["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"] == created["Capabilities"]
+    assert [{"ParameterKey": "SnapshotEvery", "ParameterValue": "50"}] == created["Parameters"]
+    assert 1 == len(fake.named("execute_change_set"))
+    assert ("CREATE_COMPLETE", True) == (state.status, state.changed)
+
+
+def test_an_update_keeps_the_previous_value_of_parameters_not_given() -> None:
+    """As `aws cloudformation deploy`: an override given once is not reverted by the next deploy without it;
+    a parameter the stack did not have yet takes the template's default."""
+    stack = existing("UPDATE_COMPLETE", Parameters=[{"ParameterKey": "SnapshotEvery", "ParameterValue": "50"},
+                                                    {"ParameterKey": "ApiTimeout", "ParameterValue": "15"}])
+    fake = FakeCloudFormation(stack=stack, statuses=["UPDATE_COMPLETE", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"])
+    deployer(fake).deploy("s", template=BODY, declared=DECLARED, parameters={"ApiTimeout": "20"})
+    (created,) = fake.named("create_change_set")
+    assert "UPDATE" == created["ChangeSetType"]
+    assert [{"ParameterKey": "ApiTimeout", "ParameterValue": "20"},
+            {"ParameterKey": "SnapshotEvery", "UsePreviousValue": True}] == created["Parameters"]
+
+
+@pytest.mark.parametrize("reason", [
+    "The submitted information didn't contain changes. Submit different information to create a change set.",
+    "No updates are to be performed.",
+])
+def test_a_change_set_with_nothing_to_change_is_a_successful_deploy_that_executes_nothing(reason: str) -> None:
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"), change_set=("FAILED", reason, 0))
+    state = deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert (False, "UPDATE_COMPLETE") == (state.changed, state.status)
+    assert [] == fake.named("execute_change_set")
+    assert 1 == len(fake.named("delete_change_set"))
+
+
+def test_a_refused_change_set_says_why_and_leaves_the_stack_alone() -> None:
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"),
+                              change_set=("FAILED", "Parameter 'ApiTimeout' must be a number.", 0))
+    with pytest.raises(ChangeSetError, match="must be a number"):
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert [] == fake.named("execute_change_set")
+
+
+@pytest.mark.parametrize("status", ["UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_FAILED", "DELETE_FAILED"])
+def test_a_busy_or_stuck_stack_is_not_touched(status: str) -> None:
+    fake = FakeCloudFormation(stack=existing(status))
+    with pytest.raises(DeployError, match=status):
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert [] == fake.named("create_change_set")
+
+
+def test_a_failed_first_create_is_deleted_before_the_stack_is_created_again() -> None:
+    """A stack in ROLLBACK_COMPLETE cannot be updated (AWS CloudFormation User Guide, "Stack status codes")."""
+    fake = FakeCloudFormation(stack=existing("ROLLBACK_COMPLETE"),
+                              statuses=["ROLLBACK_COMPLETE", "ROLLBACK_COMPLETE", "CREATE_COMPLETE"])
+    state = deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert 1 == len(fake.named("delete_stack"))
+    assert "CREATE" == fake.named("create_change_set")[0]["ChangeSetType"]
+    assert "CREATE_COMPLETE" == state.status
+
+
+def test_a_rollback_raises_with_the_failed_resources_and_their_reasons() -> None:
+    history = [event(0, "s", "UPDATE_COMPLETE", kind="AWS::CloudFormation::Stack")]
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"), events=history,
+                              statuses=["UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"])
+    real = fake.execute_change_set
+
+    def execute(**kwargs: Any) -> None:
+        real(**kwargs)
+        fake.events += [event(1, "Broken", "CREATE_FAILED", "S3 Error Code: NoSuchBucket", "AWS::Lambda::Function"),
+                        event(2, "Other", "CREATE_FAILED", "Resource creation cancelled"),
+                        event(3, "s", "UPDATE_ROLLBACK_COMPLETE", kind="AWS::CloudFormation::Stack")]
+
+    fake.execute_change_set = execute  # type: ignore[method-assign]
+    with pytest.raises(StackFailedError) as raised:
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert "UPDATE_ROLLBACK_COMPLETE" == raised.value.status
+    assert ["Broken"] == [e.logical_id for e in raised.value.failures]
+    assert "Broken (AWS::Lambda::Function): CREATE_FAILED: S3 Error Code: NoSuchBucket" in str(raised.value)
+
+
+def test_causes_leave_out_cancelled_resources_and_the_stack_summary_unless_nothing_else_failed() -> None:
+    cancelled = StackEvent.from_api(event(1, "Other", "CREATE_FAILED", "Resource creation cancelled"))
+    summary = StackEvent.from_api(event(2, "s", "UPDATE_FAILED", "boom", "AWS::CloudFormation::Stack"))
+    broken = StackEvent.from_api(event(0, "Broken", "CREATE_FAILED", "NoSuchBucket"))
+    assert [broken] == causes([broken, cancelled, summary])
+    assert [cancelled] == causes([cancelled, summary])
+    assert [summary] == causes([summary])
+
+
+def test_the_event_reader_returns_each_new_event_once_oldest_first_across_pages() -> None:
+    events = [event(n, f"R{n}", "CREATE_COMPLETE") for n in range(5)]
+
+    class Paged:
+        def describe_stack_events(self, StackName: str, NextToken: str | None = None) -> dict[str, Any]:
+            newest_first = sorted(events, key=lambda e: e["Timestamp"], reverse=True)
+            start = int(NextToken or 0)
+            page: dict[str, Any] = {"StackEvents": newest_first[start:start + 2]}
+            if start + 2 < len(newest_first):
+                page["NextToken"] = str(start + 2)
+            return page
+
+    reader = EventReader(Paged(), "arn:stack/s/1")
+    reader.mark()
+    assert [] == reader.new()
+    events.extend(event(n, f"R{n}", "CREATE_COMPLETE") for n in range(5, 8))
+    assert ["R5", "R6", "R7"] == [e.logical_id for e in reader.new()]
+    assert [] == reader.new()
