@@ -2,7 +2,8 @@
 stack's physical resources, parameters and pseudo parameters, so a test compares what AWS APIs report with what
 the template asked for.
 
-Only what this template uses is supported (Ref, Fn::GetAtt of Arn and StreamArn, Fn::Sub); anything else raises,
+Only what this template uses is supported (Ref, Fn::GetAtt of Arn and StreamArn, Fn::Sub, Fn::If with conditions
+of Fn::Not and Fn::Equals, AWS::NoValue); anything else raises,
 so a template that grows a new construct makes the deploy test say what to add here.
 """
 
@@ -22,6 +23,9 @@ ARN_FORMATS = {
     "AWS::Events::Rule": "arn:aws:events:{region}:{account}:rule/{id}",
 }
 
+#: What ``Ref: AWS::NoValue`` resolves to: the property that holds it is dropped.
+NO_VALUE: Any = object()
+
 
 @dataclass
 class Resolver:
@@ -37,6 +41,17 @@ class Resolver:
 
     def type_of(self, logical_id: str) -> str:
         return str(self.template["Resources"][logical_id]["Type"])
+
+    def condition(self, value: Any) -> bool:
+        """A condition's truth (CloudFormation User Guide, intrinsic-function-reference-conditions)."""
+        if set(value) == {"Fn::Not"}:
+            return not self.condition(value["Fn::Not"][0])
+        if set(value) == {"Fn::Equals"}:
+            left, right = (str(self.resolve(v)) for v in value["Fn::Equals"])
+            return left == right
+        if set(value) == {"Condition"}:
+            return self.condition(self.template["Conditions"][value["Condition"]])
+        raise NotImplementedError(f"condition {value}: add it to tests/deploy/resolve.py")
 
     def ref(self, name: str) -> str:
         pseudo = {"AWS::Region": self.region, "AWS::AccountId": self.account, "AWS::Partition": "aws",
@@ -76,7 +91,7 @@ class Resolver:
         if not isinstance(value, dict):
             return value
         if set(value) == {"Ref"}:
-            return self.ref(value["Ref"])
+            return NO_VALUE if value["Ref"] == "AWS::NoValue" else self.ref(value["Ref"])
         if set(value) == {"Fn::GetAtt"}:
             target = value["Fn::GetAtt"]
             logical_id, attribute = target.split(".", 1) if isinstance(target, str) else target
@@ -84,7 +99,11 @@ class Resolver:
         if set(value) == {"Fn::Sub"}:
             body = value["Fn::Sub"]
             return self.sub(body) if isinstance(body, str) else self.sub(body[0], body[1])
+        if set(value) == {"Fn::If"}:
+            name, yes, no = value["Fn::If"]
+            return self.resolve(yes if self.condition(self.template["Conditions"][name]) else no)
         unknown = [k for k in value if k.startswith("Fn::")]
         if unknown:
             raise NotImplementedError(f"{unknown[0]}: add it to tests/deploy/resolve.py")
-        return {k: self.resolve(v) for k, v in value.items()}
+        resolved = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in resolved.items() if v is not NO_VALUE}  # AWS::NoValue removes the property
