@@ -354,7 +354,8 @@ def test_the_http_api_is_in_the_processed_template(deployed: Deployed) -> None:
         assert ("aws_proxy", "2.0") == (integration["type"], integration["payloadFormatVersion"])
         assert "${ApiFunction.Arn}" in integration["uri"]["Fn::Sub"]
     assert "awsSigv4" == body["components"]["securitySchemes"]["AWS_IAM"]["x-amazon-apigateway-authtype"]
-    assert {"authorization", "x-amz-date", "x-amz-security-token"} <= set(body["x-amazon-apigateway-cors"]["allowHeaders"])
+    cors = body["x-amazon-apigateway-cors"]
+    assert {"authorization", "x-amz-date", "x-amz-security-token"} <= set(cors["allowHeaders"])
     (stage,) = of_type(resolver, "AWS::ApiGatewayV2::Stage").values()
     assert ("$default", True) == (stage["Properties"]["StageName"], stage["Properties"]["AutoDeploy"])
     for name in ("ApiFunctionHttpGetPermission", "ApiFunctionHttpPostPermission"):
