@@ -11,10 +11,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from structlog.testing import capture_logs
 
 from fidelity.conftest import MakeInvoker, Probe
 from seglog_client import Credentials, SeglogClient
 from seglog_client.sigv4 import sign
+from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.config import AWS_IAM, HttpRoute
 from seglog_emulator.cors import CorsConfiguration
@@ -84,10 +86,11 @@ MISMATCH = ("The request signature we calculated does not match the signature yo
 
 @contextmanager
 def serving(make_invoker: MakeInvoker, *routes: HttpRoute, cors: CorsConfiguration | None = CORS,
-            callers: tuple[Credentials, ...] = (LOCAL, TEMPORARY)) -> Iterator[Gateway]:
+            callers: tuple[Credentials, ...] = (LOCAL, TEMPORARY), access_log: AccessLog | None = None
+            ) -> Iterator[Gateway]:
     """A gateway on a free port for the probe function, with IAM authorization accepting ``callers``."""
     gateway = Gateway(routes or (IAM_ROUTE,), make_invoker(), port=0, cors=cors,
-                      authorizer=IamAuthorizer.accepting(callers, region=REGION))
+                      authorizer=IamAuthorizer.accepting(callers, region=REGION), access_log=access_log)
     server = threading.Thread(target=gateway.serve, daemon=True)
     server.start()
     try:
@@ -237,3 +240,18 @@ def test_an_any_route_sends_preflights_through_the_iam_check(probe: Probe, make_
                                                                  "access-control-request-method": "POST"})
     assert (403, "ForbiddenException") == (reply.status, reply.headers.get("x-amzn-errortype"))
     assert [] == probe.starts()
+
+
+def test_the_access_log_has_a_line_per_request_in_the_apis_format(probe: Probe, make_invoker: MakeInvoker) -> None:
+    """AccessLogSettings.Format with its $context variables filled in, one line per request, refused ones too
+    (API Gateway Developer Guide, http-api-logging-variables); a variable without a value renders as "-"."""
+    fmt = ('{"requestId":"$context.requestId","caller":"$context.identity.userArn","route":"$context.routeKey",'
+           '"status":"$context.status","error":"$context.integrationErrorMessage"}')
+    with capture_logs() as logs, serving(make_invoker, access_log=AccessLog(fmt)) as gateway:
+        signed("POST", f"{gateway.url}/items/a", b"{}", {"content-type": "application/json"})
+        send("POST", f"{gateway.url}/items/b", b"{}", {"content-type": "application/json"})
+    lines = [json.loads(line["line"]) for line in logs if line["event"] == "access log"]
+    (start,) = probe.starts()
+    assert [{"requestId": start["event"]["requestContext"]["requestId"], "caller": "arn:aws:iam::000000000000:root",
+             "route": "POST /items/{proxy+}", "status": "201", "error": "-"},  # the probe answers 201
+            {"requestId": "-", "caller": "-", "route": "-", "status": "403", "error": "-"}] == lines

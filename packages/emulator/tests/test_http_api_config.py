@@ -23,8 +23,9 @@ def test_the_templates_api_requires_iam_and_allows_the_parameters_origin(templat
                              AllowHeaders=("authorization", "content-type", "x-amz-date", "x-amz-security-token",
                                            "x-amz-content-sha256"),
                              AllowMethods=("GET", "POST", "OPTIONS"), MaxAge=600)
+    access_log = template.resources["HttpApi"]["Properties"]["AccessLogSettings"]["Format"]
     assert {"HttpApi": HttpApiSpec(logical_id="HttpApi", DefaultAuthorizer=AWS_IAM, EnableIamAuthorizer=True,
-                                   CorsConfiguration=cors)} == config.http_apis
+                                   CorsConfiguration=cors, AccessLogFormat=access_log)} == config.http_apis
     overridden = EmulatorConfig.from_template(template, FakeResolver(),
                                               parameters={"ApiCorsAllowOrigin": "https://app.example.com"})
     cors_of_override = overridden.http_apis["HttpApi"].CorsConfiguration

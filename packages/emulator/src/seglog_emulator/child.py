@@ -24,6 +24,7 @@ import structlog
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_core import logs
+from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.checkpoints import CheckpointStore
@@ -137,7 +138,8 @@ class Child:
             authorizer = IamAuthorizer.accepting(self.settings.api_credentials, region=self.settings.deployment.region)
             gateway = Gateway(routes, self._invoker(self.target, GATEWAY_CONCURRENCY), host=self.settings.host,
                               port=self.settings.port, faults=self.faults, authorizer=authorizer,
-                              cors=api.CorsConfiguration if api is not None else None)
+                              cors=api.CorsConfiguration if api is not None else None,
+                              access_log=AccessLog(api.AccessLogFormat) if api and api.AccessLogFormat else None)
             self._serve(gateway.serve, gateway.stop)
         elif self.role == "stream":
             mapping = next(m for m in self.config.stream_mappings if f"{m.function}.{m.event}" == self.target)

@@ -203,6 +203,9 @@ class HttpApiSpec:
     DefaultAuthorizer: str | None = None
     EnableIamAuthorizer: bool = False
     CorsConfiguration: CorsConfiguration | None = None
+    #: AccessLogSettings.Format: the gateway writes one line per request in it (the destination is the stage's
+    #: log group on AWS; the emulator's log here).
+    AccessLogFormat: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

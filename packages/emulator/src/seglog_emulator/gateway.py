@@ -19,6 +19,7 @@ without an answer, so the client sees an error and must retry safely (with its e
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,7 @@ import structlog
 
 from seglog_aws.events.api_gateway import http_api_event, http_api_response
 from seglog_client.sigv4 import header_map
+from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
 from seglog_emulator.config import AWS_IAM, HttpRoute
 from seglog_emulator.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
@@ -74,11 +76,12 @@ class Gateway:
         faults: the seeded schedule, if faults are in play.
         authorizer: verifies the signatures of AWS_IAM routes (required when a route has that authorizer).
         cors: the API's CorsConfiguration, if it has one.
+        access_log: the API's access log (AccessLogSettings), if it has one: one line per request.
     """
 
     def __init__(self, routes: Sequence[HttpRoute], invoker: Invoker, *, host: str = "127.0.0.1", port: int = 0,
                  faults: FaultSchedule | None = None, authorizer: IamAuthorizer | None = None,
-                 cors: CorsConfiguration | None = None) -> None:
+                 cors: CorsConfiguration | None = None, access_log: AccessLog | None = None) -> None:
         guarded = [f"{r.Method} {r.Path}" for r in routes if r.Authorizer == AWS_IAM]
         if guarded and authorizer is None:
             raise ValueError(f"routes {guarded} need IAM authorization: give the gateway an IamAuthorizer")
@@ -87,6 +90,7 @@ class Gateway:
         self.faults = faults
         self.authorizer = authorizer
         self.cors = cors
+        self.access_log = access_log
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler_class())
@@ -110,7 +114,23 @@ class Gateway:
 
     def answer(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
                ) -> tuple[int, list[tuple[str, str]], bytes] | None:
-        """The response to one request, or None to drop the connection (an injected lost response)."""
+        """The response to one request, or None to drop the connection (an injected lost response); with an
+        access log, one line for it."""
+        if self.access_log is None:
+            return self._answer(method, target, headers, body, {})
+        started = time.time()
+        context: dict[str, Any] = {
+            "httpMethod": method, "path": urlsplit(target).path or "/", "protocol": "HTTP/1.1",
+            "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(started)),
+            "requestTimeEpoch": int(started * 1000)}
+        reply = self._answer(method, target, headers, body, context)
+        context.setdefault("status", reply[0] if reply is not None else None)
+        context["responseLatency"] = int((time.time() - started) * 1000)
+        self.access_log.write(context)
+        return reply
+
+    def _answer(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
+                context: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes] | None:
         with self._lock:
             self.requests += 1
         parts = urlsplit(target)
@@ -132,9 +152,15 @@ class Gateway:
                 log.info("request refused", method=method, path=path, error_type=verdict.error_type)
                 return verdict.response()
             authorized = {"iam": verdict.iam_context()}
+            context["identity.userArn"] = authorized["iam"]["userArn"]
         event = http_api_event(method, path, query=parts.query, headers=headers, body=body or None,
                                route_key=key, path_parameters=path_parameters or None, authorizer=authorized)
+        request = event["requestContext"]
+        context.update({"requestId": request["requestId"], "routeKey": key,
+                        "identity.sourceIp": request["http"]["sourceIp"]})
         result = self.invoker.invoke(event, source="api", log_fields={"method": method, "path": path})
+        if not result.ok:
+            context["integrationErrorMessage"] = result.error_message
         if result.outcome is Outcome.TIMEOUT:
             return 503, [("content-type", "application/json")], _ERRORS[503]
         if not result.ok:

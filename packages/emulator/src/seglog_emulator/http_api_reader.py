@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 HTTP_API_TYPE: Final = "AWS::Serverless::HttpApi"
 #: HttpApi properties the emulator reads (sam-resource-httpapi); the rest (stage, domain, access logs, ...) shape
 #: the deployment, not what a request gets, and are noted.
-_HTTP_API_PROPERTIES: Final = frozenset({"Auth", "CorsConfiguration", "Description"})
+_HTTP_API_PROPERTIES: Final = frozenset({"Auth", "CorsConfiguration", "Description", "AccessLogSettings"})
 #: HttpApi event properties the emulator reads (sam-property-function-httpapi).
 _ROUTE_PROPERTIES: Final = frozenset({"Path", "Method", "PayloadFormatVersion", "ApiId", "Auth"})
 #: CorsConfiguration's keys (sam-property-httpapi-httpapicorsconfiguration).
@@ -52,8 +52,14 @@ class HttpApiReader:
         default = self.reader._parameter(auth.get("DefaultAuthorizer"))
         if default is not None:
             default = self._authorizer(default, enable_iam, f"{logical}.Auth.DefaultAuthorizer")
+        access = props.get("AccessLogSettings") or {}
+        access_format = self.reader._parameter(access.get("Format"))
+        if access and not isinstance(access_format, str):
+            self.reader._problem(f"{logical}.AccessLogSettings.Format: a string is required (the log line's format)")
+            access_format = None
         return HttpApiSpec(logical_id=logical, DefaultAuthorizer=default, EnableIamAuthorizer=enable_iam,
-                           CorsConfiguration=self._cors(props.get("CorsConfiguration"), f"{logical}.CorsConfiguration"))
+                           CorsConfiguration=self._cors(props.get("CorsConfiguration"), f"{logical}.CorsConfiguration"),
+                           AccessLogFormat=access_format)
 
     def _authorizer(self, name: Any, enable_iam: bool, where: str) -> str | None:
         """AWS_IAM when allowed, None for NONE; an authorizer the emulator cannot enforce is a problem (running the
