@@ -21,7 +21,7 @@ import argparse
 import copy
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,10 @@ def as_packaged(body: dict[str, Any]) -> dict[str, Any]:
     return packaged
 
 
-def transform_template(template: Template, *, region: str = "us-east-1") -> dict[str, Any]:
-    """The CloudFormation template AWS's SAM transform makes of ``template`` (parameters at their defaults).
+def transform_template(template: Template, *, region: str = "us-east-1",
+                       parameter_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The CloudFormation template AWS's SAM transform makes of ``template``, with ``parameter_values`` (template
+    parameters and pseudo parameters such as ``AWS::AccountId``; the rest at their defaults).
 
     Raises:
         TemplateError: the translator refused the template; the message lists each of its reasons.
@@ -63,7 +65,8 @@ def transform_template(template: Template, *, region: str = "us-east-1") -> dict
 
     translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name=region))
     try:
-        result: dict[str, Any] = translator.translate(as_packaged(template.body), parameter_values={},
+        result: dict[str, Any] = translator.translate(as_packaged(template.body),
+                                                      parameter_values=dict(parameter_values or {}),
                                                       passthrough_metadata=True,
                                                       get_managed_policy_map=no_managed_policy_lookup)
     except InvalidDocumentException as exc:

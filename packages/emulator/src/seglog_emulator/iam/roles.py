@@ -14,14 +14,12 @@ the ARN of the bucket or queue it protects.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Mapping
 from importlib import resources as package_data
-from typing import Any, Final
+from typing import Any
 
-import boto3
 import structlog
 
 from seglog_emulator.errors import IamPolicyError, IamTemplateError
@@ -29,13 +27,10 @@ from seglog_emulator.iam.evaluation import LOCAL_ACCOUNT, FunctionPermissions
 from seglog_emulator.iam.intrinsics import Fallback, PolicyIntrinsics
 from seglog_emulator.iam.policy import Policy
 from seglog_stack.provision import physical_name
-from seglog_stack.template import Template
+from seglog_stack.sam_transform import transform_template
+from seglog_stack.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.emulator.iam")
-
-#: The transform needs an S3 location for code it never reads (as ``sam package`` would have written it).
-_PLACEHOLDER_CODE: Final = "s3://seglog-emulator/placeholder.zip"
-
 
 @functools.cache
 def managed_policies() -> dict[str, Any]:
@@ -48,34 +43,17 @@ def managed_policies() -> dict[str, Any]:
 
 def transform(template: Template, *, stack: str, region: str, parameters: Mapping[str, Any] | None = None,
               account: str = LOCAL_ACCOUNT) -> dict[str, Any]:
-    """The template after the SAM transform (plain CloudFormation).
+    """The template after the SAM transform (plain CloudFormation), as CloudFormation would make it for ``stack``.
 
     Raises:
-        IamTemplateError: the transform refused the template (its messages listed).
+        IamTemplateError: the transform refused the template (its reasons in the message).
     """
-    from samtranslator.model.exceptions import InvalidDocumentException
-    from samtranslator.parser.parser import Parser
-    from samtranslator.translator.translator import Translator
-
-    body = copy.deepcopy(template.body)
-    for scope in [(body.get("Globals") or {}).get("Function") or {},
-                  *((r.get("Properties") or {}) for r in (body.get("Resources") or {}).values()
-                    if r.get("Type") == "AWS::Serverless::Function")]:
-        if "CodeUri" in scope:
-            scope["CodeUri"] = _PLACEHOLDER_CODE
     values = {**template.parameters, **(parameters or {}), "AWS::AccountId": account, "AWS::StackName": stack,
               "AWS::Region": region, "AWS::Partition": "aws"}
-    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name=region))
-
-    def no_lookup() -> dict[str, str]:  # the translator's own map covers SAM's policies; never call IAM
-        return {}
-
     try:
-        transformed: dict[str, Any] = translator.translate(body, parameter_values=values,
-                                                           get_managed_policy_map=no_lookup)
-    except InvalidDocumentException as exc:
-        raise IamTemplateError([str(cause) for cause in exc.causes]) from exc
-    return transformed
+        return transform_template(template, region=region, parameter_values=values)
+    except TemplateError as exc:
+        raise IamTemplateError([str(exc)]) from exc
 
 
 def function_permissions(template: Template, *, stack: str, region: str, parameters: Mapping[str, Any] | None = None,
