@@ -1,0 +1,1 @@
+"""Deterministic simulation of seglog (DESIGN §11): one process, simulated time and AWS, faults from one seed."""
