@@ -13,12 +13,14 @@ toward the DLQ.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from seglog_aws.backend import Backend
 from seglog_core.crashpoints import clock, should_crash
 from seglog_core.document import SheetDocument
 from seglog_core.pipeline import Outcome, SnapshotWorker
@@ -36,16 +38,22 @@ class MessageKept(Exception):
         super().__init__(f"message kept: {outcome}")
 
 
-def worker() -> SnapshotWorker:
-    backend = runtime.backend()
+def worker(backend: Backend | None = None, environ: Mapping[str, str] = os.environ, **seams: Any) -> SnapshotWorker:
+    """The worker as the function configures it from its environment (the template's variables). ``backend`` and
+    ``seams`` (clock, rng, sleep, crash) replace the container's defaults: the simulator builds its workers here,
+    so they are configured exactly as the deployed function's."""
+    backend = backend or runtime.backend()
     document = SheetDocument(reader=backend.reader(), blobs=backend.blobs)
+    options: dict[str, Any] = {
+        "crash": should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
+        "clock": clock,  # the real clock, unless the emulator's clock_skew fault runs it fast
+    }
+    options.update(seams)
     return SnapshotWorker(
         store=backend.store, blobs=backend.blobs, pending=backend.pending, queue=backend.queue,
-        body_of=document.body, takeover_after=int(os.environ.get("SEGLOG_TAKEOVER_SECONDS", "60")),
-        chunk_cells=int(os.environ.get("SEGLOG_CHUNK_CELLS", "20000")),
-        order_wait=float(os.environ.get("SEGLOG_ORDER_WAIT_SECONDS", "3")),
-        crash=should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
-        clock=clock,  # the real clock, unless the emulator's clock_skew fault runs it fast
+        body_of=document.body, takeover_after=int(environ.get("SEGLOG_TAKEOVER_SECONDS", "60")),
+        chunk_cells=int(environ.get("SEGLOG_CHUNK_CELLS", "20000")),
+        order_wait=float(environ.get("SEGLOG_ORDER_WAIT_SECONDS", "3")), **options,
     )
 
 

@@ -15,10 +15,11 @@ import structlog
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from seglog_aws.backend import Backend
 from seglog_aws.items import item_to_entry
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, should_crash
 from seglog_core.errors import InvalidInputError
-from seglog_core.pipeline import route
+from seglog_core.pipeline import RouteAction, route
 from seglog_services import runtime
 
 log = structlog.get_logger("seglog.stream_router")
@@ -34,11 +35,17 @@ def image_to_item(image: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def record_handler(record: DynamoDBRecord) -> None:
-    raw = record.raw_event
+    action = route_record(record.raw_event, runtime.backend())
+    if action is not None and action.enqueued is not None:
+        should_crash(ROUTER_AFTER_SEND)  # sent, not yet checkpointed: the batch will be delivered again
+
+
+def route_record(raw: dict[str, Any], backend: Backend) -> RouteAction | None:
+    """Route one stream record as Lambda delivers it (the simulator calls this too, with its own backend);
+    None for a record that needs nothing."""
     if raw.get("eventName") != "INSERT" or "NewImage" not in raw.get("dynamodb", {}):
-        return
+        return None
     item = image_to_item(raw["dynamodb"]["NewImage"])
-    backend = runtime.backend()
     try:
         entry = item_to_entry(item)
     except InvalidInputError as exc:
@@ -47,14 +54,13 @@ def record_handler(record: DynamoDBRecord) -> None:
         if "E" in item:
             backend.blobs.keep(item["E"]["S"])
         log.warning("record not understood: body kept, no job", error=str(exc))
-        return
+        return None
     with structlog.contextvars.bound_contextvars(log_id=str(entry.log_id), segment=entry.segment,
-                                                 entry=entry.num, sequence_number=record.dynamodb.sequence_number
-                                                 if record.dynamodb else None):
+                                                 entry=entry.num,
+                                                 sequence_number=raw["dynamodb"].get("SequenceNumber")):
         action = route(entry, queue=backend.queue, blobs=backend.blobs)
         log.info("routed", enqueued=action.enqueued is not None, kept=action.kept)
-        if action.enqueued is not None:
-            should_crash(ROUTER_AFTER_SEND)  # sent, not yet checkpointed: the batch will be delivered again
+        return action
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
