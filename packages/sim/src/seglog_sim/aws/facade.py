@@ -34,6 +34,25 @@ def snake(operation: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
 
 
+class SimService:
+    """A simulated service: ``_operations`` maps each modelled operation to its handler; :meth:`call` answers."""
+
+    _operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer one API call as boto3's low-level client would (or raise its ClientError)."""
+        handler = self._operations.get(operation)
+        if handler is None:
+            raise NotImplementedError(f"{type(self).__name__} does not model {operation} (it models "
+                                      f"{sorted(self._operations)})")
+        try:
+            response = handler(params)
+        except KeyError as exc:
+            raise missing_parameter(exc) from None
+        response.setdefault("ResponseMetadata", {"HTTPStatusCode": 200})
+        return response
+
+
 class SimClient:
     """A boto3-shaped client: ``client.put_object(**params)`` is ``call("PutObject", params)``.
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
-from seglog_sim.aws.facade import SimClient, client_error, missing_parameter
+from seglog_sim.aws.facade import SimClient, SimService, client_error
 
 #: "You can associate up to 10 tags with an object" (Amazon S3 User Guide, object-tagging).
 MAX_TAGS: Final = 10
@@ -65,7 +65,7 @@ class Bucket:
     keys: list[str] = field(default_factory=list)  # sorted: ListObjectsV2 answers in UTF-8 binary order
 
 
-class SimS3:
+class SimS3(SimService):
     """Buckets of one account. ``clock`` (simulated seconds) dates LastModified; without one, every date is 0."""
 
     def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
@@ -82,18 +82,6 @@ class SimS3:
 
     def create_bucket(self, name: str) -> None:
         self._buckets.setdefault(name, Bucket())
-
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer one S3 API call as boto3's low-level client would (or raise its ClientError)."""
-        handler = self._operations.get(operation)
-        if handler is None:
-            raise NotImplementedError(f"SimS3 does not model {operation} (it models {sorted(self._operations)})")
-        try:
-            response = handler(params)
-        except KeyError as exc:
-            raise missing_parameter(exc) from None
-        response.setdefault("ResponseMetadata", {"HTTPStatusCode": 200})
-        return response
 
     def objects(self, bucket: str) -> dict[str, tuple[bytes, dict[str, str]]]:
         """Every object of ``bucket`` in key order: key -> (data, tags)."""

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from seglog_sim.aws import sqs_queue as q
-from seglog_sim.aws.facade import SimClient, client_error, missing_parameter
+from seglog_sim.aws.facade import SimClient, SimService, client_error
 from seglog_sim.aws.sqs_batch import batch
 from seglog_sim.aws.sqs_queue import SimQueue, SqsMessage
 
@@ -38,7 +38,7 @@ MAX_RECEIVE: Final = 10
 MAX_WAIT: Final = 20
 
 
-class SimSQS:
+class SimSQS(SimService):
     """Standard queues of one account and region.
 
     Args:
@@ -68,7 +68,7 @@ class SimSQS:
             "ChangeMessageVisibilityBatch": self._change_message_visibility_batch,
         }
 
-    # ------------------------------------------------------------------------------------------ the lead's API
+    # ------------------------------------------------------------------------------------------ the simulator's API
 
     def create_queue(self, name: str, *, visibility_timeout: int = 30, dead_letter: str | None = None,
                      max_receive_count: int | None = None) -> str:
@@ -83,18 +83,6 @@ class SimSQS:
             attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": target.arn,
                                                       "maxReceiveCount": max_receive_count or 1000})
         return str(self._create_queue({"QueueName": name, "Attributes": attributes})["QueueUrl"])
-
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer one SQS API call as boto3's low-level client would (or raise its ClientError)."""
-        handler = self._operations.get(operation)
-        if handler is None:
-            raise NotImplementedError(f"SimSQS does not model {operation} (it models {sorted(self._operations)})")
-        try:
-            response = handler(params)
-        except KeyError as exc:
-            raise missing_parameter(exc) from None
-        response["ResponseMetadata"] = {"HTTPStatusCode": 200}
-        return response
 
     def receive(self, queue_url: str, *, max_messages: int = 10, duplicate: bool = False) -> list[dict[str, Any]]:
         """ReceiveMessage with every attribute, for the simulated Lambda event source mapping: up to
