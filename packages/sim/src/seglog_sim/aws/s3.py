@@ -265,7 +265,7 @@ def _to_token(key: str) -> str:
 
 def _from_token(token: str) -> str:
     try:
-        return base64.urlsafe_b64decode(token.encode()).decode()
+        return base64.b64decode(token.encode(), altchars=b"-_", validate=True).decode()
     except ValueError:
         raise client_error("ListObjectsV2", "InvalidArgument", "The continuation token provided is incorrect",
                            ) from None
