@@ -186,6 +186,22 @@ def test_a_receive_past_max_receive_count_moves_the_message_to_the_dead_letter_q
         moved["MessageId"], moved["Attributes"]["DeadLetterQueueSourceArn"])
 
 
+def test_a_receive_that_moves_messages_still_returns_the_others(sim: SimSQS, clock: Clock) -> None:
+    """The moved messages are not returned, but they do not crowd out the visible ones that remain."""
+    dlq = sim.create_queue("d")
+    url = sim.create_queue("q", dead_letter=dlq, max_receive_count=1)
+    sqs = SimSQSClient.of(sim)
+    for n in range(6):
+        sqs.send_message(QueueUrl=url, MessageBody=f"old {n}")
+    sim.receive(url)
+    clock.now += 30
+    for n in range(4):
+        sqs.send_message(QueueUrl=url, MessageBody=f"new {n}")
+    got = sim.receive(url, max_messages=4)
+    assert [f"new {n}" for n in range(4)] == sorted(m["Body"] for m in got)
+    assert 6 == sim.depth(dlq)[0] + sim.depth(url)[0]
+
+
 def test_a_handle_from_before_the_move_deletes_nothing_in_the_dead_letter_queue(sim: SimSQS, clock: Clock) -> None:
     dlq = sim.create_queue("d")
     url = sim.create_queue("q", dead_letter=dlq, max_receive_count=1)

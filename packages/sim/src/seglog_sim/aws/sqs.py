@@ -246,11 +246,17 @@ class SimSQS(SimService):
     def _take(self, queue: SimQueue, now: float, max_messages: int, visibility: int) -> list[SqsMessage]:
         """Receive up to ``max_messages`` visible messages: a standard queue promises no order ("best-effort
         ordering": Amazon SQS Developer Guide, standard-queues), so the order is drawn from the rng."""
-        visible = [m for m in queue.messages.values() if m.visible_at <= now]
-        if not visible:
-            return []
-        chosen = self._rng.sample(visible, min(max_messages, len(visible)))
-        return [m for m in chosen if self._deliver(queue, m, now, visibility)]
+        taken: list[SqsMessage] = []
+        while len(taken) < max_messages:
+            visible = [m for m in queue.messages.values() if m.visible_at <= now]
+            if not visible:
+                break
+            chosen = self._rng.sample(visible, min(max_messages - len(taken), len(visible)))
+            delivered = [m for m in chosen if self._deliver(queue, m, now, visibility)]
+            taken += delivered
+            if len(delivered) == len(chosen):
+                break  # none moved to the dead-letter queue: no more to look for
+        return taken
 
     def _deliver(self, queue: SimQueue, message: SqsMessage, now: float, visibility: int) -> bool:
         """One receive of ``message``; False when it moved to the dead-letter queue instead.
