@@ -9,31 +9,19 @@ import random
 from typing import Any
 
 import pytest
+from sim_support import ManualClock
 
 from seglog_aws import redrive as redrive_module
 from seglog_aws.redrive import redrive
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def sim(clock: Clock) -> SimSQS:
+def sim(clock: ManualClock) -> SimSQS:
     return SimSQS(clock=clock, rng=random.Random(11))
 
 
-def _dead_letters(sim: SimSQS, clock: Clock, count: int) -> tuple[str, str, set[str]]:
+def _dead_letters(sim: SimSQS, clock: ManualClock, count: int) -> tuple[str, str, set[str]]:
     """A queue whose ``count`` messages all went to its DLQ (maxReceiveCount 1, received twice)."""
     dlq = sim.create_queue("jobs-dlq")
     queue = sim.create_queue("jobs", dead_letter=dlq, max_receive_count=1)
@@ -56,7 +44,7 @@ def _drain(sim: SimSQS, url: str) -> list[dict[str, Any]]:
     return got
 
 
-def test_redrive_moves_every_dead_letter_back_with_a_new_message_id(sim: SimSQS, clock: Clock) -> None:
+def test_redrive_moves_every_dead_letter_back_with_a_new_message_id(sim: SimSQS, clock: ManualClock) -> None:
     """13 messages: more than one ReceiveMessage batch of 10; bodies intact, fresh receive counts, DLQ empty."""
     dlq, queue, old_ids = _dead_letters(sim, clock, 13)
     assert 13 == redrive(SimSQSClient.of(sim), dlq_url=dlq, queue_url=queue)
@@ -67,7 +55,7 @@ def test_redrive_moves_every_dead_letter_back_with_a_new_message_id(sim: SimSQS,
     assert [] == sim.messages(dlq)
 
 
-def test_redriven_copies_arrive_after_the_delay(sim: SimSQS, clock: Clock) -> None:
+def test_redriven_copies_arrive_after_the_delay(sim: SimSQS, clock: ManualClock) -> None:
     dlq, queue, _ = _dead_letters(sim, clock, 1)
     assert 1 == redrive(SimSQSClient.of(sim), dlq_url=dlq, queue_url=queue, delay=120)
     assert ([], clock.now + 120) == (sim.receive(queue), sim.next_visible_at(queue))
@@ -75,24 +63,18 @@ def test_redriven_copies_arrive_after_the_delay(sim: SimSQS, clock: Clock) -> No
     assert ["job 0"] == [m["Body"] for m in sim.receive(queue)]
 
 
-class _DiesBeforeDelete:
-    """An SQS client whose redrive dies after SendMessageBatch, before DeleteMessageBatch (a kill -9 there)."""
-
-    def __init__(self, sqs: Any) -> None:
-        self._sqs = sqs
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "delete_message_batch":
-            raise KeyboardInterrupt("killed between send and delete")
-        return getattr(self._sqs, name)
-
-
-def test_a_redrive_that_dies_between_send_and_delete_loses_nothing(sim: SimSQS, clock: Clock) -> None:
+def test_a_redrive_that_dies_between_send_and_delete_loses_nothing(sim: SimSQS, clock: ManualClock) -> None:
     """The DLQ's copy reappears after the redrive's visibility timeout; the next redrive sends it again: a
     duplicate job (absorbed by the worker), never a lost one."""
     dlq, queue, _ = _dead_letters(sim, clock, 1)
+
+    def dies_before_delete(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        if operation == "DeleteMessageBatch":  # a kill -9 after SendMessageBatch, as the world's crashes do
+            raise KeyboardInterrupt("killed between send and delete")
+        return sim.call(operation, params)
+
     with pytest.raises(KeyboardInterrupt):
-        redrive(_DiesBeforeDelete(SimSQSClient.of(sim)), dlq_url=dlq, queue_url=queue)
+        redrive(SimSQSClient(dies_before_delete), dlq_url=dlq, queue_url=queue)
     assert 0 == redrive(SimSQSClient.of(sim), dlq_url=dlq, queue_url=queue)  # still hidden
     clock.now += redrive_module.VISIBILITY_SECONDS
     assert 1 == redrive(SimSQSClient.of(sim), dlq_url=dlq, queue_url=queue)

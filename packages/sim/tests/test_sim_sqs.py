@@ -9,27 +9,15 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from sim_support import ManualClock
 
 from seglog_aws.events.sqs import sqs_record
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_sim.aws.sqs_queue import MAX_MESSAGE_BYTES, md5_of_message_attributes
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def sim(clock: Clock) -> SimSQS:
+def sim(clock: ManualClock) -> SimSQS:
     return SimSQS(clock=clock, rng=random.Random(7))
 
 
@@ -58,7 +46,7 @@ def _receive(sqs: Any, url: str, n: int = 10, **params: Any) -> list[dict[str, A
 
 
 def test_a_receive_hides_the_message_for_the_visibility_timeout_and_counts_the_receive(
-        sqs: Any, url: str, clock: Clock) -> None:
+        sqs: Any, url: str, clock: ManualClock) -> None:
     """Amazon SQS Developer Guide, sqs-visibility-timeout: hidden for the timeout, then visible again with a new
     receipt handle and ApproximateReceiveCount one higher."""
     sent = sqs.send_message(QueueUrl=url, MessageBody="job")
@@ -75,7 +63,7 @@ def test_a_receive_hides_the_message_for_the_visibility_timeout_and_counts_the_r
 
 
 def test_system_attributes_are_returned_only_when_asked_for_and_as_strings(sqs: Any, url: str,
-                                                                              clock: Clock) -> None:
+                                                                              clock: ManualClock) -> None:
     sqs.send_message(QueueUrl=url, MessageBody="a")
     clock.now += 2.5
     [bare] = sqs.receive_message(QueueUrl=url)["Messages"]
@@ -102,7 +90,7 @@ def test_the_event_source_mapping_receive_gives_what_a_lambda_sqs_record_needs(s
                                  record["messageAttributes"]["kind"]["stringValue"])
 
 
-def test_a_standard_queue_delivers_in_an_order_drawn_from_the_seed(clock: Clock) -> None:
+def test_a_standard_queue_delivers_in_an_order_drawn_from_the_seed(clock: ManualClock) -> None:
     """Standard queues give best-effort ordering (Amazon SQS Developer Guide, standard-queues): the order is the
     seed's, the same for the same seed and another for another."""
 
@@ -118,7 +106,7 @@ def test_a_standard_queue_delivers_in_an_order_drawn_from_the_seed(clock: Clock)
     assert [str(n) for n in range(10)] == sorted(order(1))
 
 
-def test_the_same_seed_gives_the_same_ids_and_receipt_handles(clock: Clock) -> None:
+def test_the_same_seed_gives_the_same_ids_and_receipt_handles(clock: ManualClock) -> None:
     def history(seed: int) -> list[Any]:
         sim = SimSQS(clock=clock, rng=random.Random(seed))
         sqs = SimSQSClient.of(sim)
@@ -140,7 +128,7 @@ def test_receive_validates_its_parameters(sqs: Any, url: str) -> None:
         assert "InvalidParameterValue" == _code(caught), params
 
 
-def test_a_visibility_timeout_given_to_the_receive_replaces_the_queues(sqs: Any, url: str, clock: Clock) -> None:
+def test_a_visibility_timeout_given_to_the_receive_replaces_the_queues(sqs: Any, url: str, clock: ManualClock) -> None:
     sqs.send_message(QueueUrl=url, MessageBody="a")
     _receive(sqs, url, VisibilityTimeout=5)
     clock.now += 5
@@ -169,7 +157,7 @@ def test_no_duplicate_without_a_message_in_flight(sim: SimSQS, url: str) -> None
 
 
 def test_a_receive_past_max_receive_count_moves_the_message_to_the_dead_letter_queue(sim: SimSQS,
-                                                                                      clock: Clock) -> None:
+                                                                                      clock: ManualClock) -> None:
     """Amazon SQS Developer Guide, sqs-dead-letter-queues: the move happens when the ReceiveCount would exceed
     maxReceiveCount; the message keeps its id and names its source queue."""
     dlq = sim.create_queue("jobs-dlq")
@@ -186,7 +174,7 @@ def test_a_receive_past_max_receive_count_moves_the_message_to_the_dead_letter_q
         moved["MessageId"], moved["Attributes"]["DeadLetterQueueSourceArn"])
 
 
-def test_a_receive_that_moves_messages_still_returns_the_others(sim: SimSQS, clock: Clock) -> None:
+def test_a_receive_that_moves_messages_still_returns_the_others(sim: SimSQS, clock: ManualClock) -> None:
     """The moved messages are not returned, but they do not crowd out the visible ones that remain."""
     dlq = sim.create_queue("d")
     url = sim.create_queue("q", dead_letter=dlq, max_receive_count=1)
@@ -202,7 +190,8 @@ def test_a_receive_that_moves_messages_still_returns_the_others(sim: SimSQS, clo
     assert 6 == sim.depth(dlq)[0] + sim.depth(url)[0]
 
 
-def test_a_handle_from_before_the_move_deletes_nothing_in_the_dead_letter_queue(sim: SimSQS, clock: Clock) -> None:
+def test_a_handle_from_before_the_move_deletes_nothing_in_the_dead_letter_queue(sim: SimSQS,
+                                                                                clock: ManualClock) -> None:
     dlq = sim.create_queue("d")
     url = sim.create_queue("q", dead_letter=dlq, max_receive_count=1)
     sqs = SimSQSClient.of(sim)
@@ -227,7 +216,7 @@ def test_create_queue_refuses_a_dead_letter_queue_that_does_not_exist(sim: SimSQ
 
 
 def test_change_visibility_counts_from_now_and_zero_makes_the_message_visible(sqs: Any, url: str,
-                                                                               clock: Clock) -> None:
+                                                                               clock: ManualClock) -> None:
     """API Reference, ChangeMessageVisibility: "the 10 seconds begin to count from the time that you make the
     ChangeMessageVisibility call"."""
     sqs.send_message(QueueUrl=url, MessageBody="a")
@@ -242,7 +231,7 @@ def test_change_visibility_counts_from_now_and_zero_makes_the_message_visible(sq
     assert "3" == _receive(sqs, url)[0]["Attributes"]["ApproximateReceiveCount"]
 
 
-def test_change_visibility_answers_as_sqs_for_handles_it_cannot_use(sqs: Any, url: str, clock: Clock) -> None:
+def test_change_visibility_answers_as_sqs_for_handles_it_cannot_use(sqs: Any, url: str, clock: ManualClock) -> None:
     """Not in flight: MessageNotInflight; an older handle: InvalidParameterValue ("The receipt handle has
     expired"); a handle never issued: ReceiptHandleIsInvalid; out of 0..43200 or past 12 hours since the receive:
     InvalidParameterValue (API Reference, ChangeMessageVisibility; re:Post, sqs-receipt-handle-error)."""
@@ -291,7 +280,7 @@ def test_delete_with_a_handle_never_issued_or_from_another_queue_is_receipt_hand
 @pytest.mark.parametrize(("weights", "left", "code"), [
     ((1.0, 0.0, 0.0), 0, None), ((0.0, 1.0, 0.0), 1, None), ((0.0, 0.0, 1.0), 1, "InvalidParameterValue")])
 def test_delete_with_an_older_handle_does_one_of_the_three_things_sqs_documents(
-        clock: Clock, weights: tuple[float, float, float], left: int, code: str | None) -> None:
+        clock: ManualClock, weights: tuple[float, float, float], left: int, code: str | None) -> None:
     """API Reference, DeleteMessage: with an older receipt handle "the request will still succeed, but the message
     might not be deleted"; re:Post sqs-receipt-handle-error: it "might sometimes succeed", or InvalidParameterValue."""
     sim = SimSQS(clock=clock, rng=random.Random(1), stale_delete=weights)
@@ -308,7 +297,7 @@ def test_delete_with_an_older_handle_does_one_of_the_three_things_sqs_documents(
     assert (left, code) == (len(sim.messages(url)), got)
 
 
-def test_the_default_draws_each_of_the_three_outcomes(clock: Clock) -> None:
+def test_the_default_draws_each_of_the_three_outcomes(clock: ManualClock) -> None:
     sim = SimSQS(clock=clock, rng=random.Random(5))
     seen = {sim._stale_delete() for _ in range(50)}
     assert {"deletes", "ignored", "refused"} == seen
@@ -329,7 +318,7 @@ def test_message_bodies_are_checked_as_sqs_does(sqs: Any, url: str) -> None:
 
 
 def test_a_delayed_message_stays_hidden_and_counts_as_delayed(sqs: Any, url: str, sim: SimSQS,
-                                                               clock: Clock) -> None:
+                                                               clock: ManualClock) -> None:
     """Amazon SQS Developer Guide, sqs-delay-queues (DelaySeconds 0..900); GetQueueAttributes reports it in
     ApproximateNumberOfMessagesDelayed."""
     sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=60)
