@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import os
 import random
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from queue_support import QueueUnderTest, sqs_receiver
 from seglog_aws.backend import Backend
 from seglog_aws.clients import client, local_session
 from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
-from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
+from seglog_core.ports import BlobStore, LogStore, PendingStore
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_stack import StackConfig, StackManager, docker_available, local
@@ -146,34 +145,6 @@ def blob_store(stores: tuple[LogStore, BlobStore]) -> BlobStore:
     return stores[1]
 
 
-@dataclass
-class QueueUnderTest:
-    """A JobQueue and what its contract suite needs beside the port: receiving (the Lambda event source mapping's
-    part) and the depth."""
-
-    queue: JobQueue
-    #: Up to ``n`` messages visible now (on a real queue, polled for a few seconds until ``n`` arrive).
-    receive: Callable[[int], list[QueueMessage]]
-    depth: Callable[[], int]
-
-
-def _sqs_receiver(sqs: Any, url: str, *, patience: float) -> Callable[[int], list[QueueMessage]]:
-    def receive(n: int) -> list[QueueMessage]:
-        got: list[QueueMessage] = []
-        deadline = time.monotonic() + patience
-        while True:
-            response = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=n - len(got),
-                                           WaitTimeSeconds=1 if patience else 0,
-                                           MessageSystemAttributeNames=["ApproximateReceiveCount"])
-            got += [QueueMessage(message_id=m["MessageId"], receipt_handle=m["ReceiptHandle"], body=m["Body"],
-                                 receive_count=int(m["Attributes"]["ApproximateReceiveCount"]))
-                    for m in response.get("Messages", [])]
-            if len(got) >= n or time.monotonic() >= deadline:
-                return got
-
-    return receive
-
-
 @pytest.fixture(params=_params("memory", "sim", *PROFILES))
 def job_queue(request: pytest.FixtureRequest, stacks: _Stacks) -> Iterator[QueueUnderTest]:
     """A fresh snapshot queue of each backend: the in-memory fake, SqsJobQueue on the simulated SQS, and
@@ -186,12 +157,12 @@ def job_queue(request: pytest.FixtureRequest, stacks: _Stacks) -> Iterator[Queue
         sim = SimSQS(clock=lambda: 1_700_000_000.0, rng=random.Random(0))
         url = sim.create_queue("seglog-sim-jobs", visibility_timeout=30)
         sim_queue = SqsJobQueue(SimSQSClient.of(sim), queue_url=url)
-        yield QueueUnderTest(queue=sim_queue, receive=_sqs_receiver(SimSQSClient.of(sim), url, patience=0),
+        yield QueueUnderTest(queue=sim_queue, receive=sqs_receiver(SimSQSClient.of(sim), url, patience=0),
                              depth=sim_queue.depth)
         return
     deployment = stacks.deployment(request.param)
     sqs = client("sqs", session=local_session(deployment.region), endpoint_url=deployment.endpoints["sqs"])
     url = sqs.create_queue(QueueName=f"t-{uuid.uuid4().hex[:12]}", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
     stack_queue = SqsJobQueue(sqs, queue_url=url)
-    yield QueueUnderTest(queue=stack_queue, receive=_sqs_receiver(sqs, url, patience=5.0), depth=stack_queue.depth)
+    yield QueueUnderTest(queue=stack_queue, receive=sqs_receiver(sqs, url, patience=5.0), depth=stack_queue.depth)
     sqs.delete_queue(QueueUrl=url)

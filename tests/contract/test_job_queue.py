@@ -9,7 +9,7 @@ ChangeMessageVisibility), and the worker must not mistake them for failures.
 
 from __future__ import annotations
 
-from conftest import QueueUnderTest
+from queue_support import QueueUnderTest
 from seglog_core.schema import SNAPSHOT_JOB_DECODER, SnapshotJob
 
 JOB = SnapshotJob(log="0f8e2f5c-5d1e-4a53-9b0b-6a2f1f0e9c11", segment=2, entry=40)

@@ -17,6 +17,11 @@ from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 
 
 @pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
 def sim(clock: ManualClock) -> SimSQS:
     return SimSQS(clock=clock, rng=random.Random(11))
 

@@ -17,6 +17,11 @@ from seglog_sim.aws.sqs_queue import MAX_MESSAGE_BYTES, md5_of_message_attribute
 
 
 @pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
 def sim(clock: ManualClock) -> SimSQS:
     return SimSQS(clock=clock, rng=random.Random(7))
 
@@ -206,6 +211,8 @@ def test_a_handle_from_before_the_move_deletes_nothing_in_the_dead_letter_queue(
 def test_create_queue_refuses_a_dead_letter_queue_that_does_not_exist(sim: SimSQS, sqs: Any) -> None:
     with pytest.raises(ValueError, match="does not exist"):
         sim.create_queue("q", dead_letter="nope", max_receive_count=3)
+    with pytest.raises(ValueError, match="needs a dead_letter"):
+        sim.create_queue("q", max_receive_count=3)
     with pytest.raises(ClientError) as caught:
         sqs.create_queue(QueueName="q", Attributes={
             "RedrivePolicy": '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:nope","maxReceiveCount":3}'})

@@ -76,6 +76,8 @@ class SimSQS(SimService):
         (by name, URL or ARN) that messages move to once received more than ``max_receive_count`` (default 1000)
         times. Returns the queue's URL."""
         attributes = {"VisibilityTimeout": str(visibility_timeout)}
+        if max_receive_count is not None and dead_letter is None:
+            raise ValueError("max_receive_count needs a dead_letter queue to move messages to")
         if dead_letter is not None:
             target = self._names.get(dead_letter) or self._queues.get(dead_letter) or self._by_arn(dead_letter)
             if target is None:
