@@ -8,6 +8,7 @@ per test. When the stack cannot start the tests that need it fail (with CI=true 
 from __future__ import annotations
 
 import os
+import random
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,15 @@ from typing import Any
 
 import pytest
 
+from queue_support import QueueUnderTest, sqs_receiver
 from seglog_aws.backend import Backend
-from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPendingStore
+from seglog_aws.clients import client, local_session
+from seglog_aws.s3_blob_store import S3BlobStore
+from seglog_aws.sqs_job_queue import SqsJobQueue
+from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_sim.aws.s3 import SimS3, SimS3Client
+from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_stack import StackConfig, StackManager, docker_available, local
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
@@ -26,6 +33,8 @@ _BASE = int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
 TEST_PORTS = {"dynamodb-local": (_BASE, _BASE + 3400), "localstack": (_BASE + 10, _BASE + 3410)}
 PROFILES = tuple(p for p in TEST_PORTS if p in os.environ.get("SEGLOG_TEST_PROFILES", ",".join(TEST_PORTS)))
 BACKENDS = ("memory", *PROFILES)
+#: The simulator's models (seglog_sim.aws) run in process, like the in-memory fakes.
+IN_PROCESS = ("memory", "sim")
 REPO = Path(__file__).resolve().parent.parent
 #: Where a Docker daemon answers, the stack tests run on docker-compose.yml's containers through testcontainers;
 #: SEGLOG_TEST_DOCKER=0 keeps them on host processes, =1 insists on Docker (and fails without a daemon).
@@ -97,19 +106,28 @@ def backend(deployment: local.LocalDeployment) -> Backend:
 
 
 def _marks(name: str) -> list[pytest.MarkDecorator]:
-    return [] if name == "memory" else [pytest.mark.stack]
+    return [] if name in IN_PROCESS else [pytest.mark.stack]
 
 
-@pytest.fixture(params=[pytest.param(b, marks=_marks(b)) for b in BACKENDS])
+def _params(*backends: str) -> list[Any]:
+    return [pytest.param(b, marks=_marks(b)) for b in backends]
+
+
+@pytest.fixture(params=_params("memory", "sim", *PROFILES))
 def stores(request: pytest.FixtureRequest, stacks: _Stacks) -> tuple[LogStore, BlobStore]:
-    """A LogStore and a BlobStore of each backend."""
+    """A LogStore and a BlobStore of each backend (sim: S3BlobStore on the simulated S3; its LogStore is the
+    in-memory one until the simulated DynamoDB joins)."""
     if request.param == "memory":
         return InMemoryLogStore(), InMemoryBlobStore()
+    if request.param == "sim":
+        s3 = SimS3()
+        s3.create_bucket("seglog-sim")
+        return InMemoryLogStore(), S3BlobStore(SimS3Client.of(s3), bucket="seglog-sim")
     backend = stacks.deployment(request.param).backend()
     return backend.store, backend.blobs
 
 
-@pytest.fixture(params=[pytest.param(b, marks=_marks(b)) for b in BACKENDS])
+@pytest.fixture(params=_params(*BACKENDS))
 def pending_store(request: pytest.FixtureRequest, stacks: _Stacks) -> PendingStore:
     """A PendingStore of each backend."""
     if request.param == "memory":
@@ -125,3 +143,26 @@ def log_store(stores: tuple[LogStore, BlobStore]) -> LogStore:
 @pytest.fixture
 def blob_store(stores: tuple[LogStore, BlobStore]) -> BlobStore:
     return stores[1]
+
+
+@pytest.fixture(params=_params("memory", "sim", *PROFILES))
+def job_queue(request: pytest.FixtureRequest, stacks: _Stacks) -> Iterator[QueueUnderTest]:
+    """A fresh snapshot queue of each backend: the in-memory fake, SqsJobQueue on the simulated SQS, and
+    SqsJobQueue on the local stack's SQS (a queue of the test's own, deleted after it)."""
+    if request.param == "memory":
+        memory = InMemoryJobQueue(visibility_timeout=30)
+        yield QueueUnderTest(queue=memory, receive=memory.receive, depth=memory.depth)
+        return
+    if request.param == "sim":
+        sim = SimSQS(clock=lambda: 1_700_000_000.0, rng=random.Random(0))
+        url = sim.create_queue("seglog-sim-jobs", visibility_timeout=30)
+        sim_queue = SqsJobQueue(SimSQSClient.of(sim), queue_url=url)
+        yield QueueUnderTest(queue=sim_queue, receive=sqs_receiver(SimSQSClient.of(sim), url, patience=0),
+                             depth=sim_queue.depth)
+        return
+    deployment = stacks.deployment(request.param)
+    sqs = client("sqs", session=local_session(deployment.region), endpoint_url=deployment.endpoints["sqs"])
+    url = sqs.create_queue(QueueName=f"t-{uuid.uuid4().hex[:12]}", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+    stack_queue = SqsJobQueue(sqs, queue_url=url)
+    yield QueueUnderTest(queue=stack_queue, receive=sqs_receiver(sqs, url, patience=5.0), depth=stack_queue.depth)
+    sqs.delete_queue(QueueUrl=url)
