@@ -115,6 +115,13 @@ class SimSQS(SimService):
                  "ReceiptHandle": m.receipt, "DeadLetterQueueSourceArn": m.dead_letter_source_arn}
                 for m in self._queues[queue_url].messages.values()]
 
+    def set_max_receive_count(self, queue_url: str, count: int) -> None:
+        """Change the queue's RedrivePolicy maxReceiveCount (what SetQueueAttributes would do)."""
+        queue = self._queues[queue_url]
+        if queue.dead_letter is None:
+            raise ValueError("the queue has no dead-letter queue")
+        queue.max_receive_count = count
+
     def next_visible_at(self, queue_url: str) -> float | None:
         """The earliest time a hidden (in flight or delayed) message becomes visible; None if none is hidden."""
         now = self._clock()
