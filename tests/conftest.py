@@ -7,6 +7,8 @@ per test. When the stack cannot start the tests that need it fail (with CI=true 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import uuid
 from collections.abc import Iterator
@@ -16,16 +18,21 @@ from typing import Any
 import pytest
 
 from seglog_aws.backend import Backend
+from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_stack import StackConfig, StackManager, docker_available, local
+from seglog_stack.template import load_template
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
 #: SEGLOG_TEST_PORT_BASE moves them, so two test sessions can run side by side.
 _BASE = int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
 TEST_PORTS = {"dynamodb-local": (_BASE, _BASE + 3400), "localstack": (_BASE + 10, _BASE + 3410)}
 PROFILES = tuple(p for p in TEST_PORTS if p in os.environ.get("SEGLOG_TEST_PROFILES", ",".join(TEST_PORTS)))
-BACKENDS = ("memory", *PROFILES)
+#: "sim": seglog's real DynamoDB adapters over the simulator's in-memory DynamoDB (seglog_sim.aws.dynamodb).
+BACKENDS = ("memory", "sim", *PROFILES)
 REPO = Path(__file__).resolve().parent.parent
 #: Where a Docker daemon answers, the stack tests run on docker-compose.yml's containers through testcontainers;
 #: SEGLOG_TEST_DOCKER=0 keeps them on host processes, =1 insists on Docker (and fails without a daemon).
@@ -97,7 +104,26 @@ def backend(deployment: local.LocalDeployment) -> Backend:
 
 
 def _marks(name: str) -> list[pytest.MarkDecorator]:
-    return [] if name == "memory" else [pytest.mark.stack]
+    return [] if name in ("memory", "sim") else [pytest.mark.stack]
+
+
+#: The simulated tables' physical names, by their logical ids in template.yaml.
+SIM_TABLES = {"SegmentsTable": "Segments", "EntriesTable": "Entries", "PendingSnapshotsTable": "PendingSnapshots"}
+
+
+@functools.cache
+def sim_tables() -> tuple[TableSpec, ...]:
+    """template.yaml's tables (keys, key types, stream) under SIM_TABLES' names."""
+    resources = load_template(REPO / "template.yaml").resources
+    return tuple(TableSpec.from_properties(name, resources[logical]["Properties"])
+                 for logical, name in SIM_TABLES.items())
+
+
+def sim_dynamodb() -> SimDynamoDBClient:
+    """A client of a fresh simulated DynamoDB with template.yaml's tables, on a clock that ticks a second a read."""
+    specs = sim_tables()
+    clock = itertools.count(1_700_000_000)
+    return SimDynamoDBClient.of(SimDynamoDB(specs, clock=lambda: float(next(clock))))
 
 
 @pytest.fixture(params=[pytest.param(b, marks=_marks(b)) for b in BACKENDS])
@@ -105,6 +131,8 @@ def stores(request: pytest.FixtureRequest, stacks: _Stacks) -> tuple[LogStore, B
     """A LogStore and a BlobStore of each backend."""
     if request.param == "memory":
         return InMemoryLogStore(), InMemoryBlobStore()
+    if request.param == "sim":  # the simulated S3 comes with its own helper; the lead wires it here
+        return DynamoDBLogStore(sim_dynamodb(), segments_table="Segments", entries_table="Entries"), InMemoryBlobStore()
     backend = stacks.deployment(request.param).backend()
     return backend.store, backend.blobs
 
@@ -114,6 +142,8 @@ def pending_store(request: pytest.FixtureRequest, stacks: _Stacks) -> PendingSto
     """A PendingStore of each backend."""
     if request.param == "memory":
         return InMemoryPendingStore()
+    if request.param == "sim":
+        return DynamoDBPendingStore(sim_dynamodb(), table="PendingSnapshots")
     return stacks.deployment(request.param).backend().pending
 
 
