@@ -27,7 +27,7 @@ from seglog_sim.aws.dynamodb_requests import (
 )
 from seglog_sim.aws.dynamodb_streams import Change, TableStream, change_size, key_bytes
 from seglog_sim.aws.dynamodb_tables import Table, TableSpec
-from seglog_sim.aws.dynamodb_values import Item, checked_size, copy_item, item_size, items_equal, normalize_item
+from seglog_sim.aws.dynamodb_values import Item, checked_size, copy_item, items_equal, normalize_item
 from seglog_sim.aws.update_expressions import Update, check_update_paths, updated
 
 __all__ = ["SimDynamoDB", "SimDynamoDBClient", "TableSpec"]
@@ -159,12 +159,13 @@ class SimDynamoDB:
             table.forget(hk, rk, horizon)
         return now
 
-    def commit(self, table: Table, hk: Any, rk: Any, key: Item, old: Item | None, new: Item | None,
+    def commit(self, table: Table, hk: Any, rk: Any, key: Item, old: Item | None, new: Item | None, size: int,
                now: float) -> None:
-        """Make ``new`` (None: deleted) the item's current version; a change appends a stream record."""
+        """Make ``new`` (None: deleted; ``size`` its size) the item's current version; a change appends a stream
+        record."""
         if items_equal(old, new):
             return  # no data changed: no new version, no stream record (Developer Guide, Streams)
-        table.write(hk, rk, new, now, now - self.history)
+        table.write(hk, rk, new, size, now, now - self.history)
         if new is None:
             self._tombstones.append((now, table, hk, rk))
         stream = self._streams.get(table.spec.name)
@@ -173,7 +174,7 @@ class SimDynamoDB:
             event = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
             shard = stream.shard_of(key_bytes(key[table.spec.hash_key]))
             stream.append(shard, Change(sequence=self._sequence, event_id=f"{self._sequence:032x}", event_name=event,
-                                        keys=key, new_image=new, created=now, size=change_size(key, new)))
+                                        keys=key, new_image=new, created=now, size=change_size(key, size)))
 
     def check(self, operation: str, condition_params: dict[str, Any], expressions: Expressions,
               old: Item | None) -> None:
@@ -204,14 +205,14 @@ class SimDynamoDB:
         expressions = Expressions(params, ("ConditionExpression",))
         returns = _return_values(params, ("NONE", "ALL_OLD"))
         now = self.now()
-        old = table.get(hk, rk)
+        old, old_size = table.get(hk, rk)
         try:
             self.check("PutItem", params, expressions, old)
         except ConditionFailed:
             raise self._condition_failed("PutItem", params, table, old,
                                          write_units(size) if old is not None else 1.0) from None
-        self.commit(table, hk, rk, key, old, item, now)
-        units = write_units(max(size, item_size(old)))
+        self.commit(table, hk, rk, key, old, item, size, now)
+        units = write_units(max(size, old_size))
         self.units[table.spec.name][1] += units
         response = capacity(table.spec.name, units, params.get("ReturnConsumedCapacity"))
         if returns == "ALL_OLD" and old is not None:
@@ -228,15 +229,15 @@ class SimDynamoDB:
         check_update_paths(table.types, update)
         returns = _return_values(params, _UPDATE_RETURN_VALUES)
         now = self.now()
-        old = table.get(hk, rk)
+        old, old_size = table.get(hk, rk)
         try:
             self.check("UpdateItem", params, expressions, old)
         except ConditionFailed:
             raise self._condition_failed("UpdateItem", params, table, old,
-                                         write_units(item_size(old)) if old is not None else 1.0) from None
-        new = updated(old, key, update, expressions.values)
-        self.commit(table, hk, rk, key, old, new, now)
-        units = write_units(max(item_size(old), item_size(new)))
+                                         write_units(old_size) if old is not None else 1.0) from None
+        new, size = updated(old, key, update, expressions.values)
+        self.commit(table, hk, rk, key, old, new, size, now)
+        units = write_units(max(old_size, size))
         self.units[table.spec.name][1] += units
         response = capacity(table.spec.name, units, params.get("ReturnConsumedCapacity"))
         attributes: Item | None = None
@@ -258,14 +259,14 @@ class SimDynamoDB:
         expressions = Expressions(params, ("ConditionExpression",))
         returns = _return_values(params, ("NONE", "ALL_OLD"))
         now = self.now()
-        old = table.get(hk, rk)
+        old, old_size = table.get(hk, rk)
         try:
             self.check("DeleteItem", params, expressions, old)
         except ConditionFailed:
             raise self._condition_failed("DeleteItem", params, table, old,
-                                         write_units(item_size(old)) if old is not None else 1.0) from None
-        self.commit(table, hk, rk, key, old, None, now)
-        units = write_units(item_size(old))
+                                         write_units(old_size) if old is not None else 1.0) from None
+        self.commit(table, hk, rk, key, old, None, 0, now)
+        units = write_units(old_size)
         self.units[table.spec.name][1] += units
         response = capacity(table.spec.name, units, params.get("ReturnConsumedCapacity"))
         if returns == "ALL_OLD" and old is not None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from seglog_sim.aws.dynamodb_errors import ValidationError
 from seglog_sim.aws.dynamodb_requests import Expressions, capacity, read_units
 from seglog_sim.aws.dynamodb_tables import Table, key_sort_value, visible
-from seglog_sim.aws.dynamodb_values import Item, compare, copy_item, copy_value, item_size
+from seglog_sim.aws.dynamodb_values import Item, compare, copy_item, copy_value
 from seglog_sim.aws.expressions import Condition, Projection
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ def get_item(sim: SimDynamoDB, params: dict[str, Any], as_of: float | None) -> d
     hk, rk, _ = table.key(params["Key"])
     expressions = Expressions(params, ("ProjectionExpression",))
     consistent = bool(params.get("ConsistentRead"))
-    item = table.get(hk, rk, None if consistent else as_of)
-    units = read_units(item_size(item), consistent=consistent)
+    item, size = table.get(hk, rk, None if consistent else as_of)
+    units = read_units(size, consistent=consistent)
     sim.units[table.spec.name][0] += units
     response = capacity(table.spec.name, units, params.get("ReturnConsumedCapacity"))
     if item is not None:
@@ -65,10 +65,10 @@ class _Page:
         self.size = 0
         self.last: Item | None = None
 
-    def add(self, item: Item) -> bool:
-        """Evaluate one item; False once the limit is reached."""
+    def add(self, item: Item, size: int) -> bool:
+        """Evaluate one item (of ``size`` bytes); False once the limit is reached."""
         self.scanned += 1
-        self.size += item_size(item)
+        self.size += size
         if self.condition is None or self.condition.test(item, self.values):
             self.items.append(item)
         if self.limit is not None and self.scanned >= self.limit:
@@ -143,8 +143,8 @@ def query(sim: SimDynamoDB, params: dict[str, Any], as_of: float | None) -> dict
     page = _Page(_limit(params), expressions.filter, values)
     seen_as_of = None if consistent else as_of
     for _, versions in table.walk(hk, forward=forward, after=after, **bounds):
-        item = visible(versions, seen_as_of)
-        if item is not None and not page.add(item):
+        item, size = visible(versions, seen_as_of)
+        if item is not None and not page.add(item, size):
             break
     return page.response(sim, table, params, expressions.projection, consistent)
 
@@ -168,8 +168,8 @@ def scan(sim: SimDynamoDB, params: dict[str, Any], as_of: float | None) -> dict[
     for i in range(first, len(hashes)):
         full = False
         for _, versions in table.walk(hashes[i], forward=True, after=after if i == first else None):
-            item = visible(versions, seen_as_of)
-            if item is not None and not page.add(item):
+            item, size = visible(versions, seen_as_of)
+            if item is not None and not page.add(item, size):
                 full = True
                 break
         if full:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import Any
 
 from botocore.exceptions import ParamValidationError
@@ -69,34 +68,25 @@ def check_on_failure(params: dict[str, Any]) -> None:
                               "satisfy enum value set: [ALL_OLD, NONE]")
 
 
-class Expressions:
-    """The compiled expressions of one request (or one transaction item) and its normalized values."""
+class _Bundle:
+    """The compiled expressions of one request shape (its expression texts and names), with what DynamoDB checks
+    of its placeholders worked out once."""
 
-    __slots__ = ("condition", "filter", "key", "projection", "update", "values")
+    __slots__ = ("compiled", "condition", "filter", "key", "names_used", "projection", "scalar_checks", "update",
+                 "values_used")
 
-    def __init__(self, params: dict[str, Any], kinds: Iterable[str]) -> None:
-        names = params.get("ExpressionAttributeNames")
-        raw_values = params.get("ExpressionAttributeValues")
-        if names is not None and not names:
-            raise ValidationError("ExpressionAttributeNames must not be empty")
-        if raw_values is not None and not raw_values:
-            raise ValidationError("ExpressionAttributeValues must not be empty")
+    def __init__(self, texts: tuple[tuple[str, str], ...], names: dict[str, str] | None) -> None:
         self.condition: Condition | None = None
         self.filter: Condition | None = None
         self.key: Any = None
         self.projection: Any = None
         self.update: Any = None
-        compiled: list[Any] = []
-        compiled_kinds: list[str] = []
-        for kind in kinds:
-            text = params.get(kind)
-            if text is None:
-                continue
+        self.compiled: list[tuple[str, Any]] = []
+        for kind, text in texts:
             if not isinstance(text, str):
                 raise ValidationError(f"{kind} must be a string")
             expression = cached(kind, text, names)
-            compiled.append(expression)
-            compiled_kinds.append(kind)
+            self.compiled.append((kind, expression))
             match kind:
                 case "ConditionExpression":
                     self.condition = expression
@@ -108,29 +98,63 @@ class Expressions:
                     self.projection = expression
                 case _:
                     self.update = expression
+        self.names_used = frozenset(n for _, c in self.compiled for n in c.names_used)
+        self.values_used = frozenset(v for _, c in self.compiled for v in c.values_used)
+        self.scalar_checks = tuple(c for c in (self.condition, self.filter) if c is not None and c.scalar_values)
         if names:
-            used = {n for c in compiled for n in c.names_used}
-            unused = [n for n in names if n not in used]
+            unused = [n for n in names if n not in self.names_used]
             if unused:
                 raise ValidationError(f"Value provided in ExpressionAttributeNames unused in expressions: keys: "
                                       f"{{{', '.join(unused)}}}")
+
+    def check_values(self, values: dict[str, Any]) -> None:
+        """Every :value defined is used, and every one used is defined (checked before anything is evaluated)."""
+        if values.keys() == self.values_used:
+            return
+        if values and not self.compiled:
+            raise ValidationError("ExpressionAttributeValues can only be specified when using expressions")
+        unused = [v for v in values if v not in self.values_used]
+        if unused:
+            raise ValidationError(f"Value provided in ExpressionAttributeValues unused in expressions: keys: "
+                                  f"{{{', '.join(unused)}}}")
+        for kind, c in self.compiled:
+            check_values(kind, c.values_used, values)
+
+
+_BUNDLES: dict[tuple[Any, ...], _Bundle] = {}
+_BUNDLE_LIMIT = 4096
+
+
+class Expressions:
+    """The compiled expressions of one request (or one transaction item) and its normalized values."""
+
+    __slots__ = ("condition", "filter", "key", "projection", "update", "values")
+
+    def __init__(self, params: dict[str, Any], kinds: tuple[str, ...]) -> None:
+        names = params.get("ExpressionAttributeNames")
+        raw_values = params.get("ExpressionAttributeValues")
+        if names is not None and not names:
+            raise ValidationError("ExpressionAttributeNames must not be empty")
+        if raw_values is not None and not raw_values:
+            raise ValidationError("ExpressionAttributeValues must not be empty")
+        texts = tuple((kind, params[kind]) for kind in kinds if kind in params)
+        shape = (texts, tuple(names.items()) if names else ())
+        bundle = _BUNDLES.get(shape)
+        if bundle is None:
+            bundle = _Bundle(texts, names)
+            if len(_BUNDLES) >= _BUNDLE_LIMIT:
+                _BUNDLES.clear()
+            _BUNDLES[shape] = bundle
         values: dict[str, Value] = {}
         if raw_values:
-            if not compiled:
-                raise ValidationError("ExpressionAttributeValues can only be specified when using expressions")
-            used_values = {v for c in compiled for v in c.values_used}
-            unused = [v for v in raw_values if v not in used_values]
-            if unused:
-                raise ValidationError(f"Value provided in ExpressionAttributeValues unused in expressions: keys: "
-                                      f"{{{', '.join(unused)}}}")
+            bundle.check_values(raw_values)
             values = {k: normalize(v) for k, v in raw_values.items()}
-        for kind, c in zip(compiled_kinds, compiled, strict=True):
-            if c.values_used:
-                check_values(kind, c.values_used, values)
-        for c in (self.condition, self.filter):
-            if c is not None and c.scalar_values:
-                check_scalars(c.kind, c.scalar_values, values)
-        self.values = values
+        elif bundle.values_used:
+            bundle.check_values({})
+        for c in bundle.scalar_checks:
+            check_scalars(c.kind, c.scalar_values, values)
+        self.condition, self.filter, self.key = bundle.condition, bundle.filter, bundle.key
+        self.projection, self.update, self.values = bundle.projection, bundle.update, values
 
 
 # Capacity: DynamoDB Developer Guide, "Read/write capacity mode" and "DynamoDB read and write operations"

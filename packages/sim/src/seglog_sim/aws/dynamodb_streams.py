@@ -89,6 +89,6 @@ def key_bytes(value: dict[str, Any]) -> bytes:
     return bytes(data) if kind == "B" else str(data).encode()
 
 
-def change_size(keys: Item, new_image: Item | None) -> int:
+def change_size(keys: Item, new_image_size: int) -> int:
     """SizeBytes of a record: the sizes of its Keys and NewImage (AWS does not document its formula)."""
-    return item_size(keys) + item_size(new_image)
+    return item_size(keys) + new_image_size

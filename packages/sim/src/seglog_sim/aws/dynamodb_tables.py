@@ -16,7 +16,7 @@ from typing import Any
 from seglog_sim.aws.dynamodb_errors import ValidationError
 from seglog_sim.aws.dynamodb_values import SCALAR_TYPES, Item, Value, sort_key
 
-Version = tuple[float, Item | None]  # (time written, the item then, or None once deleted)
+Version = tuple[float, Item | None, int]  # (time written, the item then or None once deleted, its size)
 
 
 @dataclass(frozen=True)
@@ -125,14 +125,15 @@ class Table:
 
     # ------------------------------------------------------------------------------------------- versions
 
-    def get(self, hk: Any, rk: Any, as_of: float | None = None) -> Item | None:
+    def get(self, hk: Any, rk: Any, as_of: float | None = None) -> tuple[Item | None, int]:
+        """The item (None: absent) and its size, as a read at ``as_of`` sees it (None: consistent)."""
         partition = self.partitions.get(hk)
         if partition is None:
-            return None
+            return _ABSENT
         versions = partition.versions.get(rk)
-        return None if versions is None else visible(versions, as_of)
+        return _ABSENT if versions is None else visible(versions, as_of)
 
-    def write(self, hk: Any, rk: Any, item: Item | None, now: float, horizon: float) -> None:
+    def write(self, hk: Any, rk: Any, item: Item | None, size: int, now: float, horizon: float) -> None:
         """Record ``item`` (None: deleted) as the item's version at ``now``; drop versions older than ``horizon``
         except the last one before it (what a read at the horizon sees)."""
         partition = self.partitions.get(hk)
@@ -140,10 +141,10 @@ class Table:
             partition = self.partitions[hk] = Partition()
         versions = partition.versions.get(rk)
         if versions is None:
-            partition.versions[rk] = [(now, item)]
+            partition.versions[rk] = [(now, item, size)]
             bisect.insort(partition.keys, rk)
             return
-        versions.append((now, item))
+        versions.append((now, item, size))
         while len(versions) > 1 and versions[1][0] <= horizon:
             del versions[0]
 
@@ -203,14 +204,18 @@ class Table:
         return found
 
 
-def visible(versions: list[Version], as_of: float | None) -> Item | None:
-    """The item as a read at ``as_of`` sees it (None: the latest, a consistent read)."""
+_ABSENT: tuple[None, int] = (None, 0)
+
+
+def visible(versions: list[Version], as_of: float | None) -> tuple[Item | None, int]:
+    """The item and its size as a read at ``as_of`` sees it (None: the latest, a consistent read)."""
     if as_of is None:
-        return versions[-1][1]
-    for written, item in reversed(versions):
+        _, item, size = versions[-1]
+        return item, size
+    for written, item, size in reversed(versions):
         if written <= as_of:
-            return item
-    return None
+            return item, size
+    return _ABSENT
 
 
 def key_sort_value(table: Table, name: str, value: Value) -> Any:

@@ -26,7 +26,7 @@ from seglog_sim.aws.dynamodb_requests import (
     write_units,
 )
 from seglog_sim.aws.dynamodb_tables import Table
-from seglog_sim.aws.dynamodb_values import Item, checked_size, copy_item, item_size, normalize_item
+from seglog_sim.aws.dynamodb_values import Item, checked_size, copy_item, normalize_item
 from seglog_sim.aws.update_expressions import check_update_paths, updated
 
 if TYPE_CHECKING:
@@ -48,8 +48,10 @@ class _Action:
     key: Item
     expressions: Expressions
     item: Item | None = None  # Put's item
+    item_size: int = 0
     old: Item | None = None
     new: Item | None = None
+    new_size: int = 0
 
 
 def _prepare(sim: SimDynamoDB, entry: Any) -> _Action:
@@ -63,15 +65,16 @@ def _prepare(sim: SimDynamoDB, entry: Any) -> _Action:
     item = None
     if kind == "Put":
         item = normalize_item(params["Item"])
-        checked_size(item)
+        size = checked_size(item)
         hk, rk, key = table.item_key(item)
     else:
+        size = 0
         hk, rk, key = table.key(params["Key"])
     expressions = Expressions(params, _KINDS[kind])
     if kind == "Update":
         check_update_paths(table.types, expressions.update)
     check_on_failure(params)
-    return _Action(kind, params, table, hk, rk, key, expressions, item=item)
+    return _Action(kind, params, table, hk, rk, key, expressions, item=item, item_size=size)
 
 
 def transact_write_items(sim: SimDynamoDB, params: dict[str, Any]) -> dict[str, Any]:
@@ -87,16 +90,18 @@ def transact_write_items(sim: SimDynamoDB, params: dict[str, Any]) -> dict[str, 
     reasons: list[dict[str, Any]] = []
     units: dict[str, float] = {}
     for action in actions:
-        action.old = old = action.table.get(action.hk, action.rk)
+        old, old_size = action.table.get(action.hk, action.rk)
+        action.old = old
         reason: dict[str, Any] = {"Code": "None"}
         try:
             sim.check("TransactWriteItems", action.params, action.expressions, old)
             if action.kind == "Put":
-                action.new = action.item
+                action.new, action.new_size = action.item, action.item_size
             elif action.kind == "Update":
-                action.new = updated(old, action.key, action.expressions.update, action.expressions.values)
+                action.new, action.new_size = updated(old, action.key, action.expressions.update,
+                                                      action.expressions.values)
             elif action.kind == "ConditionCheck":
-                action.new = old
+                action.new, action.new_size = old, old_size
         except ConditionFailed:
             reason = {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}
             if action.params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and old is not None:
@@ -105,7 +110,7 @@ def transact_write_items(sim: SimDynamoDB, params: dict[str, Any]) -> dict[str, 
             reason = {"Code": "ValidationError", "Message": exc.message}
         reasons.append(reason)
         name = action.table.spec.name
-        units[name] = units.get(name, 0.0) + 2 * write_units(max(item_size(old), item_size(action.new)))
+        units[name] = units.get(name, 0.0) + 2 * write_units(max(old_size, action.new_size))
     for name, used in units.items():
         sim.units[name][1] += used  # a cancelled transaction is charged too: its actions were prepared
     if any(r["Code"] != "None" for r in reasons):
@@ -115,7 +120,8 @@ def transact_write_items(sim: SimDynamoDB, params: dict[str, Any]) -> dict[str, 
                            CancellationReasons=reasons)
     for action in actions:
         if action.kind != "ConditionCheck":
-            sim.commit(action.table, action.hk, action.rk, action.key, action.old, action.new, now)
+            sim.commit(action.table, action.hk, action.rk, action.key, action.old, action.new, action.new_size,
+                       now)
     return capacities(units, params.get("ReturnConsumedCapacity"))
 
 
@@ -127,7 +133,7 @@ def batch_write_item(sim: SimDynamoDB, params: dict[str, Any]) -> dict[str, Any]
     total = sum(len(v) for v in requests.values())
     if total > MAX_BATCH_WRITES:
         raise ValidationError("Too many items requested for the BatchWriteItem call")
-    writes: list[tuple[Table, Any, Any, Item, Item | None]] = []
+    writes: list[tuple[Table, Any, Any, Item, Item | None, int]] = []
     seen: set[tuple[str, Any, Any]] = set()
     for name, entries in requests.items():
         table = sim.table("BatchWriteItem", name)
@@ -137,22 +143,22 @@ def batch_write_item(sim: SimDynamoDB, params: dict[str, Any]) -> dict[str, Any]
                                       "one of PutRequest or DeleteRequest")
             if "PutRequest" in entry:
                 item = normalize_item(entry["PutRequest"]["Item"])
-                checked_size(item)
+                size = checked_size(item)
                 hk, rk, key = table.item_key(item)
-                writes.append((table, hk, rk, key, item))
+                writes.append((table, hk, rk, key, item, size))
             else:
                 hk, rk, key = table.key(entry["DeleteRequest"]["Key"])
-                writes.append((table, hk, rk, key, None))
+                writes.append((table, hk, rk, key, None, 0))
             if (name, hk, rk) in seen:
                 raise ValidationError("Provided list of item keys contains duplicates")
             seen.add((name, hk, rk))
     now = sim.now()
     units: dict[str, float] = {}
-    for table, hk, rk, key, new in writes:
-        old = table.get(hk, rk)
-        sim.commit(table, hk, rk, key, old, new, now)
+    for table, hk, rk, key, new, size in writes:
+        old, old_size = table.get(hk, rk)
+        sim.commit(table, hk, rk, key, old, new, size, now)
         name = table.spec.name
-        units[name] = units.get(name, 0.0) + write_units(max(item_size(old), item_size(new)))
+        units[name] = units.get(name, 0.0) + write_units(max(old_size, size))
     for name, used in units.items():
         sim.units[name][1] += used
     return {"UnprocessedItems": {}, **capacities(units, params.get("ReturnConsumedCapacity"))}

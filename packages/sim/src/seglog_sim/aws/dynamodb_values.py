@@ -44,6 +44,17 @@ def canonical_number(text: Any) -> str:
 
 def normalize(value: Any) -> Value:
     """A validated copy of one attribute value from a caller (DynamoDB API Reference, AttributeValue)."""
+    if type(value) is dict and len(value) == 1:  # the fast path: one scalar of the right Python type
+        for kind, data in value.items():
+            cls = type(data)
+            if (kind == "S" and cls is str) or (kind == "B" and cls is bytes) or (kind == "BOOL" and cls is bool):
+                return {kind: data}
+            if kind == "N" and cls is str:
+                return {"N": canonical_number(data)}
+    return _normalize(value)
+
+
+def _normalize(value: Any) -> Value:
     if not isinstance(value, dict) or len(value) != 1:
         raise ValidationError("Supplied AttributeValue has more than one datatypes set, must contain exactly one "
                               "of the supported datatypes" if isinstance(value, dict) and value else
@@ -158,6 +169,8 @@ def items_equal(left: Item | None, right: Item | None) -> bool:
 # or map 3 bytes plus 1 byte and the size of each element (a map element's size includes its name).
 
 def number_size(text: str) -> int:
+    if text.isdigit():  # a canonical non-negative integer: no leading zeroes
+        return (len(text.rstrip("0")) + 1) // 2 + 1
     digits = text.lstrip("-").replace(".", "").strip("0")
     return (len(digits) + 1) // 2 + 1
 
@@ -186,7 +199,19 @@ def value_size(value: Value) -> int:
 def item_size(item: Item | None) -> int:
     if not item:
         return 0
-    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+    total = 0
+    for name, value in item.items():
+        total += len(name) if name.isascii() else len(name.encode())
+        for kind, data in value.items():  # scalars inline: this runs for every write and every item read
+            if kind == "B":
+                total += len(data)
+            elif kind == "S":
+                total += len(data) if data.isascii() else len(data.encode())
+            elif kind == "N":
+                total += number_size(data)
+            else:
+                total += value_size(value)
+    return total
 
 
 def checked_size(item: Item) -> int:

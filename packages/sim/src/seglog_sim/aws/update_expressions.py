@@ -211,13 +211,13 @@ def check_update_paths(key_names: Container[str], update: Update | None) -> None
                                   "This attribute is part of the key")
 
 
-def updated(old: Item | None, key: Item, update: Update | None, values: Values) -> Item | None:
-    """The item after an UpdateItem: an absent item starts from its key. An update that only removes attributes
-    from an absent item creates nothing."""
+def updated(old: Item | None, key: Item, update: Update | None, values: Values) -> tuple[Item | None, int]:
+    """The item after an UpdateItem, and its size: an absent item starts from its key. An update that only removes
+    attributes from an absent item creates nothing."""
     if update is None:
-        return dict(old) if old is not None else dict(key)
-    new = update.apply(old if old is not None else key, values)
-    if old is None and not update.sets and not update.adds:
-        return None
-    checked_size(new)
-    return new
+        new = dict(old) if old is not None else dict(key)
+    else:
+        new = update.apply(old if old is not None else key, values)
+        if old is None and not update.sets and not update.adds:
+            return None, 0
+    return new, checked_size(new)
