@@ -7,6 +7,8 @@ per test. When the stack cannot start the tests that need it fail (with CI=true 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import random
 import uuid
@@ -19,21 +21,26 @@ import pytest
 from queue_support import QueueUnderTest, sqs_receiver
 from seglog_aws.backend import Backend
 from seglog_aws.clients import client, local_session
+from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_stack import StackConfig, StackManager, docker_available, local
+from seglog_stack.template import load_template
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
 #: SEGLOG_TEST_PORT_BASE moves them, so two test sessions can run side by side.
 _BASE = int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
 TEST_PORTS = {"dynamodb-local": (_BASE, _BASE + 3400), "localstack": (_BASE + 10, _BASE + 3410)}
 PROFILES = tuple(p for p in TEST_PORTS if p in os.environ.get("SEGLOG_TEST_PROFILES", ",".join(TEST_PORTS)))
-BACKENDS = ("memory", *PROFILES)
-#: The simulator's models (seglog_sim.aws) run in process, like the in-memory fakes.
+#: "sim": seglog's real adapters over the simulator's in-memory DynamoDB, S3 and SQS (seglog_sim.aws).
+BACKENDS = ("memory", "sim", *PROFILES)
+#: The simulator's models run in process, like the in-memory fakes.
 IN_PROCESS = ("memory", "sim")
 REPO = Path(__file__).resolve().parent.parent
 #: Where a Docker daemon answers, the stack tests run on docker-compose.yml's containers through testcontainers;
@@ -109,20 +116,39 @@ def _marks(name: str) -> list[pytest.MarkDecorator]:
     return [] if name in IN_PROCESS else [pytest.mark.stack]
 
 
+#: The simulated tables' physical names, by their logical ids in template.yaml.
+SIM_TABLES = {"SegmentsTable": "Segments", "EntriesTable": "Entries", "PendingSnapshotsTable": "PendingSnapshots"}
+
+
+@functools.cache
+def sim_tables() -> tuple[TableSpec, ...]:
+    """template.yaml's tables (keys, key types, stream) under SIM_TABLES' names."""
+    resources = load_template(REPO / "template.yaml").resources
+    return tuple(TableSpec.from_properties(name, resources[logical]["Properties"])
+                 for logical, name in SIM_TABLES.items())
+
+
+def sim_dynamodb() -> SimDynamoDBClient:
+    """A client of a fresh simulated DynamoDB with template.yaml's tables, on a clock that ticks a second a read."""
+    specs = sim_tables()
+    clock = itertools.count(1_700_000_000)
+    return SimDynamoDBClient.of(SimDynamoDB(specs, clock=lambda: float(next(clock))))
+
+
 def _params(*backends: str) -> list[Any]:
     return [pytest.param(b, marks=_marks(b)) for b in backends]
 
 
 @pytest.fixture(params=_params("memory", "sim", *PROFILES))
 def stores(request: pytest.FixtureRequest, stacks: _Stacks) -> tuple[LogStore, BlobStore]:
-    """A LogStore and a BlobStore of each backend (sim: S3BlobStore on the simulated S3; its LogStore is the
-    in-memory one until the simulated DynamoDB joins)."""
+    """A LogStore and a BlobStore of each backend (sim: the real adapters on the simulated DynamoDB and S3)."""
     if request.param == "memory":
         return InMemoryLogStore(), InMemoryBlobStore()
     if request.param == "sim":
         s3 = SimS3()
         s3.create_bucket("seglog-sim")
-        return InMemoryLogStore(), S3BlobStore(SimS3Client.of(s3), bucket="seglog-sim")
+        return (DynamoDBLogStore(sim_dynamodb(), segments_table="Segments", entries_table="Entries"),
+                S3BlobStore(SimS3Client.of(s3), bucket="seglog-sim"))
     backend = stacks.deployment(request.param).backend()
     return backend.store, backend.blobs
 
@@ -132,6 +158,8 @@ def pending_store(request: pytest.FixtureRequest, stacks: _Stacks) -> PendingSto
     """A PendingStore of each backend."""
     if request.param == "memory":
         return InMemoryPendingStore()
+    if request.param == "sim":
+        return DynamoDBPendingStore(sim_dynamodb(), table="PendingSnapshots")
     return stacks.deployment(request.param).backend().pending
 
 
