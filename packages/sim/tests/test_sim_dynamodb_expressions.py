@@ -7,6 +7,7 @@ comparators, BETWEEN, IN, functions, precedence NOT > AND > OR) and "Update expr
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -193,3 +194,34 @@ def test_invalid_updates_are_validation_exceptions_and_change_nothing(client: Si
     assert code == "ValidationException"
     assert message in text
     assert client.get_item(TableName="Flat", Key={"K": {"S": "k"}}, ConsistentRead=True)["Item"] == ITEM
+
+
+def test_any_jumble_of_tokens_is_answered_never_a_python_error() -> None:
+    """A malformed expression is a ValidationException, as from DynamoDB; a seeded jumble of expression tokens
+    through conditions, updates and key conditions never raises anything else."""
+    tokens = ["a", "b", "K", "#n", ":v", ":w", "=", "<>", "<", "<=", ">", ">=", "(", ")", ",", "AND", "OR", "NOT",
+              "BETWEEN", "IN", "SET", "REMOVE", "ADD", "DELETE", "+", "-", "size", "attribute_exists", "begins_with",
+              "if_not_exists", "list_append", "contains", "attribute_type", ".", "[", "0", "]", "!"]
+    rng = random.Random(11)
+    sim, _, _ = world()
+    sim.call("PutItem", {"TableName": "Flat", "Item": {"K": {"S": "k"}, "a": n(1), "b": {"S": "x"}}})
+    answered: dict[str, int] = {}
+    for _ in range(1500):
+        text = " ".join(rng.choice(tokens) for _ in range(rng.randint(1, 9)))
+        for operation, kind, extra in (("PutItem", "ConditionExpression", {"Item": {"K": {"S": "k"}, "a": n(1)}}),
+                                       ("UpdateItem", "UpdateExpression", {"Key": {"K": {"S": "k"}}}),
+                                       ("Query", "KeyConditionExpression", {})):
+            params: dict[str, Any] = {"TableName": "Flat", kind: text, **extra}
+            if "#n" in text:
+                params["ExpressionAttributeNames"] = {"#n": "a"}
+            values = {k: n(1) for k in (":v", ":w") if k in text}
+            if values:
+                params["ExpressionAttributeValues"] = values
+            try:
+                sim.call(operation, params)
+                code = "ok"
+            except ClientError as exc:
+                code = exc.response["Error"]["Code"]
+            answered[code] = answered.get(code, 0) + 1
+    assert set(answered) <= {"ok", "ValidationException", "ConditionalCheckFailedException"}
+    assert answered["ValidationException"] > 1000
