@@ -46,8 +46,11 @@ class DynamoDBCalls:
         try:
             response: dict[str, Any] = method(ReturnConsumedCapacity="TOTAL", **params)
         except Exception as exc:
-            consumed = getattr(exc, "response", {}).get("ConsumedCapacity")
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            # botocore's HTTP client errors (ReadTimeoutError, ConnectionClosedError) carry ``response = None``
+            # (found by the simulator: a lost answer on a read crashed here instead of being retried).
+            failed: dict[str, Any] = getattr(exc, "response", None) or {}
+            consumed = failed.get("ConsumedCapacity")
+            code = failed.get("Error", {}).get("Code")
             if consumed is None and code == "ConditionalCheckFailedException":
                 # A failed conditional write is still billed, but the error carries no ConsumedCapacity
                 # (DynamoDB Developer Guide, "Condition expressions": charged even when the condition fails);
