@@ -4,9 +4,9 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
 
 1. done already?   the Snapshot entry has ``R``: redo the completion steps a crash may have skipped, delete.
 2. pending upsert  create the pending item (or record our messageId as its claimer), conditionally. A loser
-                   whose messageId differs from the claimer's deletes its message (the claimer's message
-                   carries the work) while the claim is live; one whose messageId matches is a redelivery of
-                   the only copy and goes on. A claim left alone for longer than the takeover timeout (M
+                   whose messageId differs from the claimer's hides its message until the claim would go stale
+                   (the claimer's message carries the work, unless it is lost); one whose messageId matches is a
+                   redelivery of the only copy and goes on. A claim left alone for longer than the takeover timeout (M
                    older than ``takeover_after``: its holder deferred and is hidden, handed off, or died) is
                    taken over instead: our messageId becomes the claimer and goes on.
 3. order           an earlier pending item of this log, or an incomplete Snapshot entry between the previous
@@ -57,7 +57,9 @@ time of the deferral, so past T its claim looks stale although its message will 
 
 Either way one live message claims the snapshot at any time, and at most one invocation builds it (the claim
 and the increment decide that, as before). The cost of taking over a deferred claimer is one extra receive of
-a duplicate, never a lost job. A job that arrives while the claim is live, though, is deleted. A claimer's
+a duplicate, never a lost job. A job that arrives while the claim is live is hidden until the claim would be
+stale, not deleted (deleting it lost the only job when the claimer's message was gone and a fast clock had
+stamped M in the future: found by the simulator). A claimer's
 message reaches the DLQ one hiding period after the claimer last touched the item (the queue's visibility
 timeout after a claim, 360 s in the template; a backoff near ``defer_cap`` after the many deferrals that use
 up maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ
@@ -112,7 +114,8 @@ class Outcome(StrEnum):
 
     @property
     def keeps_message(self) -> bool:
-        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER, Outcome.BLOCKED)
+        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER, Outcome.BLOCKED,
+                        Outcome.DUPLICATE)
 
 
 class InvalidJobError(errors.InvalidInputError):
@@ -231,7 +234,14 @@ class SnapshotWorker:
         # 2. Pending upsert.
         now = int(self.clock())
         if not self._upsert(message, log_id, segment, entry, now):
-            self.queue.delete(message)
+            # A duplicate of a live claim's job: hidden until that claim would go stale, never deleted. The claimer's
+            # own message may be gone (parked in the DLQ, or deleted by a stale receipt handle) while M still looks
+            # fresh — a worker with a fast clock stamps M in the future — and then this copy is the only job left:
+            # the simulator found a snapshot stranded so when the duplicate was deleted here. Back after the
+            # claim's time, it finds the snapshot done (step 1 deletes it) or the claim stale (it takes over).
+            item = self.pending.get(log_id, segment, entry)
+            left = 1 if item is None else max(1, item.modified + self.takeover_after - now + 1)
+            self.queue.change_visibility(message, int(min(left, self.defer_cap)))
             return Outcome.DUPLICATE
         self.crash("after_pending_upsert")
         # 3. Order.

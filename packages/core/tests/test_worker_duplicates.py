@@ -1,0 +1,60 @@
+"""A duplicate job that meets a live-looking claim waits instead of being deleted (found by the simulator).
+
+The claimer's own message can be gone — parked in the DLQ, or deleted with a stale receipt handle — while its
+claim still looks fresh: a worker whose clock runs fast stamps M in the future. Deleting the duplicate then
+deleted the last job of the snapshot (simulator seed 178: a redriven copy deleted, the snapshot stranded).
+"""
+
+from __future__ import annotations
+
+from seglog_core.document import SheetDocument
+from seglog_core.log import EventLog
+from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
+from seglog_core.pipeline import Outcome, SnapshotWorker
+from seglog_core.reader import LogReader
+from seglog_core.schema import SetCell, SnapshotJob
+from seglog_core.verify import verify_log
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_duplicate_waits_for_a_dead_claimer_whose_clock_ran_fast_and_then_builds() -> None:
+    now = [1_000.0]
+    store, blobs, pending = InMemoryLogStore(), InMemoryBlobStore(), InMemoryPendingStore()
+    queue = InMemoryJobQueue(visibility_timeout=30, clock=lambda: now[0])
+    log = EventLog(store=store, blobs=blobs, clock=lambda: now[0])
+    log_id = log.create()
+    for value in range(3):
+        log.append(log_id, SetCell(row=1, col=1, value=value))
+    snapshot = log.append_snapshot(log_id)
+    document = SheetDocument(reader=LogReader(store=store), blobs=blobs)
+
+    def worker(clock_ahead: float = 0.0, crash_at: str | None = None) -> SnapshotWorker:
+        def crash(point: str) -> None:
+            if point == crash_at:
+                raise Crash(point)
+
+        return SnapshotWorker(store=store, blobs=blobs, pending=pending, queue=queue, body_of=document.body,
+                              clock=lambda: now[0] + clock_ahead, takeover_after=60, crash=crash)
+
+    job = SnapshotJob(log=str(log_id), segment=snapshot.segment, entry=snapshot.num)
+    queue.send(job)
+    (first,) = queue.receive()
+    try:  # claims with a clock 200 s fast (M = now + 200), then dies
+        worker(clock_ahead=200, crash_at="after_claim").process(first)
+    except Crash:
+        pass
+    queue.delete(first)  # its message is gone (the DLQ)
+    now[0] += 70  # past the takeover time by the true clock, not by M
+    queue.send(job)  # the redriven copy, a new messageId
+    (copy,) = queue.receive()
+    assert Outcome.DUPLICATE == worker().process(copy)
+    assert queue.depth() == 1, "the only job left was deleted"
+    now[0] += 200  # the claim is stale by its own M too
+    (back,) = queue.receive()
+    assert Outcome.COMPLETED == worker().process(back)
+    assert queue.depth() == 0
+    report = verify_log(store, log_id, blobs=blobs, pending=pending, quiescent=True)
+    assert report.ok, report.violations
