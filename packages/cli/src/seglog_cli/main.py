@@ -14,6 +14,7 @@ from seglog_cli.emulator_commands import chaos, emulate
 from seglog_cli.log_commands import log_group
 from seglog_cli.pipeline_commands import rebuild, redrive, reprocess
 from seglog_cli.sheet_commands import sheet
+from seglog_cli.simulate_commands import simulate
 from seglog_cli.stack_commands import down, env, status, up
 from seglog_core import logs
 from seglog_stack import Profile
@@ -36,7 +37,7 @@ def cli(ctx: click.Context, profile: str | None, localstack_port: int | None, dy
 
 
 for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos, build,
-                deploy, destroy, smoke):
+                deploy, destroy, smoke, simulate):
     cli.add_command(command)
 
 

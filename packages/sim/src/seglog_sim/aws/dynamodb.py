@@ -102,9 +102,10 @@ class SimDynamoDB:
                                         "HTTPHeaders": {}, "RetryAttempts": 0}
         return response
 
-    def items(self, table: str) -> list[dict[str, Any]]:
-        """The table's current items, sorted by key (copies)."""
-        return [copy_item(i) for i in self._table_named(table).current_items()]
+    def items(self, table: str, *, copy: bool = True) -> list[dict[str, Any]]:
+        """The table's current items, sorted by key (copies; ``copy=False``: the stored items, not to be changed)."""
+        current = self._table_named(table).current_items()
+        return [copy_item(i) for i in current] if copy else list(current)
 
     def consumed(self, table: str) -> tuple[float, float]:
         """(read units, write units) the table has consumed, failed conditional writes included."""

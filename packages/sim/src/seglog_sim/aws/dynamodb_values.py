@@ -94,8 +94,13 @@ def normalize_item(item: Any, what: str = "Item") -> Item:
     return {name: normalize(value) for name, value in item.items()}
 
 
+_SCALARS = frozenset({"S", "N", "B", "BOOL", "NULL"})
+
+
 def copy_value(value: Value) -> Value:
     ((kind, data),) = value.items()
+    if kind in _SCALARS:
+        return {kind: data}
     if kind in ("SS", "NS", "BS"):
         return {kind: list(data)}
     if kind == "L":

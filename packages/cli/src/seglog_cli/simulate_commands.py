@@ -1,0 +1,173 @@
+"""seglog simulate: seeded worlds in one process (DESIGN §11) — campaigns, one seed's replay, the mutants."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+
+import click
+
+from seglog_sim import quiet_logs
+from seglog_sim.campaign import Campaign, run_campaign
+from seglog_sim.faults import Fault
+from seglog_sim.history import around, lines
+from seglog_sim.mutants.catalogue import MUTANTS, by_name
+from seglog_sim.mutants.runner import MutantResult, run_mutants
+from seglog_sim.run import SeedResult, run_seed
+from seglog_sim.scenario import Scenario
+from seglog_sim.shrink import shrink
+
+
+def _kinds(text: str | None) -> tuple[Fault, ...]:
+    if text is None:
+        return tuple(Fault)
+    if text.strip() in ("", "none"):
+        return ()
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in {f.value for f in Fault}]
+    if unknown:
+        raise click.BadParameter(f"unknown fault kinds {', '.join(unknown)}; known: "
+                                 f"{', '.join(f.value for f in Fault)}", param_hint="--faults")
+    return tuple(Fault(n) for n in names)
+
+
+def _replay(seed: int, faults: str | None, only: Iterable[str] | None = None) -> str:
+    command = f"seglog simulate --seed {seed}"
+    if faults is not None:
+        command += f" --faults {faults}"
+    if only is not None:
+        command += f" --only-faults {','.join(only) or 'none'}"
+    return command
+
+
+@click.command()
+@click.option("--seeds", type=click.IntRange(min=1), help="Run this many seeds (from --seed, default 1).")
+@click.option("--seed", type=int, help="The first seed; alone, replay this one seed and print its history.")
+@click.option("--faults", "fault_kinds", metavar="KIND,...",
+              help=f"Only these fault kinds (default all; 'none' for none): {', '.join(f.value for f in Fault)}.")
+@click.option("--only-faults", metavar="ID,...", help="Replay with only these fault ids (a shrunk schedule).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes to split a campaign over.")
+@click.option("--mutants", "mutants", is_flag=True, help="Run every mutant and report which seed killed it.")
+@click.option("--mutant", "mutant_names", multiple=True, help="With --mutants: only this one (repeatable).")
+@click.option("--no-shrink", is_flag=True, help="Do not shrink a failing seed's fault schedule.")
+@click.option("--history", "full_history", is_flag=True, help="With one seed: print its whole history.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_faults: str | None, jobs: int,
+             mutants: bool, mutant_names: tuple[str, ...], no_shrink: bool, full_history: bool,
+             as_json: bool) -> None:
+    """Run seeded simulated worlds: the real log, router and worker code against simulated DynamoDB, streams,
+    SQS and S3 in simulated time, every fault from the seed; check I1-I6, liveness and exactly-once."""
+    quiet_logs()
+    scenario = Scenario(faults=_kinds(fault_kinds))
+    if mutants:
+        _mutants(mutant_names, seeds or 1000, seed or 1, jobs, as_json)
+        return
+    if seeds is None and seed is not None:
+        only = None if only_faults is None else frozenset(t for t in only_faults.split(",") if t and t != "none")
+        _one(seed, scenario, fault_kinds, only, full_history, no_shrink, as_json)
+        return
+    start = seed if seed is not None else 1
+
+    def progress(c: Campaign) -> None:
+        if not as_json:
+            click.echo(f"[simulate] {c.seeds} seeds, {len(c.failing_seeds)} failing, "
+                       f"{c.seeds_per_minute:.0f} seeds/min", err=True)
+
+    campaign = run_campaign(range(start, start + (seeds or 100)), scenario, jobs=jobs, progress=progress)
+    if as_json:
+        click.echo(json.dumps(campaign.to_dict(), indent=2))
+    else:
+        _print_campaign(campaign)
+    if not campaign.ok:
+        first = campaign.failures[0]
+        if not as_json:
+            _print_failure(first, scenario, fault_kinds, no_shrink)
+        sys.exit(1)
+
+
+def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset[str] | None, full_history: bool,
+         no_shrink: bool, as_json: bool) -> None:
+    result = run_seed(seed, scenario, only=only)
+    if as_json:
+        data = result.summary()
+        data["fired"] = result.fired
+        data["history"] = lines(result.history) if full_history else []
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"seed {seed}: {'ok' if result.ok else 'FAILED'} — {result.acknowledged} acknowledged appends, "
+                   f"{result.snapshots} snapshots, {len(result.fired)} faults ({', '.join(result.kinds) or 'none'}), "
+                   f"{result.sim_seconds:.0f} s simulated, {len(result.history)} storage calls")
+        if full_history:
+            click.echo("\n".join(lines(result.history)))
+        if not result.ok:
+            _print_failure(result, scenario, fault_kinds, no_shrink or only is not None)
+    if not result.ok:
+        sys.exit(1)
+
+
+def _print_campaign(c: Campaign) -> None:
+    click.echo(f"simulate: {c.seeds} seeds in {c.elapsed:.1f} s = {c.seeds_per_minute:.0f} seeds/min "
+               f"({c.jobs} process{'es' if c.jobs > 1 else ''}); {len(c.failing_seeds)} failing"
+               + (f": {', '.join(map(str, c.failing_seeds[:20]))}" if c.failing_seeds else ""))
+    click.echo(f"  {c.acknowledged} acknowledged appends, {c.snapshots} snapshots, "
+               f"{c.sim_seconds / 3600:.0f} simulated hours")
+    kinds = {str(f) for f in Fault}
+    fired = {k: v for k, v in c.faults.items() if "@" not in k}
+    missing = sorted(kinds - set(fired))
+    click.echo("  faults fired: " + ", ".join(f"{k} {v}" for k, v in sorted(fired.items()))
+               + (f"  (never fired: {', '.join(missing)})" if missing else "  (every kind fired)"))
+    click.echo(f"  storage call sites reached ({len(c.sites)} caller:site pairs):")
+    for site, count in sorted(c.sites.items()):
+        click.echo(f"    {site:<60} {count}")
+    click.echo("  invocation outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(c.invocations.items())))
+    click.echo("  deliveries: " + ", ".join(f"{k} {v}" for k, v in sorted(c.stats.items())))
+
+
+def _print_failure(result: SeedResult, scenario: Scenario, fault_kinds: str | None, no_shrink: bool) -> None:
+    click.echo(f"\nseed {result.seed} FAILED:")
+    for violation in result.violations[:10]:
+        click.echo(f"  {violation}")
+    click.echo(f"replay: {_replay(result.seed, fault_kinds)}")
+    first = result.violations[0]
+    click.echo(f"history around the violation ({first.invariant}, log {first.log_id}), simulated seconds:")
+    for line in around(result.history, first):
+        click.echo(f"  {line}")
+    click.echo(f"{len(result.fired)} faults fired: {', '.join(result.fired[:40])}"
+               + (" ..." if len(result.fired) > 40 else ""))
+    if no_shrink:
+        return
+    click.echo("shrinking the fault schedule ...", err=True)
+    shrunk = shrink(result.seed, scenario, result)
+    click.echo(f"shrunk to {len(shrunk.faults)} faults in {shrunk.replays} replays: {', '.join(shrunk.faults)}")
+    click.echo(f"replay the shrunk schedule: {_replay(result.seed, fault_kinds, shrunk.faults)}")
+
+
+def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json: bool) -> None:
+    chosen = [by_name(n) for n in names] if names else list(MUTANTS)
+
+    def progress(r: MutantResult) -> None:
+        if not as_json:
+            verdict = f"killed by seed {r.seed}" if r.killed else ("survived (explained)" if r.explained
+                                                                    else r.error or "SURVIVED")
+            click.echo(f"[mutants] {r.mutant.name}: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
+
+    results = run_mutants(chosen, seeds=seeds, start=start, jobs=max(jobs, 2), progress=progress)
+    if as_json:
+        click.echo(json.dumps({"ok": all(r.ok for r in results), "mutants": [r.to_dict() for r in results]},
+                              indent=2))
+    else:
+        width = max(len(r.mutant.name) for r in results)
+        for r in results:
+            verdict = (f"killed by seed {r.seed:<5} ({r.seeds_run} seeds) {r.violations[0] if r.violations else ''}"
+                       if r.killed else
+                       f"survived {r.seeds_run} seeds: {r.mutant.survives or r.error or 'UNEXPLAINED'}")
+            click.echo(f"{r.mutant.name:<{width}}  {verdict}")
+        killed = sum(r.killed for r in results)
+        click.echo(f"mutation score: {killed}/{len(results)} killed")
+        for r in results:
+            if r.killed and r.seed is not None:
+                click.echo(f"  replay: seglog simulate --mutants --mutant {r.mutant.name} --seed {r.seed} --seeds 1")
+    if not all(r.ok for r in results):
+        sys.exit(1)

@@ -1,0 +1,116 @@
+"""After a seed: I1-I6 of DESIGN §6 on every log, with liveness and exactly-once, plus what only a history shows.
+
+The final state is judged by :func:`seglog_core.verify.verify_log` — the same checker ``seglog log verify`` and
+the chaos runs use — read through the real adapters from the simulated tables and bucket (without faults).
+Two things the final state cannot show are read from the tables' streams, which record every change in order:
+
+* I4 over time: a segment's ``S`` never moved back (each MODIFY of a segment item carries its new image);
+* I4 order: no Snapshot entry got its root before an earlier Snapshot entry of the same log.
+
+Liveness (I5): once the faults stopped, every Snapshot entry completed, the pending table emptied and both
+queues drained within the scenario's bound; and no correct client was refused (a 4xx for a request that followed
+the protocol).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
+from seglog_aws.s3_blob_store import S3BlobStore
+from seglog_core.schema import split_segment_key
+from seglog_core.verify import verify_log
+from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient
+from seglog_sim.aws.s3 import SimS3, SimS3Client
+from seglog_sim.topology import Topology
+from seglog_sim.workload import Ledger
+
+
+@dataclass(frozen=True, kw_only=True)
+class Violation:
+    """One broken invariant: which, what, and where (log, segment, entry) when known."""
+
+    invariant: str
+    message: str
+    log_id: str | None = None
+    segment: int | None = None
+    entry: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"invariant": self.invariant, "message": self.message, "log_id": self.log_id,
+                "segment": self.segment, "entry": self.entry}
+
+    def __str__(self) -> str:
+        where = "/".join(str(p) for p in (self.segment, self.entry) if p is not None)
+        return f"{self.invariant} {self.log_id or ''} {where} {self.message}".replace("  ", " ")
+
+
+def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uuid.UUID], ledger: Ledger,
+              quiescent: bool, queues: dict[str, tuple[int, int]]) -> list[Violation]:
+    """Every violation of the run (empty when it passed)."""
+    store = DynamoDBLogStore(SimDynamoDBClient.of(ddb), segments_table=topology.segments_table,
+                             entries_table=topology.entries_table)
+    blobs = S3BlobStore(SimS3Client.of(s3), bucket=topology.bucket)
+    pending = DynamoDBPendingStore(SimDynamoDBClient.of(ddb), table=topology.pending_table)
+    found: list[Violation] = []
+    for log_id in logs:
+        report = verify_log(store, log_id, acknowledged=ledger.acknowledged.get(log_id, []), blobs=blobs,
+                            pending=pending, quiescent=quiescent)
+        found += [Violation(invariant=v.invariant, message=v.message, log_id=str(log_id), segment=v.segment,
+                            entry=v.entry) for v in report.violations]
+    found += _history(ddb, topology)
+    if not quiescent:
+        found.append(Violation(invariant="I5", message="not quiescent within the liveness bound after faults "
+                                                       "stopped"))
+    for name, (visible, in_flight) in queues.items():
+        if quiescent and visible + in_flight:
+            found.append(Violation(invariant="I5", message=f"{name} holds {visible} visible and {in_flight} "
+                                                           "in-flight messages after quiescence"))
+    found += [Violation(invariant="I2", message=f"a correct request was refused: {r}") for r in ledger.refused]
+    return found
+
+
+def _records(ddb: SimDynamoDB, table: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for shard in ddb.shard_ids(table):
+        out += ddb.stream_records(table, shard, limit=1_000_000)
+    out.sort(key=lambda r: int(r["dynamodb"]["SequenceNumber"]))
+    return out
+
+
+def _history(ddb: SimDynamoDB, topology: Topology) -> list[Violation]:
+    found: list[Violation] = []
+    last_s: dict[tuple[bytes, int], int] = {}
+    for record in _records(ddb, topology.segments_table):
+        image = record["dynamodb"].get("NewImage")
+        if not image or "S" not in image:
+            continue
+        key = (bytes(image["L"]["B"]), int(image["N"]["N"]))
+        s = int(image["S"]["N"])
+        before = last_s.get(key)
+        if before is not None and s < before:
+            found.append(Violation(invariant="I4", log_id=str(uuid.UUID(bytes=key[0])), segment=key[1],
+                                   message=f"the segment's S moved back from {before} to {s}"))
+        last_s[key] = s
+    done: dict[uuid.UUID, tuple[int, int]] = {}
+    rooted: set[tuple[uuid.UUID, int, int]] = set()
+    for record in _records(ddb, topology.entries_table):
+        if record["eventName"] != "MODIFY":
+            continue
+        image = record["dynamodb"].get("NewImage", {})
+        if image.get("T", {}).get("S") != "snap" or "R" not in image:
+            continue
+        log_id, segment = split_segment_key(bytes(image["G"]["B"]))
+        position = (segment, int(image["N"]["N"]))
+        if (log_id, *position) in rooted:
+            continue  # the root set again by a redo of the completion steps (DESIGN §5 step 1)
+        rooted.add((log_id, *position))
+        latest = done.get(log_id)
+        if latest is not None and position < latest:
+            found.append(Violation(invariant="I4", log_id=str(log_id), segment=position[0], entry=position[1],
+                                   message=f"completed after the later snapshot {latest[0]}/{latest[1]}"))
+        done[log_id] = max(position, latest or position)
+    return found

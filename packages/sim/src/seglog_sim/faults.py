@@ -1,0 +1,158 @@
+"""Which faults a seed injects, and where: every decision of DESIGN §7 drawn from the seed.
+
+A seed first draws its *profile*: which fault kinds are on and how often each fires (so some seeds are calm and
+some are storms, and every combination of kinds comes up across seeds). Then each decision point — a storage
+call, a receive, an invocation's start, a named crash point, a client's request — asks :meth:`Faults.decide`,
+which draws from a generator of the deciding task's own (seeded by the seed and the task's name), so a
+decision depends on the task and how far it got, not on what other tasks did: disabling one fault leaves the
+others where they were, which is what shrinking needs.
+
+Every fault that fires gets an id, ``task#call:kind``; a run can be limited to a set of ids (``only``), and the
+shrinker searches for the smallest set that still fails.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from seglog_sim.world import Task
+
+
+class Fault(StrEnum):
+    """Fault kinds (names as the emulator's chaos plans use where the fault is the same, DESIGN §7)."""
+
+    DDB_THROTTLE = "ddb_throttle"
+    DDB_5XX = "ddb_5xx"
+    DDB_TRANSACTION_CONFLICT = "ddb_transaction_conflict"
+    DDB_LOST_RESPONSE = "ddb_lost_response"
+    STALE_READ = "stale_read"
+    S3_ERROR = "s3_error"
+    S3_LATENCY = "s3_latency"
+    SQS_ERROR = "sqs_error"
+    #: A Lambda invocation dies (kill -9) at a storage call, before it is sent or after it was applied.
+    CRASH = "crash"
+    #: A snapshot worker dies at one of its named crash points (DESIGN §7's list).
+    WORKER_CRASH = "worker_crash"
+    #: A long stall before a storage call: past the function's timeout it is killed (function_timeout), past the
+    #: queue's visibility timeout a duplicate runs concurrently (visibility_expiry), past the takeover timeout
+    #: its claim is taken over while it lives.
+    PAUSE = "pause"
+    DUPLICATE_DELIVERY = "duplicate_delivery"
+    CLOCK_SKEW = "clock_skew"
+    MIXED_VERSION = "mixed_version"
+    #: A client's request went through, but its answer is lost (the client retries, perhaps overlapping).
+    LOST_RESPONSE = "lost_response"
+    #: The emulator's supervisor restarts: every running invocation dies, pollers lose their in-memory state.
+    SUPERVISOR_RESTART = "supervisor_restart"
+    #: The snapshot queue's maxReceiveCount is low for the run: jobs reach the DLQ.
+    DLQ = "dlq"
+    #: The DLQ is redriven to the queue while the run goes (new messageIds).
+    REDRIVE = "redrive"
+
+
+#: Per-decision probability ranges when a kind is on (drawn once per seed).
+RATES: Final[dict[Fault, tuple[float, float]]] = {
+    Fault.DDB_THROTTLE: (0.01, 0.08),
+    Fault.DDB_5XX: (0.01, 0.05),
+    Fault.DDB_TRANSACTION_CONFLICT: (0.1, 0.4),
+    Fault.DDB_LOST_RESPONSE: (0.01, 0.06),
+    Fault.STALE_READ: (0.2, 0.8),
+    Fault.S3_ERROR: (0.01, 0.06),
+    Fault.S3_LATENCY: (0.02, 0.1),
+    Fault.SQS_ERROR: (0.01, 0.05),
+    Fault.CRASH: (0.003, 0.02),
+    Fault.WORKER_CRASH: (0.02, 0.1),
+    Fault.PAUSE: (0.002, 0.01),
+    Fault.DUPLICATE_DELIVERY: (0.05, 0.3),
+    Fault.CLOCK_SKEW: (0.05, 0.3),
+    Fault.MIXED_VERSION: (0.1, 0.5),
+    Fault.LOST_RESPONSE: (0.05, 0.25),
+    Fault.SUPERVISOR_RESTART: (0.005, 0.02),
+    Fault.DLQ: (1.0, 1.0),
+    Fault.REDRIVE: (0.05, 0.2),
+}
+#: Kinds decided at a storage call, by service.
+CALL_FAULTS: Final[dict[str, tuple[Fault, ...]]] = {
+    "dynamodb": (Fault.DDB_THROTTLE, Fault.DDB_5XX, Fault.DDB_TRANSACTION_CONFLICT, Fault.DDB_LOST_RESPONSE),
+    "s3": (Fault.S3_ERROR, Fault.S3_LATENCY),
+    "sqs": (Fault.SQS_ERROR,),
+}
+#: Task kinds that are Lambda invocations (they can crash, stall and time out).
+INVOCATIONS: Final = frozenset({"api", "router", "worker"})
+
+
+@dataclass(kw_only=True)
+class Profile:
+    """The fault kinds a seed turns on, each with its probability per decision."""
+
+    rates: dict[Fault, float]
+
+    @classmethod
+    def draw(cls, rng: random.Random, kinds: Iterable[Fault], *, calm: float = 0.05) -> Profile:
+        """Each of ``kinds`` on with probability 0.6; a ``calm`` share of seeds has no faults at all."""
+        if rng.random() < calm:
+            return cls(rates={})
+        rates: dict[Fault, float] = {}
+        for kind in kinds:
+            on = rng.random() < 0.6
+            low, high = RATES[kind]
+            rate = rng.uniform(low, high)
+            if on:
+                rates[kind] = rate
+        return cls(rates=rates)
+
+
+@dataclass(kw_only=True)
+class Faults:
+    """Decides faults for one seed's run and keeps what fired.
+
+    Args:
+        seed: the run's seed.
+        profile: which kinds are on, how often.
+        only: when given, only faults with these ids fire (a replay of a shrunk schedule).
+        active: faults fire only while this is True (the driver turns it off for the liveness phase).
+    """
+
+    seed: int
+    profile: Profile
+    only: frozenset[str] | None = None
+    active: bool = True
+    fired: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    _rngs: dict[str, random.Random] = field(default_factory=dict)
+
+    def rng(self, task: Task) -> random.Random:
+        """The task's own generator, seeded by the run's seed and the task's name."""
+        rng = self._rngs.get(task.name)
+        if rng is None:
+            rng = self._rngs[task.name] = random.Random(self.seed * 1_000_003 + zlib.crc32(task.name.encode()))
+        return rng
+
+    def on(self, kind: Fault) -> bool:
+        return kind in self.profile.rates
+
+    def decide(self, task: Task, kind: Fault, where: str = "") -> bool:
+        """Whether ``kind`` fires for ``task`` now. Draws one number whether the kind is on or not, so a task's
+        later decisions do not depend on which kinds are on."""
+        draw = self.rng(task).random()
+        rate = self.profile.rates.get(kind)
+        if rate is None or not self.active or draw >= rate:
+            return False
+        fault_id = f"{task.name}#{task.calls}:{kind}"
+        if self.only is not None and fault_id not in self.only:
+            return False
+        self.fired.append(fault_id)
+        self.counts[str(kind)] += 1
+        if where:
+            self.counts[f"{kind}@{where}"] += 1
+        return True
+
+    def amount(self, task: Task, low: float, high: float) -> float:
+        """A fault's parameter, from the task's generator."""
+        return self.rng(task).uniform(low, high)

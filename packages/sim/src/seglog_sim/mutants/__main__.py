@@ -1,0 +1,37 @@
+"""One mutant in a fresh process: ``python -m seglog_sim.mutants NAME SEEDS START`` prints one JSON line.
+
+The mutant's import hook is installed before any seglog module is imported; then seeds START, START+1, ... run
+until one fails (the mutant is killed) or SEEDS have passed (it survived).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from seglog_sim.mutants.catalogue import by_name
+from seglog_sim.mutants.hook import install
+
+
+def main(argv: list[str]) -> int:
+    name, seeds, start = argv[0], int(argv[1]), int(argv[2])
+    mutant = by_name(name)
+    install(mutant)
+    from seglog_sim.run import run_seed
+
+    started = time.perf_counter()
+    outcome: dict[str, object] = {"mutant": name, "killed": False, "seeds_run": 0}
+    for seed in range(start, start + seeds):
+        result = run_seed(seed)
+        outcome["seeds_run"] = seed - start + 1
+        if not result.ok:
+            outcome.update(killed=True, seed=seed, violations=[str(v) for v in result.violations[:3]])
+            break
+    outcome["seconds"] = round(time.perf_counter() - started, 2)
+    print(json.dumps(outcome), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,133 @@
+"""The mutants: each names one module, the exact text it replaces there, and the guard or order it breaks.
+
+Every guard of the protocol (DESIGN §3, §5) is here, and every bug the chaos runs and reviews found, brought
+back. ``seglog simulate --mutants`` runs each against the simulator; a mutant no seed kills is either a gap in
+the fault model or a guard that only defends in depth — then ``survives`` says why, and it is reported as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+_WORKER: Final = "seglog_core.pipeline.worker"
+_PENDING: Final = "seglog_aws.dynamodb_pending_store"
+_LOG_STORE: Final = "seglog_aws.dynamodb_log_store"
+_LOG: Final = "seglog_core.log"
+_IDEMPOTENCE: Final = "seglog_core.idempotence"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mutant:
+    name: str
+    module: str
+    old: str
+    new: str
+    #: What the edit breaks, in one sentence.
+    breaks: str
+    #: When the guard is defence in depth that no reachable history needs: why (the mutant is expected to live).
+    survives: str | None = None
+
+
+MUTANTS: Final[tuple[Mutant, ...]] = (
+    Mutant(name="claimer_rule", module=_WORKER,
+           old="        return item.claimer == message.message_id\n",
+           new="        return False\n",
+           breaks="a loser of the pending upsert always deletes its message, even when it is the claimer's own "
+                  "message redelivered (the seed's rule: strands the snapshot if the first holder dies)"),
+    Mutant(name="order_check", module=_WORKER,
+           old="        if plan.incomplete or earlier:\n            return self._defer(",
+           new="        if False:\n            return self._defer(",
+           breaks="a snapshot is built while an earlier one of its log is incomplete (step 3)"),
+    Mutant(name="done_already", module=_WORKER,
+           old="        if snapshot.snapshot_root is not None:\n            self._complete(",
+           new="        if False:\n            self._complete(",
+           breaks="a job for a completed snapshot builds it again instead of finishing its completion steps "
+                  "(step 1)"),
+    Mutant(name="completion_order", module=_WORKER,
+           old="        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num\n"
+               "        if snapshot.snapshot_root is None:",
+           new="        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num\n"
+               "        self.queue.delete(message)\n"
+               "        if snapshot.snapshot_root is None:",
+           breaks="the message is deleted before the root, segment and pending item are written (step 6 order)"),
+    Mutant(name="no_stale_takeover", module=_WORKER,
+           old="                and item.modified < now - self.takeover_after):",
+           new="                and False):",
+           breaks="a stale claim (its holder dead, its message in the DLQ) is never taken over by a new message"),
+    Mutant(name="claim_ignores_staleness", module=_PENDING,
+           old='ConditionExpression="Q = :q AND (A = :f OR M < :stale)"',
+           new='ConditionExpression="Q = :q AND (A = :f OR (M < :stale AND A = :f))"',
+           breaks="an active claim is never reclaimed after the takeover timeout (a dead holder blocks for ever)"),
+    Mutant(name="claim_ignores_claimer", module=_PENDING,
+           old='ConditionExpression="Q = :q AND (A = :f OR M < :stale)"',
+           new='ConditionExpression="(Q = :q OR Q <> :q) AND (A = :f OR M < :stale)"',
+           breaks="any message may claim, not only the one the pending item names"),
+    Mutant(name="checkpoint_increment", module=_PENDING,
+           old='UpdateExpression="SET S = :s, M = :m", ConditionExpression="X = :x"',
+           new='UpdateExpression="SET S = :s, M = :m", ConditionExpression="X = :x OR X <> :x"',
+           breaks="a holder that was taken over goes on checkpointing and building (step 5's X condition)"),
+    Mutant(name="release_increment", module=_PENDING,
+           old='UpdateExpression="SET A = :f, M = :m", ConditionExpression="X = :x"',
+           new='UpdateExpression="SET A = :f, M = :m", ConditionExpression="X = :x OR X <> :x"',
+           breaks="a holder that was taken over may hand off the new holder's claim"),
+    Mutant(name="takeover_increment", module=_PENDING,
+           old='ConditionExpression="Q = :old AND X = :x AND M < :stale"',
+           new='ConditionExpression="Q = :old AND (X = :x OR X <> :x) AND M < :stale"',
+           breaks="two takers racing on one read may both take a stale claim over"),
+    Mutant(name="set_claimer_once", module=_PENDING,
+           old='ConditionExpression="attribute_exists(P) AND attribute_not_exists(Q) AND X = :x"',
+           new='ConditionExpression="attribute_exists(P) AND (attribute_not_exists(Q) OR Q <> :q) AND X = :x"',
+           breaks="a second message may overwrite the claimer of a pending item"),
+    Mutant(name="pin_chunk_size", module=_WORKER,
+           old="takeover_after=self.takeover_after, initial_state=pinned)",
+           new="takeover_after=self.takeover_after, initial_state=None)",
+           breaks="the first claim does not pin the chunk size: two code versions cut one snapshot's chunks "
+                  "differently (the mixed_version bug)"),
+    Mutant(name="append_not_exists", module=_LOG_STORE,
+           old="Item=entry_to_item(entry), ConditionExpression=_NOT_EXISTS_ENTRY,",
+           new='Item=entry_to_item(entry), ConditionExpression="attribute_not_exists(N) OR attribute_exists(N)",',
+           breaks="an append overwrites the entry at its num (attribute_not_exists dropped)"),
+    Mutant(name="segment_s_moves_back", module=_LOG_STORE,
+           old='"attribute_exists(N) AND (attribute_not_exists(S) OR S < :n)"',
+           new='"attribute_exists(N) AND (attribute_not_exists(S) OR S <> :n)"',
+           breaks="a late completion moves the segment's S back to an older snapshot (I4)"),
+    Mutant(name="consistent_forward_read", module=_LOG_STORE,
+           old="ExpressionAttributeValues=values, ConsistentRead=True, Limit=page_size)",
+           new="ExpressionAttributeValues=values, ConsistentRead=False, Limit=page_size)",
+           breaks="the idempotent append reads forward from since with eventually consistent reads (it may miss "
+                  "its own earlier try and write the entry twice)"),
+    Mutant(name="since_scan", module=_IDEMPOTENCE,
+           old="                if scan.found is not None:\n",
+           new="                if False:\n",
+           breaks="the API's append does not look for its entry id after since: a retry writes a second copy"),
+    Mutant(name="lost_answer_lookback", module=_LOG,
+           old='                    if num >= 0 and getattr(exc, "outcome_unknown", False):',
+           new="                    if False:",
+           breaks="the library's append forgets where a lost answer may have landed and writes the entry again"),
+    Mutant(name="policy_fails_append", module=_LOG,
+           old="                    landed = self.landed(entry, attempt)\n"
+               "                    self.apply_policy_after(entry)",
+           new="                    landed = self.landed(entry, attempt)\n"
+               "                    self._apply_policy(entry)",
+           breaks="a failed snapshot policy after a landed append fails the append, which is then written again "
+                  "(a bug chaos found)"),
+    Mutant(name="large_body_retag", module=_LOG,
+           old="            if not self._with_retries(log_id, \"check large body\", "
+               "lambda: self.blobs.is_discardable(key)):",
+           new="            if False:",
+           breaks="a retried large append tags its already-kept body discardable again: it would expire under "
+                  "its entry (I6)"),
+    Mutant(name="predecessor_job", module=_WORKER,
+           old="                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))\n",
+           new="                pass\n",
+           breaks="an incomplete predecessor without a pending item gets none of its own job (a lost message "
+                  "holds every later snapshot back)"),
+)
+
+
+def by_name(name: str) -> Mutant:
+    for mutant in MUTANTS:
+        if mutant.name == name:
+            return mutant
+    raise KeyError(f"no mutant {name!r}; known: {', '.join(m.name for m in MUTANTS)}")

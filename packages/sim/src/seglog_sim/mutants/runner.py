@@ -1,0 +1,66 @@
+"""Running the mutants: each in its own process (its import hook needs a fresh interpreter), a few at a time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from seglog_sim.mutants.catalogue import MUTANTS, Mutant
+
+
+@dataclass(frozen=True, kw_only=True)
+class MutantResult:
+    mutant: Mutant
+    killed: bool
+    seeds_run: int
+    seconds: float
+    seed: int | None = None
+    violations: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def explained(self) -> bool:
+        """A survivor whose guard is documented as defence in depth."""
+        return not self.killed and self.error is None and self.mutant.survives is not None
+
+    @property
+    def ok(self) -> bool:
+        return self.killed or self.explained
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mutant": self.mutant.name, "module": self.mutant.module, "breaks": self.mutant.breaks,
+                "killed": self.killed, "seed": self.seed, "seeds_run": self.seeds_run, "seconds": self.seconds,
+                "violations": list(self.violations), "error": self.error, "survives": self.mutant.survives}
+
+
+def run_mutant(mutant: Mutant, *, seeds: int = 1000, start: int = 1) -> MutantResult:
+    """Run seeds against one mutant in a child process until one fails."""
+    proc = subprocess.run([sys.executable, "-m", "seglog_sim.mutants", mutant.name, str(seeds), str(start)],
+                          capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        return MutantResult(mutant=mutant, killed=False, seeds_run=0, seconds=0.0,
+                            error=f"the mutant's process failed (exit {proc.returncode}): {' | '.join(tail)}")
+    data = json.loads(lines[-1])
+    return MutantResult(mutant=mutant, killed=bool(data["killed"]), seeds_run=int(data["seeds_run"]),
+                        seconds=float(data["seconds"]), seed=data.get("seed"),
+                        violations=tuple(data.get("violations", ())))
+
+
+def run_mutants(mutants: Sequence[Mutant] = MUTANTS, *, seeds: int = 1000, start: int = 1, jobs: int = 2,
+                progress: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
+    """Every mutant, ``jobs`` at a time, in catalogue order."""
+    def one(mutant: Mutant) -> MutantResult:
+        result = run_mutant(mutant, seeds=seeds, start=start)
+        if progress is not None:
+            progress(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, mutants))

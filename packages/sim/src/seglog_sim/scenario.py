@@ -1,0 +1,52 @@
+"""The default scenario: a few clients on a few logs, snapshots and segments every few entries, every fault kind.
+
+Small numbers on purpose: a snapshot every 4 entries and a segment every 10 make each seed build several
+snapshots across segment boundaries with a few dozen appends, and 4-cell chunks give every build several chunks
+and checkpoints, so each seed passes through every step of the protocol in milliseconds of real time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from seglog_sim.faults import Fault
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """What one seed runs. Template parameters not named here keep the template's values."""
+
+    logs: int = 2
+    #: Clients of the HTTP API (append_after with entry_id and since, retried as seglog_client retries).
+    api_clients: int = 3
+    #: Clients using EventLog in their own process (the library's own retries and lost-answer handling).
+    library_clients: int = 1
+    #: Appends per client: drawn in this range.
+    appends: tuple[int, int] = (5, 9)
+    #: Seconds a client thinks between appends: drawn in this range.
+    think: tuple[float, float] = (0.0, 2.0)
+    #: Seconds the API client waits for an answer before it retries (the earlier try may still be running).
+    client_timeout: float = 20.0
+    snapshot_every: int = 4
+    segment_entries: int = 10
+    #: Bodies above this many bytes go to S3 (the API's 16 KB, scaled down so a few entries go there).
+    large_threshold: int = 48
+    #: Share of appends with a large body.
+    large_share: float = 0.15
+    chunk_cells: int = 4
+    #: The chunk size of the other code version (the mixed_version fault).
+    other_chunk_cells: int = 7
+    #: Seconds of simulated time with faults on; then the liveness phase.
+    fault_window: float = 120.0
+    #: Seconds within which every client must have finished (or given up on) its appends.
+    client_bound: float = 4 * 3600.0
+    #: Seconds after the faults stop within which every snapshot must complete and the queues drain (I5).
+    liveness_bound: float = 3 * 3600.0
+    #: DynamoDB stream shards.
+    shards: int = 2
+    #: maxReceiveCount while the dlq fault is on (the template's is 50).
+    dlq_max_receive_count: int = 3
+    faults: tuple[Fault, ...] = tuple(Fault)
+    #: Template parameter overrides.
+    parameters: tuple[tuple[str, Any], ...] = field(default=())
