@@ -274,7 +274,7 @@ class SnapshotWorker:
         self.crash("after_claim")
         # 5. Build.
         item = self.pending.get(log_id, segment, entry)
-        if item is None or item.checkpoint is None:
+        if item is None:
             # The pending item is deleted only once the snapshot is complete (step 6): it completed between our
             # claim and this read. Building now would cut chunks our own way over the completed snapshot's (the
             # simulator found a completed snapshot's chunk overwritten so, seed 196: mixed versions and a fast
@@ -285,7 +285,7 @@ class SnapshotWorker:
                 return Outcome.ALREADY_DONE
             self.queue.change_visibility(message, 1)
             return Outcome.BUSY
-        resumed = _CHECKPOINT_DECODER.decode(item.checkpoint)
+        resumed = _CHECKPOINT_DECODER.decode(item.checkpoint) if item.checkpoint else _Checkpoint()
         chunk_cells = resumed.chunk_cells or self.chunk_cells
         try:
             build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
