@@ -117,3 +117,39 @@ def test_a_claim_won_just_before_the_snapshot_completes_builds_nothing() -> None
     assert chunks == {key: blobs.get(key) for key in blobs.keys(f"snapshots/{log_id}/")}
     report = verify_log(store, log_id, blobs=blobs, pending=pending)
     assert report.ok, report.violations
+
+
+def test_a_job_that_stalled_after_reading_the_entry_does_not_rebuild_a_completed_snapshot() -> None:
+    """Found by the simulator (seed 742): a job read the Snapshot entry (no root yet), stalled; meanwhile another
+    job completed the snapshot and deleted its pending item; the stalled job created the item anew, pinned its own
+    chunk size and overwrote the completed snapshot's chunk 0."""
+    store, blobs, pending = InMemoryLogStore(), InMemoryBlobStore(), InMemoryPendingStore()
+    queue = InMemoryJobQueue(visibility_timeout=30, clock=lambda: 1_000.0)
+    log = EventLog(store=store, blobs=blobs, clock=lambda: 1_000.0)
+    log_id = log.create()
+    for value in range(9):
+        log.append(log_id, SetCell(row=value + 1, col=1, value=value))
+    snapshot = log.append_snapshot(log_id)
+    document = SheetDocument(reader=LogReader(store=store), blobs=blobs)
+    job = SnapshotJob(log=str(log_id), segment=snapshot.segment, entry=snapshot.num)
+    queue.send(job)
+    queue.send(job)
+    first, stalled = queue.receive(2)
+    assert Outcome.COMPLETED == SnapshotWorker(store=store, blobs=blobs, pending=pending, queue=queue,
+                                               body_of=document.body, chunk_cells=4).process(first)
+    chunks = {key: blobs.get(key) for key in blobs.keys(f"snapshots/{log_id}/")}
+
+    class ReadBeforeTheRoot:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        def get_entry(self, *args: object) -> object:
+            ReadBeforeTheRoot.get_entry = lambda self, *a: store.get_entry(*a)  # type: ignore[method-assign]
+            return snapshot
+
+    late = SnapshotWorker(store=ReadBeforeTheRoot(), blobs=blobs, pending=pending, queue=queue,  # type: ignore[arg-type]
+                          body_of=document.body, chunk_cells=7)
+    assert Outcome.ALREADY_DONE == late.process(stalled)
+    assert chunks == {key: blobs.get(key) for key in blobs.keys(f"snapshots/{log_id}/")}
+    report = verify_log(store, log_id, blobs=blobs, pending=pending, quiescent=True)
+    assert report.ok, report.violations

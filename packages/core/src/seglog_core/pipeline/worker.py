@@ -272,6 +272,14 @@ class SnapshotWorker:
             self.queue.change_visibility(message, int(left))
             return Outcome.BUSY
         self.crash("after_claim")
+        # Completed meanwhile? We read the entry before the pending item; a job that stalled in between finds the
+        # item gone after completion, creates it again and would build the snapshot a second time, cutting its own
+        # chunks over the completed ones (found by the simulator, seed 742). The pending item is deleted only after
+        # R is set, so one consistent read now tells.
+        current = self.store.get_entry(log_id, segment, entry)
+        if current is not None and current.snapshot_root is not None:
+            self._complete(message, current, current.snapshot_root)
+            return Outcome.ALREADY_DONE
         # 5. Build.
         item = self.pending.get(log_id, segment, entry)
         if item is None:
