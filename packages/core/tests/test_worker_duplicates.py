@@ -153,3 +153,39 @@ def test_a_job_that_stalled_after_reading_the_entry_does_not_rebuild_a_completed
     assert chunks == {key: blobs.get(key) for key in blobs.keys(f"snapshots/{log_id}/")}
     report = verify_log(store, log_id, blobs=blobs, pending=pending, quiescent=True)
     assert report.ok, report.violations
+
+
+def test_a_stalled_job_creates_no_pending_item_for_a_snapshot_completed_meanwhile() -> None:
+    """Found by the simulator (seed 514): the stalled job of the test above created the pending item again and died
+    before its next step; the item stayed for ever. The store now refuses the item (its Snapshot entry is complete)."""
+    store, blobs = InMemoryLogStore(), InMemoryBlobStore()
+    pending = InMemoryPendingStore(log_store=store)
+    queue = InMemoryJobQueue(visibility_timeout=30, clock=lambda: 1_000.0)
+    log = EventLog(store=store, blobs=blobs, clock=lambda: 1_000.0)
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    snapshot = log.append_snapshot(log_id)
+    document = SheetDocument(reader=LogReader(store=store), blobs=blobs)
+    job = SnapshotJob(log=str(log_id), segment=snapshot.segment, entry=snapshot.num)
+    queue.send(job)
+    queue.send(job)
+    first, stalled = queue.receive(2)
+    assert Outcome.COMPLETED == SnapshotWorker(store=store, blobs=blobs, pending=pending, queue=queue,
+                                               body_of=document.body).process(first)
+
+    class ReadBeforeTheRoot:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        def get_entry(self, *args: object) -> object:
+            ReadBeforeTheRoot.get_entry = lambda self, *a: store.get_entry(*a)  # type: ignore[method-assign]
+            return snapshot
+
+    def die(point: str) -> None:  # it would die right after creating the item, as in the simulator's seed
+        if point in ("after_pending_upsert", "after_claim"):
+            raise Crash(point)
+
+    late = SnapshotWorker(store=ReadBeforeTheRoot(), blobs=blobs, pending=pending, queue=queue,  # type: ignore[arg-type]
+                          body_of=document.body, crash=die)
+    assert Outcome.ALREADY_DONE == late.process(stalled)  # refused the item: never reached after_pending_upsert
+    assert [] == pending.for_log(log_id)

@@ -70,7 +70,8 @@ class Backend:
         return cls(resources=resources, store=log_store(retry), append_store=log_store(None),
                    blobs=S3BlobStore(s3, bucket=resources.bucket, retry=retry),
                    append_blobs=S3BlobStore(s3, bucket=resources.bucket),
-                   pending=DynamoDBPendingStore(ddb, table=resources.pending_table, meter=meter, retry=retry),
+                   pending=DynamoDBPendingStore(ddb, table=resources.pending_table, meter=meter, retry=retry,
+                                                entries_table=resources.entries_table),
                    queue=SqsJobQueue(sqs, queue_url=resources.queue_url, retry=retry), sqs=sqs, meter=meter)
 
     def event_log(self, **options: Any) -> EventLog:

@@ -22,7 +22,7 @@ from seglog_aws.dynamodb_calls import DynamoDBCalls
 from seglog_aws.meter import Meter
 from seglog_core import errors
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import PendingSnapshot, pending_key, split_pending_key
+from seglog_core.schema import PendingSnapshot, pending_key, segment_key, split_pending_key
 
 Item = dict[str, dict[str, Any]]
 
@@ -64,9 +64,11 @@ class DynamoDBPendingStore:
     """Pending snapshots on DynamoDB, through the same metered, translated calls as the log store."""
 
     def __init__(self, client: Any, *, table: str, meter: Meter | None = None,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, entries_table: str | None = None) -> None:
         self._calls = DynamoDBCalls(client, meter, retry)
         self.table = table
+        #: With it, create() also checks that the Snapshot entry has no root, in the same transaction.
+        self.entries_table = entries_table
 
     def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         write = operation not in ("GetItem", "Query", "Scan")
@@ -85,6 +87,9 @@ class DynamoDBPendingStore:
         return item_to_pending(item) if item else None
 
     def create(self, item: PendingSnapshot) -> None:
+        if self.entries_table is not None:
+            self._create_unless_complete(item)
+            return
         try:
             self._call("PutItem", TableName=self.table, Item=pending_to_item(item),
                        ConditionExpression="attribute_not_exists(P)")
@@ -93,6 +98,29 @@ class DynamoDBPendingStore:
             # (the same second and claimer: a twin writing the very same item would have won just as well).
             if exc.after_unknown_outcome and self.get(item.log_id, item.segment, item.entry) == item:
                 return
+            raise
+
+    def _create_unless_complete(self, item: PendingSnapshot) -> None:
+        """One transaction: the item, if absent, and only while its Snapshot entry has no root. A job that read the
+        entry before the snapshot completed and stalled would otherwise create the item again after completion
+        deleted it, and leave it behind if it then died (found by the simulator, seed 514)."""
+        entry_key = {"G": {"B": segment_key(item.log_id, item.segment)}, "N": {"N": str(item.entry)}}
+        try:
+            self._call("TransactWriteItems", TransactItems=[
+                {"Put": {"TableName": self.table, "Item": pending_to_item(item),
+                         "ConditionExpression": "attribute_not_exists(P)"}},
+                {"ConditionCheck": {"TableName": self.entries_table, "Key": entry_key,
+                                    "ConditionExpression": "attribute_not_exists(R)"}},
+            ])
+        except errors.TransactionCancelledError as exc:
+            reasons = [*exc.reasons, None, None]
+            if reasons[1] == "ConditionalCheckFailed":
+                raise errors.SnapshotCompleteError(f"snapshot {item.segment}/{item.entry} (complete)") from exc
+            if reasons[0] == "ConditionalCheckFailed":
+                # Ours after a lost answer if it is exactly the item we wrote (see create).
+                if self.get(item.log_id, item.segment, item.entry) == item:
+                    return
+                raise errors.ItemExistsError(f"pending snapshot {item.segment}/{item.entry}") from exc
             raise
 
     def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,

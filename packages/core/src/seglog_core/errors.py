@@ -179,6 +179,14 @@ class ItemExistsError(StoreError):
         super().__init__(f"{what} already exists", code="ConditionalCheckFailedException")
 
 
+class SnapshotCompleteError(ItemExistsError):
+    """No pending item is created for a Snapshot entry that already has its root: the snapshot completed (and its
+    pending item was deleted) while the creator was not looking."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
 class TransactionCancelledError(StoreError):
     """A transaction was cancelled; ``reasons`` holds one code per item (``None`` where that item was fine)."""
 

@@ -181,11 +181,15 @@ class InMemoryBlobStore:
 
 
 class InMemoryPendingStore:
-    """The PendingSnapshots table in a dictionary; each conditional write is atomic under one lock."""
+    """The PendingSnapshots table in a dictionary; each conditional write is atomic under one lock.
 
-    def __init__(self) -> None:
+    With ``log_store``, :meth:`create` refuses an item whose Snapshot entry is complete, as the DynamoDB adapter's
+    transaction does (checked under this store's lock, not the log store's: enough for tests)."""
+
+    def __init__(self, log_store: InMemoryLogStore | None = None) -> None:
         self._lock = threading.Lock()
         self._items: dict[tuple[uuid.UUID, int, int], PendingSnapshot] = {}
+        self._log_store = log_store
 
     def _key(self, log_id: uuid.UUID, segment: int, entry: int) -> tuple[uuid.UUID, int, int]:
         return (log_id, segment, entry)
@@ -205,6 +209,10 @@ class InMemoryPendingStore:
         with self._lock:
             if key in self._items:
                 raise errors.ItemExistsError(f"pending snapshot {item.segment}/{item.entry}")
+            if self._log_store is not None:
+                entry = self._log_store.get_entry(item.log_id, item.segment, item.entry)
+                if entry is not None and entry.snapshot_root is not None:
+                    raise errors.SnapshotCompleteError(f"snapshot {item.segment}/{item.entry} (complete)")
             self._items[key] = item
 
     def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,

@@ -141,7 +141,8 @@ class PendingStore(Protocol):
         ...
 
     def create(self, item: PendingSnapshot) -> None:
-        """Write a new item. Raises ItemExistsError if it exists."""
+        """Write a new item. Raises ItemExistsError if it exists, SnapshotCompleteError (an ItemExistsError) if its
+        Snapshot entry already has its root, when the store can see the Entries table."""
         ...
 
     def set_claimer(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, increment: int,

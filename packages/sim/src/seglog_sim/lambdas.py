@@ -84,7 +84,8 @@ class Lambdas:
             store=store, append_store=log_store(None), meter=store.meter,
             blobs=S3BlobStore(s3, bucket=topology.bucket, retry=policy),
             append_blobs=S3BlobStore(s3, bucket=topology.bucket),
-            pending=DynamoDBPendingStore(ddb, table=topology.pending_table, retry=policy),
+            pending=DynamoDBPendingStore(ddb, table=topology.pending_table, retry=policy,
+                                         entries_table=topology.entries_table),
             queue=SqsJobQueue(sqs, queue_url=queue_url, retry=policy), sqs=sqs)
         return cls(world=world, cloud=cloud, faults=faults, topology=topology, scenario=scenario, rng=rng,
                    backend=backend, queue_url=queue_url)

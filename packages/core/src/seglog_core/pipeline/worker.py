@@ -233,7 +233,15 @@ class SnapshotWorker:
             return Outcome.ALREADY_DONE
         # 2. Pending upsert.
         now = int(self.clock())
-        if not self._upsert(message, log_id, segment, entry, now):
+        try:
+            upserted = self._upsert(message, log_id, segment, entry, now)
+        except errors.SnapshotCompleteError:  # completed since we read the entry: finish as step 1 does
+            done = self.store.get_entry(log_id, segment, entry)
+            if done is None or done.snapshot_root is None:
+                raise
+            self._complete(message, done, done.snapshot_root)
+            return Outcome.ALREADY_DONE
+        if not upserted:
             # A duplicate of a live claim's job: hidden until that claim would go stale, never deleted. The claimer's
             # own message may be gone (parked in the DLQ, or deleted by a stale receipt handle) while M still looks
             # fresh — a worker with a fast clock stamps M in the future — and then this copy is the only job left:
@@ -330,6 +338,8 @@ class SnapshotWorker:
                 self.pending.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=now,
                                                     modified=now, claimer=message.message_id))
                 return True
+            except errors.SnapshotCompleteError:
+                raise
             except errors.ItemExistsError:
                 item = self.pending.get(log_id, segment, entry)
         if item is not None and item.claimer is None:
