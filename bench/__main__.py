@@ -1,6 +1,6 @@
 """All benchmarks: append cost, latency, contention, load time and the pipeline under the emulator (per profile,
 each on its own stack), then the fold rate, what SigV4 authorization costs a request, and the snapshot builder's
-peak memory.
+peak memory, and the deterministic simulation's seeds a minute.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -25,6 +25,7 @@ from bench import (
     bench_latency,
     bench_load,
     bench_pipeline,
+    bench_sim,
     bench_snapshot_rss,
 )
 from bench.support import Headline, local_deployment, options, profiles, quiet_logs
@@ -83,6 +84,8 @@ def main() -> None:
     print("\n## SigV4 authorization (bench_auth)")
     lines += [h.line() for h in bench_auth.headlines(args.quick)]
     lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
+    print("\n## deterministic simulation (bench_sim)")
+    lines += [h.line() for h in bench_sim.headlines(args.quick)]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "
           f"load average {load} on {os.cpu_count()} CPUs) ==")

@@ -128,6 +128,8 @@ class World:
         return self._main
 
     def _wake(self, task: Task, at: float) -> None:
+        if task.deadline is not None and at > task.deadline:
+            at = task.deadline  # Lambda ends the invocation at its timeout, whatever it is waiting for
         task._token += 1
         heapq.heappush(self._heap, (at, next(self._seq), task, task._token))
 
@@ -157,6 +159,8 @@ class World:
         other._waiters.append(task)
         if timeout is not None:
             self._wake(task, self.now + timeout)
+        elif task.deadline is not None:
+            self._wake(task, task.deadline)
         else:
             task._token += 1  # only the other task's end wakes us
         self._yield(task)
