@@ -7,12 +7,12 @@ import uuid
 
 import pytest
 
-from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
-from seglog_sim.topology import load_topology
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
 from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_core import errors
 from seglog_core.schema import Entry, EntryType, PendingSnapshot, Segment
+from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
+from seglog_sim.topology import load_topology
 
 
 def test_create_is_refused_once_the_snapshot_entry_has_its_root() -> None:

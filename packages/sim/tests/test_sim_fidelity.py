@@ -6,6 +6,7 @@ recording each invocation; the mappings, the queue and the stream are the simula
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -130,7 +131,7 @@ def test_stream_one_batch_in_flight_per_shard_and_checkpoint_moves_only_on_succe
     h = harness(on_router=flaky)
     h.run(60.0, lambda: h.write(5))
     spans = h.probe.spans("router")
-    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))  # one at a time
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))  # one at a time
     batches = [_seqs(b) for _, _, _, b in h.probe.calls]
     # The failed batch again (in halves: the template bisects failed batches), nothing skipped, in order.
     assert [1, 2, 3, 4, 5] == batches[0] == [n for b in batches[1:] for n in b]
@@ -168,7 +169,7 @@ def test_stream_bisect_isolates_the_poison_record_without_losing_the_others() ->
     def poison(world: World, batch: list[dict[str, Any]]) -> dict[str, Any]:
         world.sleep(0.1)
         seqs = _seqs(batch)
-        if seqs[0] <= 3 <= seqs[-1] and len(seqs) > 1 or seqs == [3]:  # the third record always fails
+        if (seqs[0] <= 3 <= seqs[-1] and len(seqs) > 1) or seqs == [3]:  # the third record always fails
             raise RuntimeError("poison")
         delivered.extend(seqs)
         return {"batchItemFailures": []}
@@ -192,7 +193,7 @@ def test_sqs_receive_hides_for_the_visibility_timeout_success_deletes_failure_re
     h.run(200.0, lambda: h.send(1))
     starts = [start - h.world.start for kind, start, _, _ in h.probe.calls if kind == "worker"]
     assert len(starts) == 3  # received three times, then moved to the DLQ on the fourth receive
-    assert all(b - a >= 30 for a, b in zip(starts, starts[1:], strict=False))
+    assert all(b - a >= 30 for a, b in itertools.pairwise(starts))
     assert h.sqs.depth(h.queue_url) == (0, 0)
     assert sum(h.sqs.depth(h.dlq_url)) == 1
 
