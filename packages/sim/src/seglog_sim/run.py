@@ -95,6 +95,8 @@ class _Run:
     client_tasks: list[Task] = field(default_factory=list)
     quiescent: bool = False
     setup_failed: bool = False
+    #: Jobs that reached the DLQ after the faults stopped.
+    dlq_after_faults: int = 0
 
     # ----------------------------------------------------------------------------------------------- tasks
 
@@ -135,9 +137,12 @@ class _Run:
                 self._redrive()
         faults.active = False
         self.sqs.set_max_receive_count(self.queue_url, self.topology.queue.maxReceiveCount or 1000)
+        self._redrive()  # what the faults parked in the DLQ, as an operator answering its alarm would
         bound = world.now + scenario.liveness_bound
         while world.now < bound:
-            self._redrive()
+            # Without faults no job should reach the DLQ again: each one that does is counted (a violation), then
+            # redriven so the other checks can go on.
+            self.dlq_after_faults += self._redrive()
             if self._quiet():
                 self.quiescent = True
                 break
@@ -151,9 +156,10 @@ class _Run:
                 self.world.kill(task, "supervisor restart")
         self.pollers.restart()
 
-    def _redrive(self) -> None:
+    def _redrive(self) -> int:
         if not sum(self.sqs.depth(self.dlq_url)):
-            return
+            return 0
+        moved = 0
         takeover = int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
         try:
             moved = redrive(SimSQSClient.of(self.sqs), dlq_url=self.dlq_url, queue_url=self.queue_url, delay=takeover)
@@ -161,6 +167,7 @@ class _Run:
         except errors.SeglogError:
             pass  # what was not moved stays in the DLQ; the next tick tries again
         self.world.notify(self.pollers.queue_signal)
+        return moved
 
     def _quiet(self) -> bool:
         if any(not t.done for t in self.world.tasks if t.kind in ("api", "router", "worker", "client")):
@@ -239,6 +246,9 @@ def run_seed(seed: int, scenario: Scenario | None = None, *, only: frozenset[str
                   for _ in [0] if setup is not None and setup.error is not None]
     violations += [Violation(invariant="I5", message=f"client {name} never finished its appends within "
                                                      f"{run.scenario.client_bound:.0f} s") for name in stuck]
+    if run.dlq_after_faults:
+        violations.append(Violation(invariant="I5", message=f"{run.dlq_after_faults} jobs reached the DLQ after the "
+                                                            "faults stopped (maxReceiveCount used up without faults)"))
     violations += check_run(ddb=run.ddb, s3=run.s3, topology=run.topology, logs=run.logs, ledger=ledger,
                            quiescent=run.quiescent, queues=queues)
     snapshots = sum(1 for item in run.ddb.items(run.topology.entries_table, copy=False)
