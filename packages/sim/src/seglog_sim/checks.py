@@ -57,8 +57,13 @@ def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uui
     pending = DynamoDBPendingStore(SimDynamoDBClient.of(ddb), table=topology.pending_table)
     found: list[Violation] = []
     for log_id in logs:
-        report = verify_log(store, log_id, acknowledged=ledger.acknowledged.get(log_id, []), blobs=blobs,
-                            pending=pending, quiescent=quiescent)
+        try:
+            report = verify_log(store, log_id, acknowledged=ledger.acknowledged.get(log_id, []), blobs=blobs,
+                                pending=pending, quiescent=quiescent)
+        except Exception as exc:  # state the real code cannot even read back (a malformed item) is a violation too
+            found.append(Violation(invariant="I5", log_id=str(log_id),
+                                   message=f"the log's state cannot be read back: {type(exc).__name__}: {exc}"))
+            continue
         found += [Violation(invariant=v.invariant, message=v.message, log_id=str(log_id), segment=v.segment,
                             entry=v.entry) for v in report.violations]
     found += _history(ddb, topology)

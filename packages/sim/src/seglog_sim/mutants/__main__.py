@@ -18,7 +18,10 @@ def main(argv: list[str]) -> int:
     name, seeds, start = argv[0], int(argv[1]), int(argv[2])
     mutant = by_name(name)
     install(mutant)
+    from seglog_sim import quiet_logs
     from seglog_sim.run import run_seed
+
+    quiet_logs()
 
     started = time.perf_counter()
     outcome: dict[str, object] = {"mutant": name, "killed": False, "seeds_run": 0}

@@ -72,20 +72,36 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                     "build, it guards no invariant"),
     Mutant(name="checkpoint_increment", module=_PENDING,
            old='UpdateExpression="SET S = :s, M = :m", ConditionExpression="X = :x"',
-           new='UpdateExpression="SET S = :s, M = :m", ConditionExpression="X = :x OR X <> :x"',
-           breaks="a holder that was taken over goes on checkpointing and building (step 5's X condition)"),
+           new='UpdateExpression="SET S = :s, M = :m", ConditionExpression="attribute_exists(P) OR X = :x"',
+           breaks="a holder that was taken over goes on checkpointing and building (step 5's X condition)",
+           survives="a chunk's key and bytes are a function of the snapshot, the chunk index and the chunk size, and "
+                    "the first claim pins the chunk size (pin_chunk_size is killed): a zombie that goes on building "
+                    "writes exactly the bytes the new holder writes, and completing twice sets the same root. The X "
+                    "condition stops the zombie's wasted work at its next checkpoint; it would matter for I3 only if "
+                    "two code versions cut the same chunk differently (a change of the chunk format), and even then "
+                    "after one chunk written: such a change needs a new key scheme, not this guard"),
     Mutant(name="release_increment", module=_PENDING,
            old='UpdateExpression="SET A = :f, M = :m", ConditionExpression="X = :x"',
-           new='UpdateExpression="SET A = :f, M = :m", ConditionExpression="X = :x OR X <> :x"',
-           breaks="a holder that was taken over may hand off the new holder's claim"),
+           new='UpdateExpression="SET A = :f, M = :m", ConditionExpression="attribute_exists(P) OR X = :x"',
+           breaks="a holder that was taken over may hand off the new holder's claim",
+           survives="a wrongly released claim only lets a third invocation claim sooner; its claim raises X, which "
+                    "fences the live holder at its next checkpoint, and every builder cuts the same chunks (the "
+                    "chunk size is pinned): churn, no broken invariant. Handoffs are rare besides (5 per 1,000 "
+                    "seeds: builds here finish well within the function timeout)"),
     Mutant(name="takeover_increment", module=_PENDING,
            old='ConditionExpression="Q = :old AND X = :x AND M < :stale"',
-           new='ConditionExpression="Q = :old AND (X = :x OR X <> :x) AND M < :stale"',
-           breaks="two takers racing on one read may both take a stale claim over"),
+           new='ConditionExpression="Q = :old AND (X = :x OR attribute_exists(X)) AND M < :stale"',
+           breaks="two takers racing on one read may both take a stale claim over",
+           survives="of two takers that both take over, only the one named last passes the claim's Q condition, "
+                    "and the X fence and the pinned chunk size make a second builder harmless anyway; the increment "
+                    "in the condition saves the loser a claim attempt and a wasted build"),
     Mutant(name="set_claimer_once", module=_PENDING,
            old='ConditionExpression="attribute_exists(P) AND attribute_not_exists(Q) AND X = :x"',
            new='ConditionExpression="attribute_exists(P) AND (attribute_not_exists(Q) OR Q <> :q) AND X = :x"',
-           breaks="a second message may overwrite the claimer of a pending item"),
+           breaks="a second message may overwrite the claimer of a pending item",
+           survives="the claim's Q condition decides: the message named last claims, the one overwritten is refused "
+                    "(busy), comes back and is hidden as a duplicate until the snapshot is done; set_claimer's own "
+                    "condition saves that round trip"),
     Mutant(name="pin_chunk_size", module=_WORKER,
            old="takeover_after=self.takeover_after, initial_state=pinned)",
            new="takeover_after=self.takeover_after, initial_state=None)",
@@ -124,12 +140,19 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "lambda: self.blobs.is_discardable(key)):",
            new="            if False:",
            breaks="a retried large append tags its already-kept body discardable again: it would expire under "
-                  "its entry (I6)"),
+                  "its entry (I6)",
+           survives="the API untags the body again after a deduplicated append (routes.keep_body), so a re-tagged body "
+                    "stays tagged only if an overlapping late try re-puts it after the last keep and then dies before "
+                    "its own keep: not found in 1,000 seeds; the check keeps that window shut"),
     Mutant(name="predecessor_job", module=_WORKER,
            old="                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))\n",
            new="                pass\n",
            breaks="an incomplete predecessor without a pending item gets none of its own job (a lost message "
-                  "holds every later snapshot back)"),
+                  "holds every later snapshot back)",
+           survives="in the simulation every Snapshot entry's INSERT reaches the router (MaximumRetryAttempts -1, a "
+                    "day of record age) and every parked job is redriven, so no job is lost for good; on AWS one is "
+                    "lost past the stream's 24 h retention or to the mapping's OnFailure destination, and this guard "
+                    "then recovers it without an operator (seglog reprocess otherwise)"),
 )
 
 
