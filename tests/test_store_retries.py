@@ -170,12 +170,12 @@ def test_a_predecessor_whose_pending_create_lost_its_answer_still_gets_its_job(d
     faults = BotocoreFaults(driver.backend.store._ddb)
 
     def lose_the_next_create(point: str) -> None:
-        if point == "after_pending_upsert":  # the next PutItem is the predecessor's pending item
-            faults.fail("PutItem", **LOST)
+        if point == "after_pending_upsert":  # the next transaction writes the predecessor's pending item
+            faults.fail("TransactWriteItems", **LOST)
 
     message, = driver.receive(visibility=1)
     assert Outcome.DEFERRED is driver.worker(crash=lose_the_next_create).process(message)
-    assert [("PutItem", "InternalServerError", True)] == faults.injected
+    assert [("TransactWriteItems", "InternalServerError", True)] == faults.injected
     jobs = [json.loads(m.body)["entry"] for m in driver.receive(10, visibility=1, wait=1)]
     assert 4 in jobs
     driver.drain()

@@ -28,7 +28,6 @@ def test_create_is_refused_once_the_snapshot_entry_has_its_root() -> None:
     log.put_entry(Entry(log_id=log_id, segment=0, num=1, created=1, type=EntryType.SNAPSHOT))
     item = PendingSnapshot(log_id=log_id, segment=0, entry=1, created=5, modified=5, claimer="m1")
     pending.create(item)
-    pending.create(item)  # the very same item again (a retry after a lost answer): ours
     with pytest.raises(errors.ItemExistsError) as taken:
         pending.create(PendingSnapshot(log_id=log_id, segment=0, entry=1, created=6, modified=6, claimer="m2"))
     assert not isinstance(taken.value, errors.SnapshotCompleteError)
@@ -37,3 +36,30 @@ def test_create_is_refused_once_the_snapshot_entry_has_its_root() -> None:
     with pytest.raises(errors.SnapshotCompleteError):
         pending.create(item)
     assert pending.get(log_id, 0, 1) is None
+
+
+def test_a_create_whose_answer_was_lost_is_known_as_ours_on_retry() -> None:
+    from typing import Any
+
+    from botocore.exceptions import ReadTimeoutError
+
+    from seglog_core.retry import RetryPolicy
+
+    topology = load_topology()
+    sim = SimDynamoDB([TableSpec.from_properties(name, props) for name, props in topology.tables.items()],
+                      clock=lambda: 1_700_000_000.0)
+    lost = ["TransactWriteItems"]
+
+    def call(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = sim.call(operation, params)
+        if operation in lost:
+            lost.remove(operation)
+            raise ReadTimeoutError(endpoint_url="https://dynamodb")  # applied, answer lost
+        return answer
+
+    pending = DynamoDBPendingStore(SimDynamoDBClient(call), table=topology.pending_table,
+                                   entries_table=topology.entries_table,
+                                   retry=RetryPolicy(max_attempts=3, base=0.0, cap=0.0))
+    item = PendingSnapshot(log_id=uuid.uuid4(), segment=0, entry=1, created=5, modified=5, claimer="m1")
+    pending.create(item)  # the retry finds the item its first try wrote: ours, no error
+    assert pending.get(item.log_id, 0, 1) == item

@@ -118,7 +118,7 @@ class DynamoDBPendingStore:
                 raise errors.SnapshotCompleteError(f"snapshot {item.segment}/{item.entry} (complete)") from exc
             if reasons[0] == "ConditionalCheckFailed":
                 # Ours after a lost answer if it is exactly the item we wrote (see create).
-                if self.get(item.log_id, item.segment, item.entry) == item:
+                if exc.after_unknown_outcome and self.get(item.log_id, item.segment, item.entry) == item:
                     return
                 raise errors.ItemExistsError(f"pending snapshot {item.segment}/{item.entry}") from exc
             raise

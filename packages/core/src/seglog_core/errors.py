@@ -188,7 +188,10 @@ class SnapshotCompleteError(ItemExistsError):
 
 
 class TransactionCancelledError(StoreError):
-    """A transaction was cancelled; ``reasons`` holds one code per item (``None`` where that item was fine)."""
+    """A transaction was cancelled; ``reasons`` holds one code per item (``None`` where that item was fine).
+    ``after_unknown_outcome`` as for :class:`ItemExistsError`: an earlier attempt may have been applied."""
+
+    after_unknown_outcome: bool = False
 
     def __init__(self, reasons: list[str | None]) -> None:
         self.reasons = reasons

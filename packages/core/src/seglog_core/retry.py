@@ -126,6 +126,8 @@ def call_with_retries[T](policy: RetryPolicy, call: Callable[[], T], *, what: st
         except errors.StoreError as exc:
             maybe_applied = bool(getattr(exc, "outcome_unknown", False))
             if not exc.retryable or (maybe_applied and not retry_unknown):
+                if isinstance(exc, errors.TransactionCancelledError):  # a transaction's own conditions, as above
+                    exc.after_unknown_outcome = unknown
                 raise
             pause = policy.pause(attempt)
             if pause is None:
