@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -47,9 +47,10 @@ class Deadline:
         return self.remaining() < self.reserve + 2 * self.slowest
 
 
-def policy_from_env() -> RetentionPolicy:
-    return RetentionPolicy(keep=int(os.environ.get("SEGLOG_RETENTION_KEEP", "3")),
-                           min_age=float(os.environ.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")),
+def policy_from_env(environ: Mapping[str, str] = os.environ) -> RetentionPolicy:
+    """The policy the template's variables give (the simulator passes the function's environment)."""
+    return RetentionPolicy(keep=int(environ.get("SEGLOG_RETENTION_KEEP", "3")),
+                           min_age=float(environ.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")),
                            archive=True)
 
 

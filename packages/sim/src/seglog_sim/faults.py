@@ -84,7 +84,7 @@ CALL_FAULTS: Final[dict[str, tuple[Fault, ...]]] = {
     "sqs": (Fault.SQS_ERROR,),
 }
 #: Task kinds that are Lambda invocations (they can crash, stall and time out).
-INVOCATIONS: Final = frozenset({"api", "router", "worker"})
+INVOCATIONS: Final = frozenset({"api", "router", "worker", "retention"})
 
 
 @dataclass(kw_only=True)

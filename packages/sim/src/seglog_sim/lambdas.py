@@ -30,8 +30,9 @@ from seglog_core.idempotence import Position, append_after
 from seglog_core.log import Appended, EventLog
 from seglog_core.pipeline import Outcome
 from seglog_core.ports import QueueMessage
+from seglog_core.retention import retain_logs
 from seglog_core.schema import Body
-from seglog_services import snapshot_worker, stream_router
+from seglog_services import retention, snapshot_worker, stream_router
 from seglog_sim.cloud import Cloud
 from seglog_sim.faults import Fault, Faults
 from seglog_sim.scenario import Scenario
@@ -170,6 +171,20 @@ class Lambdas:
             return {"batchItemFailures": failures}
 
         return self._start("worker", body, self.topology.worker.Timeout, messages=[m["MessageId"] for m in messages])
+
+    # ---------------------------------------------------------------------------------------------- retention
+
+    def retention(self) -> Task:
+        """Invoke the scheduled retention function as its handler runs: the template's policy, its Deadline."""
+
+        def body(task: Task) -> dict[str, Any]:
+            policy = retention.policy_from_env(self.topology.retention.Environment)
+            deadline = retention.Deadline(self._deadline(task), clock=self.world.clock)
+            run = retain_logs(self.backend.store, self.backend.blobs, policy, stop=deadline, clock=self.world.clock)
+            self.invocations.add("retention", "complete" if run.complete else "partial")
+            return {"segments_archived": run.segments, "failed": len(run.failed)}
+
+        return self._start("retention", body, self.topology.retention.Timeout)
 
     # ------------------------------------------------------------------------------------------------ API
 

@@ -125,6 +125,7 @@ class _Run:
     def operator(self) -> None:
         world, faults, scenario = self.world, self.faults, self.scenario
         me = world.current
+        next_retention = world.now + faults.amount(me, 0.0, 2 * scenario.retention_every)
         while not (world.now - world.start >= scenario.fault_window
                    and self.client_tasks and all(t.done for t in self.client_tasks)):
             if world.now - world.start > scenario.client_bound or self.setup_failed:
@@ -135,6 +136,9 @@ class _Run:
                 self._restart()
             if faults.decide(me, Fault.REDRIVE):
                 self._redrive()
+            if world.now >= next_retention:  # the schedule fires (EventBridge, asynchronously)
+                self.lambdas.retention()
+                next_retention = world.now + faults.amount(me, 0.0, 2 * scenario.retention_every)
         faults.active = False
         self.sqs.set_max_receive_count(self.queue_url, self.topology.queue.maxReceiveCount or 1000)
         self._redrive()  # what the faults parked in the DLQ, as an operator answering its alarm would
@@ -170,7 +174,7 @@ class _Run:
         return moved
 
     def _quiet(self) -> bool:
-        if any(not t.done for t in self.world.tasks if t.kind in ("api", "router", "worker", "client")):
+        if any(not t.done for t in self.world.tasks if t.kind in ("api", "router", "worker", "retention", "client")):
             return False
         if sum(self.sqs.depth(self.queue_url)) or sum(self.sqs.depth(self.dlq_url)):
             return False

@@ -48,5 +48,9 @@ class Scenario:
     #: maxReceiveCount while the dlq fault is on (the template's is 50).
     dlq_max_receive_count: int = 3
     faults: tuple[Fault, ...] = tuple(Fault)
-    #: Template parameter overrides.
-    parameters: tuple[tuple[str, Any], ...] = field(default=())
+    #: Seconds between two runs of the scheduled retention function while faults last (drawn up to twice this).
+    retention_every: float = 60.0
+    #: Template parameter overrides: retention keeps the two latest segments and archives one older than 30 s, so
+    #: segments are retired while jobs for them may still arrive (the template's week would never come).
+    parameters: tuple[tuple[str, Any], ...] = field(
+        default=(("RetentionKeep", 2), ("RetentionMinAgeSeconds", 30)))

@@ -43,6 +43,7 @@ class Topology:
     api: FunctionSpec
     router: FunctionSpec
     worker: FunctionSpec
+    retention: FunctionSpec
     stream: StreamMapping
     jobs: QueueMapping
     queue: QueueSpec
@@ -81,13 +82,15 @@ def _topology(path: Path | None, parameters: tuple[tuple[str, Any], ...]) -> Top
     api = _function(config, "seglog_services.api.handler")
     router = _function(config, "seglog_services.stream_router.handler")
     worker = _function(config, "seglog_services.snapshot_worker.handler")
+    retention = _function(config, "seglog_services.retention.handler")
     stream = next(m for m in config.stream_mappings if m.function == router.logical_id)
     jobs = next(m for m in config.queue_mappings if m.function == worker.logical_id)
     env = worker.Environment
     resources = _template(path).resources
     tables = {env[v]: dict(resources[env[v]]["Properties"]) for v in
               ("SEGLOG_SEGMENTS_TABLE", "SEGLOG_ENTRIES_TABLE", "SEGLOG_PENDING_TABLE")}
-    return Topology(config=config, api=api, router=router, worker=worker, stream=stream, jobs=jobs,
+    return Topology(config=config, api=api, router=router, worker=worker, retention=retention, stream=stream,
+                    jobs=jobs,
                     queue=config.queues[jobs.queue], segments_table=env["SEGLOG_SEGMENTS_TABLE"],
                     entries_table=env["SEGLOG_ENTRIES_TABLE"], pending_table=env["SEGLOG_PENDING_TABLE"],
                     bucket=env["SEGLOG_BUCKET"], tables=tables)
