@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from seglog_core.pipeline.outcomes import InvalidJobError, Outcome
 from seglog_core.pipeline.router import RouteAction, route
-from seglog_core.pipeline.worker import CRASH_POINTS, InvalidJobError, Outcome, SnapshotWorker
+from seglog_core.pipeline.worker import CRASH_POINTS, SnapshotWorker
 
 __all__ = ["CRASH_POINTS", "InvalidJobError", "Outcome", "RouteAction", "SnapshotWorker", "route"]

@@ -76,70 +76,21 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import msgspec
 import structlog
 
 from seglog_core import errors
 from seglog_core.crashpoints import WORKER_CRASH_POINTS
+from seglog_core.pipeline.order import Order, Plan
+from seglog_core.pipeline.outcomes import UNREADABLE, InvalidJobError, Outcome, SnapshotBlockedError
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
-from seglog_core.schema import (
-    SNAPSHOT_JOB_DECODER,
-    Body,
-    Entry,
-    EntryType,
-    PendingSnapshot,
-    SnapshotJob,
-)
+from seglog_core.schema import SNAPSHOT_JOB_DECODER, Body, Entry, EntryType, PendingSnapshot, SnapshotJob
 from seglog_core.snapshot import SnapshotBuild
 
 log = structlog.get_logger("seglog.worker")
 
 CRASH_POINTS = WORKER_CRASH_POINTS
-
-
-class Outcome(StrEnum):
-    """What one invocation did with its message. ``keeps_message`` ones must be reported as failures so the
-    Lambda integration does not delete the message."""
-
-    COMPLETED = "completed"
-    ALREADY_DONE = "already_done"
-    DUPLICATE = "duplicate"
-    DEFERRED = "deferred"
-    BUSY = "busy"
-    HANDED_OFF = "handed_off"
-    TAKEN_OVER = "taken_over"
-    BLOCKED = "blocked"
-
-    @property
-    def keeps_message(self) -> bool:
-        return self in (Outcome.DEFERRED, Outcome.BUSY, Outcome.HANDED_OFF, Outcome.TAKEN_OVER, Outcome.BLOCKED,
-                        Outcome.DUPLICATE)
-
-
-class InvalidJobError(errors.InvalidInputError):
-    """A queue message that is not a snapshot job, or names no Snapshot entry."""
-
-
-class SnapshotBlockedError(errors.SeglogError):
-    """An entry before the Snapshot entry that this code cannot fold: the snapshot waits for newer code."""
-
-    def __init__(self, cause: errors.UnknownEntryTypeError | errors.BodyVersionError, *, segment: int | None,
-                 entry: int | None) -> None:
-        self.cause = cause
-        self.segment = segment
-        self.entry = entry
-        where = f"entry {segment}/{entry}" if segment is not None and entry is not None else "an entry"
-        if isinstance(cause, errors.BodyVersionError):
-            what = f"has {str(cause.type)!r} body version {cause.version}, this code knows up to {cause.known}"
-        else:
-            what = f"has type {str(cause.type)!r}, unknown to this code"
-        super().__init__(f"{where} {what}: deploy newer code of the snapshot worker; the snapshot is deferred "
-                         "until then")
-
-
-_UNREADABLE = (errors.UnknownEntryTypeError, errors.BodyVersionError)
 
 
 class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -151,15 +102,6 @@ class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
 
 _CHECKPOINT_ENCODER = msgspec.msgpack.Encoder()
 _CHECKPOINT_DECODER = msgspec.msgpack.Decoder(_Checkpoint)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Plan:
-    """What a build needs: the completed snapshot to start from and the entries after it, up to ours."""
-
-    base: Entry
-    between: list[Entry]
-    incomplete: list[Entry]
 
 
 @dataclass(kw_only=True)
@@ -236,11 +178,9 @@ class SnapshotWorker:
         try:
             upserted = self._upsert(message, log_id, segment, entry, now)
         except errors.SnapshotCompleteError:  # completed since we read the entry: finish as step 1 does
-            done = self.store.get_entry(log_id, segment, entry)
-            if done is None or done.snapshot_root is None:
-                raise
-            self._complete(message, done, done.snapshot_root)
-            return Outcome.ALREADY_DONE
+            if self._done_meanwhile(message, log_id, segment, entry):
+                return Outcome.ALREADY_DONE
+            raise
         if not upserted:
             # A duplicate of a live claim's job: hidden until that claim would go stale, never deleted. The claimer's
             # own message may be gone (parked in the DLQ, or deleted by a stale receipt handle) while M still looks
@@ -254,13 +194,12 @@ class SnapshotWorker:
         self.crash("after_pending_upsert")
         # 3. Order.
         try:
-            plan = self._plan(snapshot)
-            earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+            order = self._order
+            plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
             if plan.incomplete or earlier:
-                self._ensure_predecessors(log_id, plan.incomplete, earlier, now)
-                if self._await_predecessors(log_id, segment, entry, remaining, margin):
-                    plan = self._plan(snapshot)
-                    earlier = [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+                order.ensure_predecessors(log_id, plan.incomplete, earlier, now)
+                if order.await_predecessors(log_id, segment, entry, remaining, margin):
+                    plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
         except errors.UnknownEntryTypeError as exc:  # read from the log: the adapter says where
             return self._blocked(message, snapshot, SnapshotBlockedError(exc, segment=exc.segment,
                                                                          entry=exc.entry), now=now)
@@ -284,9 +223,7 @@ class SnapshotWorker:
         # item gone after completion, creates it again and would build the snapshot a second time, cutting its own
         # chunks over the completed ones (found by the simulator, seed 742). The pending item is deleted only after
         # R is set, so one consistent read now tells.
-        current = self.store.get_entry(log_id, segment, entry)
-        if current is not None and current.snapshot_root is not None:
-            self._complete(message, current, current.snapshot_root)
+        if self._done_meanwhile(message, log_id, segment, entry):
             return Outcome.ALREADY_DONE
         # 5. Build.
         item = self.pending.get(log_id, segment, entry)
@@ -295,9 +232,7 @@ class SnapshotWorker:
             # claim and this read. Building now would cut chunks our own way over the completed snapshot's (the
             # simulator found a completed snapshot's chunk overwritten so, seed 196: mixed versions and a fast
             # clock). Its completion steps are idempotent: redo them, as step 1 does.
-            done = self.store.get_entry(log_id, segment, entry)
-            if done is not None and done.snapshot_root is not None:
-                self._complete(message, done, done.snapshot_root)
+            if self._done_meanwhile(message, log_id, segment, entry):
                 return Outcome.ALREADY_DONE
             self.queue.change_visibility(message, 1)
             return Outcome.BUSY
@@ -362,67 +297,19 @@ class SnapshotWorker:
             return True
         return item.claimer == message.message_id
 
-    def _plan(self, snapshot: Entry) -> _Plan:
-        """Find the completed snapshot before ``snapshot`` and the entries in between."""
-        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
-        between: list[Entry] = []
-        incomplete: list[Entry] = []
-        while True:
-            seg = next((s for s in self.store.latest_segments(log_id, 2) if s.num == segment), None)
-            if seg is None:
-                seg = next((s for s in self.store.segments(log_id) if s.num == segment), None)
-            start = seg.last_snapshot if seg and seg.last_snapshot is not None and seg.last_snapshot < entry else 0
-            # Only up to ours: an entry after it (perhaps one only newer code reads) is not this snapshot's.
-            run = list(self.store.entries(log_id, segment, start, entry - 1)) if entry > 0 else []
-            for index in range(len(run) - 1, -1, -1):
-                e = run[index]
-                if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
-                    return _Plan(base=e, between=run[index + 1:] + between, incomplete=incomplete)
-                if e.type is EntryType.SNAPSHOT:
-                    incomplete.append(e)
-            between = run + between
-            if segment == 0:
-                raise errors.CorruptLogError(log_id, "no completed snapshot before this one")
-            segment, entry = segment - 1, 1 << 62
+    @property
+    def _order(self) -> Order:
+        return Order(store=self.store, pending=self.pending, queue=self.queue, takeover_after=self.takeover_after,
+                     wait=self.order_wait, sleep=self.sleep)
 
-    def _ensure_predecessors(self, log_id: uuid.UUID, incomplete: list[Entry], earlier: list[PendingSnapshot],
-                             now: int) -> None:
-        """Give every incomplete predecessor a pending item and, if its claim is stale, a job of its own.
-
-        A predecessor whose message was lost — never sent, or its claimer's message parked in the DLQ — would
-        otherwise hold this snapshot back for ever; a new job takes the stale claim over (step 2), so the pipeline
-        recovers without an operator. A claim that is only quiet (its claimer deferred, hidden) costs one
-        duplicate message, deleted when it meets the live claim. A blocked predecessor waits for newer code."""
-        known = {(p.segment, p.entry): p for p in earlier}
-        for e in incomplete:
-            if (e.segment, e.num) not in known:
-                try:
-                    self.pending.create(PendingSnapshot(log_id=log_id, segment=e.segment, entry=e.num, created=now,
-                                                        modified=now))
-                except errors.ItemExistsError:
-                    continue
-                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))
-        # Only the earliest: it holds every later one back, and each of those would otherwise send a job for every
-        # stale one before it at each deferral (a long chain's messages would grow with its square).
-        first = min(earlier, key=lambda p: (p.segment, p.entry), default=None)
-        if first is not None and first.blocked is None and now - first.modified > self.takeover_after:
-            self.queue.send(SnapshotJob(log=str(log_id), segment=first.segment, entry=first.entry))
-
-    def _await_predecessors(self, log_id: uuid.UUID, segment: int, entry: int, remaining: Callable[[], float],
-                            margin: float) -> bool:
-        """Wait up to ``order_wait`` (and never into the handoff margin) until no earlier pending item is left;
-        whether that happened. Only the pending table is polled; the caller re-reads the log to be sure."""
-        # Polled at 0.1, 0.3, 0.7 s, then every half second: a predecessor being built usually completes within the
-        # first second, and a fixed 0.1 s step cost 30 strongly consistent Queries per 3 s wait (the simulator
-        # counted them as 29% of all storage calls).
-        waited, step = 0.0, 0.1
-        while waited < self.order_wait and remaining() - step > margin:
-            self.sleep(step)
-            waited += step
-            step = min(step * 2, 0.5)
-            if not any((p.segment, p.entry) < (segment, entry) for p in self.pending.for_log(log_id)):
-                return True
-        return False
+    def _done_meanwhile(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int) -> bool:
+        """Whether the snapshot completed since we read its entry (one consistent read); if so its completion steps
+        are redone (each idempotent) and the message deleted, as step 1 does."""
+        current = self.store.get_entry(log_id, segment, entry)
+        if current is None or current.snapshot_root is None:
+            return False
+        self._complete(message, current, current.snapshot_root)
+        return True
 
     def _defer(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> Outcome:
         try:
@@ -438,7 +325,7 @@ class SnapshotWorker:
     def _retired(self, log_id: uuid.UUID, segment: int) -> bool:
         return any(s.num == segment and s.archive is not None for s in self.store.segments(log_id))
 
-    def _bodies(self, plan: _Plan) -> list[Body]:
+    def _bodies(self, plan: Plan) -> list[Body]:
         """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
         entry this code cannot read."""
         bodies: list[Body] = []
@@ -447,7 +334,7 @@ class SnapshotWorker:
                 continue
             try:
                 bodies.append(self.body_of(e))
-            except _UNREADABLE as exc:
+            except UNREADABLE as exc:
                 raise SnapshotBlockedError(exc, segment=e.segment, entry=e.num) from exc
         return bodies
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 _WORKER: Final = "seglog_core.pipeline.worker"
+_ORDER: Final = "seglog_core.pipeline.order"
 _PENDING: Final = "seglog_aws.dynamodb_pending_store"
 _LOG_STORE: Final = "seglog_aws.dynamodb_log_store"
 _LOG: Final = "seglog_core.log"
@@ -144,7 +145,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            survives="the API untags the body again after a deduplicated append (routes.keep_body), so a re-tagged body "
                     "stays tagged only if an overlapping late try re-puts it after the last keep and then dies before "
                     "its own keep: not found in 1,000 seeds; the check keeps that window shut"),
-    Mutant(name="predecessor_job", module=_WORKER,
+    Mutant(name="predecessor_job", module=_ORDER,
            old="                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))\n",
            new="                pass\n",
            breaks="an incomplete predecessor without a pending item gets none of its own job (a lost message "
