@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from seglog_sim.aws.facade import client_error
 from seglog_sim.faults import CALL_FAULTS, INVOCATIONS, Fault, Faults
 from seglog_sim.world import Killed, Task, World
 
@@ -56,9 +57,7 @@ class Call:
 
 
 def _error(operation: str, code: str, status: int, message: str = "", **extra: Any) -> ClientError:
-    response: Any = {"Error": {"Code": code, "Message": message or code},
-                     "ResponseMetadata": {"HTTPStatusCode": status}, **extra}
-    return ClientError(response, operation)
+    return client_error(operation, code, message or code, status=status, sender=status < 500, extra=extra)
 
 
 def call_site(depth: int = 3) -> str:

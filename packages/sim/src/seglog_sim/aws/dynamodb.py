@@ -28,6 +28,7 @@ from seglog_sim.aws.dynamodb_requests import (
 from seglog_sim.aws.dynamodb_streams import Change, TableStream, change_size, key_bytes
 from seglog_sim.aws.dynamodb_tables import Table, TableSpec
 from seglog_sim.aws.dynamodb_values import Item, checked_size, copy_item, items_equal, normalize_item
+from seglog_sim.aws.facade import SimClient
 from seglog_sim.aws.update_expressions import Update, check_update_paths, updated
 
 __all__ = ["SimDynamoDB", "SimDynamoDBClient", "TableSpec"]
@@ -285,37 +286,13 @@ def _return_values(params: dict[str, Any], allowed: tuple[str, ...]) -> str:
     return str(returns)
 
 
-class SimDynamoDBClient:
-    """A boto3-shaped DynamoDB client over a ``call(operation, params)`` function: each method calls
-    ``call(OperationName, params)`` (the simulator's world wraps ``call`` with scheduling and faults)."""
+class SimDynamoDBClient(SimClient):
+    """A boto3-shaped DynamoDB client over ``call`` (a :class:`SimDynamoDB`'s, or the world's wrapper of it, which
+    adds scheduling and faults)."""
 
-    def __init__(self, call: Callable[[str, dict[str, Any]], dict[str, Any]]) -> None:
-        self._call = call
+    OPERATIONS = ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "TransactWriteItems",
+                  "BatchWriteItem")
 
     @classmethod
     def of(cls, sim: SimDynamoDB) -> SimDynamoDBClient:
-        return cls(lambda operation, params: sim.call(operation, params))
-
-    def get_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("GetItem", params)
-
-    def put_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("PutItem", params)
-
-    def update_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("UpdateItem", params)
-
-    def delete_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("DeleteItem", params)
-
-    def query(self, **params: Any) -> dict[str, Any]:
-        return self._call("Query", params)
-
-    def scan(self, **params: Any) -> dict[str, Any]:
-        return self._call("Scan", params)
-
-    def transact_write_items(self, **params: Any) -> dict[str, Any]:
-        return self._call("TransactWriteItems", params)
-
-    def batch_write_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("BatchWriteItem", params)
+        return cls(sim.call)

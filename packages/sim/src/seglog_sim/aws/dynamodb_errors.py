@@ -11,6 +11,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from seglog_sim.aws import facade
+
 
 class ValidationError(Exception):
     """Raised inside the model; :meth:`SimDynamoDB.call` turns it into ``ValidationException``."""
@@ -30,14 +32,9 @@ class ConditionFailed(Exception):
 
 def client_error(operation: str, code: str, message: str, *, status: int = 400,
                  **extra: Any) -> ClientError:
-    """A ``ClientError`` shaped like botocore's for a DynamoDB error response."""
-    response: dict[str, Any] = {
-        "Error": {"Code": code, "Message": message},
-        "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": {}, "RetryAttempts": 0},
-        "message": message,
-    }
-    response.update(extra)
-    return ClientError(response, operation)  # type: ignore[arg-type]
+    """A ``ClientError`` shaped like botocore's for a DynamoDB error response (its JSON body repeats the message)."""
+    return facade.client_error(operation, code, message, status=status, sender=status < 500,
+                               extra={"message": message, **extra})
 
 
 def validation(operation: str, message: str) -> ClientError:

@@ -16,11 +16,14 @@ from botocore.exceptions import ClientError, ParamValidationError
 Call = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
-def client_error(operation: str, code: str, message: str, *, status: int = 400, sender: bool = True) -> ClientError:
+def client_error(operation: str, code: str, message: str, *, status: int = 400, sender: bool = True,
+                 extra: dict[str, Any] | None = None) -> ClientError:
     """The ClientError botocore raises for an error answer: ``exc.response["Error"]["Code"]`` is what the adapters
-    match on, ``ResponseMetadata.HTTPStatusCode`` what :func:`seglog_aws.errors.translate` reads for 5xx."""
+    match on, ``ResponseMetadata.HTTPStatusCode`` what :func:`seglog_aws.errors.translate` reads for 5xx; ``extra``
+    adds top-level fields (DynamoDB's CancellationReasons, Item)."""
     response: Any = {"Error": {"Code": code, "Message": message, "Type": "Sender" if sender else "Receiver"},
-                     "ResponseMetadata": {"HTTPStatusCode": status}}
+                     "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": {}, "RetryAttempts": 0},
+                     **(extra or {})}
     return ClientError(response, operation)
 
 
