@@ -56,12 +56,16 @@ class Backend:
         """Clients for each service; ``endpoints`` (service -> URL) override the SDK's resolution; ``retry`` is
         the stores' retry policy."""
         endpoints = endpoints or {}
-        meter = Meter()
 
         def make(service: str) -> Any:
             return client(service, session=session, endpoint_url=endpoints.get(service), retries=1)
 
-        ddb, s3, sqs = make("dynamodb"), make("s3"), make("sqs")
+        return cls.over(resources, dynamodb=make("dynamodb"), s3=make("s3"), sqs=make("sqs"), retry=retry)
+
+    @classmethod
+    def over(cls, resources: Resources, *, dynamodb: Any, s3: Any, sqs: Any, retry: RetryPolicy) -> Backend:
+        """The stores on given boto3-shaped clients (:meth:`connect`'s, or the simulator's), wired as deployed."""
+        ddb, meter = dynamodb, Meter()
 
         def log_store(policy: RetryPolicy | None) -> DynamoDBLogStore:
             return DynamoDBLogStore(ddb, segments_table=resources.segments_table,

@@ -20,11 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_aws.backend import REQUEST_RETRY, Backend
-from seglog_aws.dynamodb_log_store import DynamoDBLogStore
-from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_aws.resources import Resources
-from seglog_aws.s3_blob_store import S3BlobStore
-from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_core import retry
 from seglog_core.idempotence import Position, append_after
 from seglog_core.log import Appended, EventLog
@@ -72,22 +68,10 @@ class Lambdas:
         """The run's backend: the real adapters on the world's clients, retrying as deployed (REQUEST_RETRY) but
         sleeping in simulated time with the seed's jitter."""
         policy = dataclasses.replace(REQUEST_RETRY, rng=random.Random(rng.getrandbits(64)), sleep=world.sleep)
-        ddb, s3, sqs = clients["dynamodb"], clients["s3"], clients["sqs"]
-
-        def log_store(p: retry.RetryPolicy | None) -> DynamoDBLogStore:
-            return DynamoDBLogStore(ddb, segments_table=topology.segments_table,
-                                    entries_table=topology.entries_table, retry=p)
-
-        store = log_store(policy)
-        backend = Backend(
-            resources=Resources(segments_table=topology.segments_table, entries_table=topology.entries_table,
-                                pending_table=topology.pending_table, bucket=topology.bucket, queue_url=queue_url),
-            store=store, append_store=log_store(None), meter=store.meter,
-            blobs=S3BlobStore(s3, bucket=topology.bucket, retry=policy),
-            append_blobs=S3BlobStore(s3, bucket=topology.bucket),
-            pending=DynamoDBPendingStore(ddb, table=topology.pending_table, retry=policy,
-                                         entries_table=topology.entries_table),
-            queue=SqsJobQueue(sqs, queue_url=queue_url, retry=policy), sqs=sqs)
+        resources = Resources(segments_table=topology.segments_table, entries_table=topology.entries_table,
+                              pending_table=topology.pending_table, bucket=topology.bucket, queue_url=queue_url)
+        backend = Backend.over(resources, dynamodb=clients["dynamodb"], s3=clients["s3"], sqs=clients["sqs"],
+                               retry=policy)
         return cls(world=world, cloud=cloud, faults=faults, topology=topology, scenario=scenario, rng=rng,
                    backend=backend, queue_url=queue_url)
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from seglog_aws.events.dynamodb_stream import stream_record
 from seglog_emulator.filtering import select
+from seglog_emulator.pollers.common import reported_failures
 from seglog_sim.faults import Fault, Faults
 from seglog_sim.lambdas import Invocations
 from seglog_sim.topology import REGION, Topology
@@ -106,10 +107,11 @@ class Pollers:
             self.checkpoints[shard] = records[-1]["dynamodb"]["SequenceNumber"]
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
-        """Invoke the router until the batch has succeeded (retried without end, bisected on errors)."""
+        """Invoke the router until the batch has succeeded: retried without end (MaximumRetryAttempts -1), halved
+        first on a function error when BisectBatchOnFunctionError is on, resumed from the lowest reported
+        failure."""
         world, mapping = self.world, self.lambdas.topology.stream
-        parts = [batch]
-        retries = 0
+        parts, retries = [batch], 0
         while parts:
             part = parts.pop(0)
             task = self.lambdas.router(part)
@@ -117,23 +119,26 @@ class Pollers:
             if task.killed is not None or task.error is not None:
                 self._count(f"router {'crashed' if task.killed == 'crash' else task.killed or 'error'}")
                 if mapping.BisectBatchOnFunctionError and len(part) > 1:
-                    half = len(part) // 2
-                    parts[:0] = [part[:half], part[half:]]
                     self._count("router batches bisected")
+                    retry = [part[:len(part) // 2], part[len(part) // 2:]]
                 else:
-                    parts.insert(0, part)
-                retries += 1
-                world.sleep(min(1.0 * 2 ** min(retries, 6), 60.0))
-                continue
-            failures = task.result.get("batchItemFailures", []) if mapping.reports_batch_item_failures else []
-            if failures:
-                lowest = min(int(f["itemIdentifier"]) for f in failures)
-                self._count("router partial failures")
-                parts.insert(0, [r for r in part if int(r["dynamodb"]["SequenceNumber"]) >= lowest])
-                retries += 1
-                world.sleep(min(1.0 * 2 ** min(retries, 6), 60.0))
-                continue
-            self._count("router ok")
+                    retry = [part]
+            else:
+                known = {r["dynamodb"]["SequenceNumber"] for r in part}
+                failures = reported_failures(task.result, known) if mapping.reports_batch_item_failures else set()
+                if failures is None:  # a malformed response fails the whole batch (§9.7)
+                    self._count("router batches failed by their response")
+                    retry = [part]
+                elif failures:
+                    self._count("router partial failures")
+                    lowest = min(int(f) for f in failures)
+                    retry = [[r for r in part if int(r["dynamodb"]["SequenceNumber"]) >= lowest]]
+                else:
+                    self._count("router ok")
+                    continue
+            parts[:0] = retry
+            retries += 1
+            world.sleep(min(2.0 ** min(retries, 6), 60.0))
 
     # --------------------------------------------------------------------------------------------- queue
 
@@ -165,7 +170,11 @@ class Pollers:
             self.lambdas.invocations.add("worker", "crashed" if invocation.killed == "crash" or (
                 invocation.killed or "").startswith("crash") else invocation.killed or "error")
             return
-        failed = {f["itemIdentifier"] for f in invocation.result.get("batchItemFailures", [])}
+        known = {m["MessageId"] for m in messages}
+        failed = reported_failures(invocation.result, known) if self.lambdas.topology.jobs.reports_batch_item_failures \
+            else set()
+        if failed is None:  # the whole batch failed: nothing is deleted
+            return
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             self.sqs.call("DeleteMessageBatch", {"QueueUrl": self.queue_url, "Entries": [

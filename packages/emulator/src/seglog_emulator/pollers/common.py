@@ -35,16 +35,15 @@ def site(*parts: object) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def reported_failures(result: InvocationResult, known: set[str]) -> set[str] | None:
-    """The item identifiers a successful invocation reported as failed; None when the response fails the
-    whole batch.
+def reported_failures(payload: Any, known: set[str]) -> set[str] | None:
+    """The item identifiers a successful invocation's response ``payload`` reported as failed; None when the
+    response fails the whole batch (the simulator's mappings use this too).
 
     "Lambda treats a batch as a complete failure if your function returns ... an empty string itemIdentifier,
     a null itemIdentifier, an itemIdentifier with a bad key name" (AWS Lambda Developer Guide,
     services-sqs-errorhandling and services-ddb-batchfailurereporting); an identifier not in the batch is
     treated the same way. An empty or null list, or no response at all, is complete success.
     """
-    payload = result.payload
     if not isinstance(payload, Mapping):
         return set()
     failures = payload.get("batchItemFailures")

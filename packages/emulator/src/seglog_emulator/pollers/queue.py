@@ -190,7 +190,7 @@ class QueuePoller:
         if not result.ok:
             return  # the whole batch reappears after its visibility timeout
         known = set(handles)
-        failed = reported_failures(result, known) if self.mapping.reports_batch_item_failures else set()
+        failed = reported_failures(result.payload, known) if self.mapping.reports_batch_item_failures else set()
         if failed is None:
             log.warning("invalid batch item failures: the whole batch fails", poller=self.name,
                         payload=str(result.payload)[:200])

@@ -226,7 +226,7 @@ class StreamPoller:
             sequence = [e["dynamodb"]["SequenceNumber"] for _, e in current]
             failed: set[str] | None
             if result.ok:
-                failed = reported_failures(result, set(sequence)) if self.mapping.reports_batch_item_failures \
+                failed = reported_failures(result.payload, set(sequence)) if self.mapping.reports_batch_item_failures \
                     else set()
             else:
                 failed = None  # an error, timeout or crash fails the whole batch
