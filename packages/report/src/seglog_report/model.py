@@ -1,0 +1,183 @@
+"""One run as the report shows it: lanes of spans and markers, its violations, latencies and metered usage.
+
+The chaos runner and the demo (wall-clock time, from the run's log, fault log and clients) and the simulator
+(simulated time, from its history) all produce a :class:`RunData`; a command writes a :class:`Report` of its runs
+as ``report.json`` next to ``report.html``. Times are seconds from the run's start (``started_at``, Unix time for
+wall-clock runs, 0 for simulated ones).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+#: Lane groups, top to bottom in the timeline.
+GROUPS: Final = ("client", "function", "snapshot", "operator")
+
+#: Span outcomes and the colour each is drawn in (one table, so the page, its legend and the tests agree).
+OUTCOME_COLOURS: Final[dict[str, str]] = {
+    "success": "#2ca02c", "completed": "#2ca02c", "acknowledged": "#2ca02c",
+    "already_done": "#98df8a", "duplicate": "#98df8a", "not_a_snapshot": "#98df8a",
+    "deferred": "#ffbb78", "busy": "#ff7f0e", "handed_off": "#17becf", "taken_over": "#9467bd",
+    "retried": "#bcbd22", "error": "#d62728", "crashed": "#8c564b", "timeout": "#e377c2",
+    "lost": "#7f7f7f", "gave_up": "#d62728", "incomplete": "#c7c7c7",
+}
+
+Ids = dict[str, str | int]
+"""Correlation ids shown on hover: request_id, message_id, attempt, log_id, segment, entry, shard, pid."""
+
+
+class Span(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Something that took time on one lane: an invocation, a client's try, a snapshot's life."""
+
+    lane: str
+    group: str
+    start: float
+    end: float
+    outcome: str
+    label: str = ""
+    ids: Ids = {}
+    #: One of the events that led to a violation.
+    highlight: bool = False
+
+
+class Marker(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Something that happened at one moment: an injected fault, a crash point, a restart."""
+
+    lane: str
+    group: str
+    at: float
+    kind: str
+    label: str = ""
+    ids: Ids = {}
+    highlight: bool = False
+
+
+class Violation(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A broken invariant, with where it is and (when known) when the run broke it."""
+
+    text: str
+    invariant: str = ""
+    log_id: str | None = None
+    segment: int | None = None
+    entry: int | None = None
+    at: float | None = None
+
+
+class FunctionUse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One Lambda function's invocations, their measured time, and the memory the template gives it."""
+
+    memory_mb: int
+    invocations: int = 0
+    #: Billed duration: each invocation's duration rounded up to the millisecond, summed (Lambda's billing).
+    billed_ms: float = 0.0
+
+    @property
+    def gb_seconds(self) -> float:
+        return self.memory_mb / 1024 * self.billed_ms / 1000
+
+
+class Meter(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a run used, in the units AWS bills (each field says where it is counted).
+
+    Attributes:
+        dynamodb_read_units: read request units (on-demand), from ConsumedCapacity TOTAL of every read.
+        dynamodb_write_units: write request units, from ConsumedCapacity of every write and transaction.
+        dynamodb_requests: DynamoDB calls (not billed by themselves; shown to explain the units).
+        stream_read_requests: DynamoDB Streams GetRecords calls (free when a Lambda trigger makes them).
+        s3_write_requests: S3 PUT, COPY, POST and LIST requests.
+        s3_read_requests: S3 GET and every other request but DELETE (which is free).
+        sqs_requests: SQS requests, each 64 KB chunk of a payload counted as one.
+        api_requests: HTTP API requests the gateway answered.
+        functions: per function, invocations and billed duration.
+        appends: acknowledged appends (the ledger's per-million figure divides by this).
+    """
+
+    dynamodb_read_units: float = 0.0
+    dynamodb_write_units: float = 0.0
+    dynamodb_requests: int = 0
+    stream_read_requests: int = 0
+    s3_write_requests: int = 0
+    s3_read_requests: int = 0
+    sqs_requests: int = 0
+    api_requests: int = 0
+    functions: dict[str, FunctionUse] = {}
+    appends: int = 0
+
+    def add(self, other: Meter) -> Meter:
+        """The sum of two meters (a campaign's, from its runs')."""
+        functions = {name: FunctionUse(memory_mb=use.memory_mb, invocations=use.invocations,
+                                       billed_ms=use.billed_ms) for name, use in self.functions.items()}
+        for name, use in other.functions.items():
+            into = functions.setdefault(name, FunctionUse(memory_mb=use.memory_mb))
+            into.invocations += use.invocations
+            into.billed_ms += use.billed_ms
+        fields = {f: getattr(self, f) + getattr(other, f) for f in self.__struct_fields__ if f != "functions"}
+        return Meter(**fields, functions=functions)
+
+
+class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One run: its timeline, its verdict, its latencies and what it used."""
+
+    kind: str
+    title: str
+    run: int
+    seed: int
+    #: "wall" (seconds of real time) or "simulated" (the simulator's clock).
+    clock: str = "wall"
+    started_at: float = 0.0
+    seconds: float = 0.0
+    violations: list[Violation] = []
+    spans: list[Span] = []
+    markers: list[Marker] = []
+    #: Seconds, by name: append, snapshot (entry committed -> complete), stream_hop, quiescence.
+    latencies: dict[str, list[float]] = {}
+    meter: Meter = msgspec.field(default_factory=Meter)
+    #: The run's text report and counters, as the command printed them.
+    summary: dict[str, Any] = {}
+    replay: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def lanes(self) -> list[str]:
+        """Every lane, grouped in :data:`GROUPS` order, then by first appearance."""
+        seen: dict[str, tuple[int, int]] = {}
+        for n, item in enumerate([*self.spans, *self.markers]):
+            rank = GROUPS.index(item.group) if item.group in GROUPS else len(GROUPS)
+            seen.setdefault(item.lane, (rank, n))
+        return sorted(seen, key=lambda lane: seen[lane])
+
+
+class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What one command wrote: its runs, in the order they ran (``report.json``)."""
+
+    kind: str
+    title: str
+    command: str
+    created_at: float
+    runs: list[RunData] = []
+    #: The price table's region the ledger was priced in.
+    region: str = "us-east-1"
+    text: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(run.ok for run in self.runs)
+
+    def meter(self) -> Meter:
+        total = Meter()
+        for run in self.runs:
+            total = total.add(run.meter)
+        return total
+
+
+def encode(report: Report) -> bytes:
+    return msgspec.json.encode(report)
+
+
+def decode(data: bytes | str) -> Report:
+    """A report from ``report.json``; raises msgspec.ValidationError (with the path to the bad field)."""
+    return msgspec.json.decode(data, type=Report)
