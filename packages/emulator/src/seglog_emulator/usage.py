@@ -15,9 +15,11 @@ import threading
 from typing import Any
 
 from seglog_aws.meter import Meter
+from seglog_report.model import s3_request_class
 
 Usage = dict[str, dict[str, float]]
-"""``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB)."""
+"""``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB; S3 adds ``write_requests``
+and ``free_requests``, its requests in the PUT/COPY/POST/LIST tier and the free DELETEs, for the cost ledger)."""
 
 
 class UsageCounter:
@@ -49,9 +51,13 @@ class UsageCounter:
         totals: Usage = {}
         for service, meter in meters.items():
             row = {"requests": 0.0, "rcu": 0.0, "wcu": 0.0}
-            for figures in meter.snapshot().values():
+            for operation, figures in meter.snapshot().items():
                 for key, name in (("requests", "calls"), ("rcu", "rcu"), ("wcu", "wcu")):
                     row[key] += float(figures[name])
+                if service == "s3":
+                    tier = f"{s3_request_class(operation)}_requests"
+                    if tier != "read_requests":
+                        row[tier] = row.get(tier, 0.0) + float(figures["calls"])
             totals[service] = row
         return totals
 

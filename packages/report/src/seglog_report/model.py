@@ -117,6 +117,16 @@ class Meter(msgspec.Struct, kw_only=True, omit_defaults=True):
         return Meter(**fields, functions=functions)
 
 
+def s3_request_class(operation: str) -> str:
+    """How S3 bills a request: "write" (PUT, COPY, POST, LIST), "free" (DELETE, abort), or "read" (GET and
+    every other request), per the Amazon S3 pricing page's request tiers."""
+    if operation.startswith(("Delete", "Abort")):
+        return "free"
+    if operation.startswith(("Put", "Copy", "Post", "List", "Create", "Upload", "Complete")):
+        return "write"
+    return "read"
+
+
 class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One run: its timeline, its verdict, its latencies and what it used."""
 
@@ -145,7 +155,8 @@ class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
     def lanes(self) -> list[str]:
         """Every lane, grouped in :data:`GROUPS` order, then by first appearance."""
         seen: dict[str, tuple[int, int]] = {}
-        for n, item in enumerate([*self.spans, *self.markers]):
+        items: list[Span | Marker] = [*self.spans, *self.markers]
+        for n, item in enumerate(items):
             rank = GROUPS.index(item.group) if item.group in GROUPS else len(GROUPS)
             seen.setdefault(item.lane, (rank, n))
         return sorted(seen, key=lambda lane: seen[lane])
@@ -162,12 +173,17 @@ class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The price table's region the ledger was priced in.
     region: str = "us-east-1"
     text: str = ""
+    #: What the whole command used, when its runs are not all here (a simulate campaign keeps only the seeds
+    #: it draws); None: the sum of the runs' meters.
+    total: Meter | None = None
 
     @property
     def ok(self) -> bool:
         return all(run.ok for run in self.runs)
 
     def meter(self) -> Meter:
+        if self.total is not None:
+            return self.total
         total = Meter()
         for run in self.runs:
             total = total.add(run.meter)
