@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from seglog_report import figures, html
+from seglog_report.cost import ledger
 from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation, decode
 
 
@@ -58,8 +59,10 @@ def test_the_failing_timeline_is_zoomed_on_the_violation_and_lanes_are_grouped()
 
 def test_write_keeps_the_json_next_to_the_page(tmp_path: Path) -> None:
     report = Report(kind="chaos", title="t", command="c", created_at=0, runs=[run(0)])
-    path = html.write(report, tmp_path, {"items": [{"service": "DynamoDB", "dollars": 0.5}], "total": 0.5,
-                                         "per_million_appends": 500000.0, "appends": 1})
+    priced = ledger(Meter(dynamodb_write_units=2_000_000, appends=1_000_000))
+    path = html.write(report, tmp_path, priced)
     assert path.name == "report.html"
     assert decode((tmp_path / "report.json").read_bytes()) == report
-    assert 'id="ledger-total">0.5<' in path.read_text()
+    page = path.read_text()
+    assert f'id="ledger-total" data-dollars="{priced.total!r}">$1.25<' in page  # 2M WRU at $0.625 per million
+    assert summary(page)["ledger"] == priced.to_dict()

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
+from seglog_cli.context import settings
+from seglog_cli.reports import command_line, publish, report_directory, report_option
+from seglog_report.model import Report
 from seglog_sim import quiet_logs
 from seglog_sim.campaign import Campaign, run_campaign
 from seglog_sim.faults import Fault
@@ -17,6 +21,10 @@ from seglog_sim.mutants.runner import MutantResult, run_mutants
 from seglog_sim.run import SeedResult, run_seed
 from seglog_sim.scenario import Scenario
 from seglog_sim.shrink import shrink
+from seglog_sim.timeline import seeds_report
+
+#: Seeds a campaign's report draws: its first failing ones (each run again), or its first seed when all pass.
+MAX_DRAWN = 5
 
 
 def _kinds(text: str | None) -> tuple[Fault, ...]:
@@ -56,9 +64,11 @@ def _replay(seed: int, faults: str | None, only: Iterable[str] | None = None) ->
 @click.option("--no-shrink", is_flag=True, help="Do not shrink a failing seed's fault schedule.")
 @click.option("--history", "full_history", is_flag=True, help="With one seed: print its whole history.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_faults: str | None, jobs: int,
-             mutants: bool, mutant_names: tuple[str, ...], skip_explained: bool, no_shrink: bool, full_history: bool,
-             as_json: bool) -> None:
+@report_option
+@click.pass_context
+def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kinds: str | None,
+             only_faults: str | None, jobs: int, mutants: bool, mutant_names: tuple[str, ...], skip_explained: bool,
+             no_shrink: bool, full_history: bool, as_json: bool, report_dir: Path | None) -> None:
     """Run seeded simulated worlds: the real log, router and worker code against simulated DynamoDB, streams,
     SQS and S3 in simulated time, every fault from the seed; check I1-I6, liveness and exactly-once."""
     quiet_logs()
@@ -68,7 +78,13 @@ def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_
         return
     if seeds is None and seed is not None:
         only = None if only_faults is None else frozenset(t for t in only_faults.split(",") if t and t != "none")
-        _one(seed, scenario, fault_kinds, only, full_history, no_shrink, as_json)
+        ok = _one(seed, scenario, fault_kinds, only, full_history, no_shrink, as_json)
+        shrunk = None if only is None else sorted(only)
+        report = seeds_report([seed], scenario, command=command_line(ctx), title=f"seglog simulate: seed {seed}",
+                              replay=lambda s: _replay(s, fault_kinds, shrunk), only=only)
+        _publish(ctx, report, report_dir, as_json)
+        if not ok:
+            sys.exit(1)
         return
     start = seed if seed is not None else 1
 
@@ -78,6 +94,10 @@ def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_
                        f"{c.seeds_per_minute:.0f} seeds/min", err=True)
 
     campaign = run_campaign(range(start, start + (seeds or 100)), scenario, jobs=jobs, progress=progress)
+    drawn = campaign.failing_seeds[:MAX_DRAWN] or [start]
+    report = seeds_report(drawn, scenario, command=command_line(ctx),
+                          title=f"seglog simulate: {campaign.seeds} seeds from {start}",
+                          replay=lambda s: _replay(s, fault_kinds), total=campaign.meter)
     if as_json:
         click.echo(json.dumps(campaign.to_dict(), indent=2))
     else:
@@ -86,11 +106,21 @@ def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_
         first = campaign.failures[0]
         if not as_json:
             _print_failure(first, scenario, fault_kinds, no_shrink)
+    _publish(ctx, report, report_dir, as_json)
+    if not campaign.ok:
         sys.exit(1)
 
 
+def _publish(ctx: click.Context, report: Report, report_dir: Path | None, as_json: bool) -> None:
+    """Write report.html and report.json; their place on stderr (stdout stays the report asked for)."""
+    page, priced = publish(report, report_directory(report_dir, settings(ctx).stack_config().run_dir, "simulate"))
+    if not as_json:
+        click.echo(priced.render())
+    click.echo(f"report: {page}", err=as_json)
+
+
 def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset[str] | None, full_history: bool,
-         no_shrink: bool, as_json: bool) -> None:
+         no_shrink: bool, as_json: bool) -> bool:
     result = run_seed(seed, scenario, only=only)
     if as_json:
         data = result.summary()
@@ -105,8 +135,7 @@ def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset
             click.echo("\n".join(lines(result.history)))
         if not result.ok:
             _print_failure(result, scenario, fault_kinds, no_shrink or only is not None)
-    if not result.ok:
-        sys.exit(1)
+    return result.ok
 
 
 def _print_campaign(c: Campaign) -> None:

@@ -19,6 +19,7 @@ import plotly.io
 import plotly.offline
 
 from seglog_report import figures
+from seglog_report.cost import Ledger
 from seglog_report.model import Report, RunData, encode
 
 #: Runs drawn with a timeline: every failing one and the first few others (a simulate campaign has thousands).
@@ -52,8 +53,8 @@ SCRIPT: Final = """
 """
 
 
-def render(report: Report, ledger: dict[str, Any] | None = None) -> str:
-    """The page for ``report``; ``ledger`` is the cost ledger's dict (:meth:`seglog_report.cost.Ledger.to_dict`)."""
+def render(report: Report, ledger: Ledger | None = None) -> str:
+    """The page for ``report`` with its cost ledger."""
     drawn = _drawn_runs(report.runs)
     figs: list[dict[str, Any]] = []
     sections = []
@@ -93,7 +94,7 @@ def render(report: Report, ledger: dict[str, Any] | None = None) -> str:
     ])
 
 
-def write(report: Report, directory: Path, ledger: dict[str, Any] | None = None) -> Path:
+def write(report: Report, directory: Path, ledger: Ledger | None = None) -> Path:
     """``report.html`` and ``report.json`` in ``directory``; the HTML's path."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_bytes(encode(report))
@@ -136,36 +137,30 @@ def _run_section(run: RunData, *, drawn: bool) -> str:
     return "\n".join(parts)
 
 
-def _ledger_section(ledger: dict[str, Any] | None) -> str:
-    if not ledger:
+def _ledger_section(priced: Ledger | None) -> str:
+    """The ledger's table as ``seglog cost`` prints it; each line's exact dollars in ``data-dollars``."""
+    if priced is None:
         return '<section id="ledger"><h2>Cost</h2><p>No ledger.</p></section>'
+    header, *body, total = priced.rows()
+    numeric = {2, 4, 5}
+    head = "".join(f'<th class="{"n" if n in numeric else ""}">{html.escape(cell)}</th>'
+                   for n, cell in enumerate(header))
     rows = []
-    for item in ledger.get("items", []):
-        rows.append("<tr>" + "".join(
-            f'<td class="{cls}">{html.escape(_fmt(item.get(key)))}</td>'
-            for key, cls in (("service", ""), ("what", ""), ("quantity", "n"), ("unit", ""), ("unit_price", "n"),
-                             ("dollars", "n"), ("note", ""))) + "</tr>")
-    head = "".join(f'<th class="{c}">{h}</th>' for h, c in (("service", ""), ("what", ""), ("quantity", "n"),
-                                                           ("unit", ""), ("price", "n"), ("dollars", "n"),
-                                                           ("note", "")))
-    per_million = ledger.get("per_million_appends")
-    lines = [f'<section id="ledger"><h2>Cost on AWS ({html.escape(str(ledger.get("region", "")))}, list prices as '
-             f'of {html.escape(str(ledger.get("priced_on", "")))})</h2>',
+    for line, cells in zip(priced.lines, body, strict=True):
+        rows.append(f'<tr data-item="{html.escape(line.item)}" data-quantity="{line.quantity!r}" '
+                    f'data-dollars="{line.dollars!r}">'
+                    + "".join(f'<td class="{"n" if n in numeric else ""}">{html.escape(c)}</td>'
+                              for n, c in enumerate(cells)) + "</tr>")
+    parts = [f'<section id="ledger"><h2>{html.escape(priced.title())}</h2>',
              f'<table class="ledger"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>',
-             f'<tfoot><tr><th colspan="5">this run</th><th class="n" id="ledger-total">'
-             f'{_fmt(ledger.get("total"))}</th><th></th></tr></tfoot></table>',
-             f'<p>per million appends: <b id="ledger-per-million">'
-             f'{"-" if per_million is None else _fmt(per_million)}</b> dollars '
-             f'({ledger.get("appends", 0)} appends)</p>']
-    for line in ledger.get("floor", {}).get("lines", []):
-        lines.append(f"<p>{html.escape(str(line))}</p>")
-    if ledger.get("source"):
-        lines.append(f'<p>prices: {html.escape(str(ledger["source"]))}</p>')
-    lines.append("</section>")
-    return "\n".join(lines)
+             f'<tfoot><tr><th colspan="5">{html.escape(total[0])}</th><th class="n" id="ledger-total" '
+             f'data-dollars="{priced.total!r}">{html.escape(total[5])}</th><th></th></tr></tfoot></table>']
+    parts += [f"<p>{html.escape(sentence)}</p>" for sentence in priced.summary()]
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
-def _summary(report: Report, drawn: list[RunData], ledger: dict[str, Any] | None) -> dict[str, Any]:
+def _summary(report: Report, drawn: list[RunData], ledger: Ledger | None) -> dict[str, Any]:
     failing = next((f"run-{r.run}" for r in report.runs if not r.ok), None)
     return {
         "ok": report.ok, "opens_on": failing,
@@ -173,18 +168,8 @@ def _summary(report: Report, drawn: list[RunData], ledger: dict[str, Any] | None
                   "spans": len(r.spans), "markers": dict(Counter(m.kind for m in r.markers)),
                   "highlighted": sum(s.highlight for s in r.spans) + sum(m.highlight for m in r.markers),
                   "violations": [v.text for v in r.violations]} for r in report.runs],
-        "ledger": None if not ledger else {k: ledger.get(k) for k in ("total", "per_million_appends", "appends")},
+        "ledger": None if ledger is None else ledger.to_dict(),
     }
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:,.6f}".rstrip("0").rstrip(".") if abs(value) < 1000 else f"{value:,.2f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
 
 
 def _json_for_html(value: Any) -> str:
