@@ -14,8 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from seglog_aws.meter import Meter
-from seglog_report.model import s3_request_class
+from seglog_aws.meter import Meter, s3_request_class
 
 Usage = dict[str, dict[str, float]]
 """``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB; S3 adds ``write_requests``

@@ -117,16 +117,6 @@ class Meter(msgspec.Struct, kw_only=True, omit_defaults=True):
         return Meter(**fields, functions=functions)
 
 
-def s3_request_class(operation: str) -> str:
-    """How S3 bills a request: "write" (PUT, COPY, POST, LIST), "free" (DELETE, abort), or "read" (GET and
-    every other request), per the Amazon S3 pricing page's request tiers."""
-    if operation.startswith(("Delete", "Abort")):
-        return "free"
-    if operation.startswith(("Put", "Copy", "Post", "List", "Create", "Upload", "Complete")):
-        return "write"
-    return "read"
-
-
 class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One run: its timeline, its verdict, its latencies and what it used."""
 
