@@ -131,7 +131,7 @@ def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
     assert (violation.invariant, violation.log_id, violation.segment, violation.entry) == ("I3", LOG, 0, 10)
     outlined = {s.ids.get("request_id") or s.lane for s in data.spans if s.highlight}
     # The crashed try (its log and entry from its crash line), the take-over, the snapshot's life, the client.
-    assert {"r-w1", "r-w2", "client 0", f"snapshots {LOG[:8]}"} <= outlined and "r-api" not in outlined
+    assert {"r-w1", "r-w2", "client 0", f"snapshot {LOG[:8]} 0/10"} <= outlined and "r-api" not in outlined
     assert sorted(m.kind for m in data.markers if m.highlight) == ["crash point mid_chunk", "worker_crash"]
     assert violation.at is not None and not data.ok
 

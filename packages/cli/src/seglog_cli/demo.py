@@ -115,7 +115,7 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
     console.print(result.render())
     page, priced = publish(result.to_report("demo", command_line(ctx)),
                            report_directory(report_dir, config.run_dir, "demo"))
-    console.print(priced.render())
+    console.out(priced.render())  # a table: never wrapped to the terminal's width
     backend = campaign.deployment.backend()
     for log_id in report.log_ids:
         try:

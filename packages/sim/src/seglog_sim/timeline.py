@@ -143,7 +143,7 @@ def _snapshot_lives(history: list[Call], start: float, now: float) -> list[Span]
     for (log_id, where), at in sorted(appeared.items(), key=lambda kv: kv[1]):
         done = completed.get((log_id, where))
         segment, _, entry = where.partition("/")
-        spans.append(Span(lane=f"snapshots {log_id[:8]}", group="snapshot", start=round(at - start, 4),
+        spans.append(Span(lane=f"snapshot {log_id[:8]} {where}", group="snapshot", start=round(at - start, 4),
                           end=round((done if done is not None else now) - start, 4),
                           outcome="completed" if done is not None else "incomplete", label=f"snapshot {where}",
                           ids={"log_id": log_id, "segment": int(segment), "entry": int(entry or 0)}))

@@ -150,14 +150,20 @@ def _meter_invocation(meter: Meter, record: dict[str, Any], function: str, memor
 
 
 def _tries(tries: list[ClientTry], t0: float) -> list[Span]:
-    return [Span(lane=t.client, group="client", start=round(t.start - t0, 4), end=round(t.end - t0, 4),
-                 outcome=t.outcome, label=f"{t.method} {t.path} try {t.number}: {t.status or t.error or 'no answer'}",
-                 ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number)) if v}) for t in tries]
+    spans = []
+    for t in tries:
+        lane = "setup (creates the sheets)" if t.client == "MainThread" else t.client
+        spans.append(Span(lane=lane, group="client", start=round(t.start - t0, 4), end=round(t.end - t0, 4),
+                          outcome=t.outcome,
+                          label=f"{t.method} {t.path} try {t.number}: {t.status or t.error or 'no answer'}",
+                          ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number)) if v}))
+    return spans
 
 
 def _life(life: SnapshotLife, t0: float, t_end: float) -> Span:
     end = life.completed if life.completed is not None else t_end
-    return Span(lane=f"snapshots {str(life.log_id)[:8]}", group="snapshot", start=round(life.appeared - t0, 4),
+    return Span(lane=f"snapshot {str(life.log_id)[:8]} {life.segment}/{life.entry}", group="snapshot",
+                start=round(life.appeared - t0, 4),
                 end=round(end - t0, 4), outcome="completed" if life.completed is not None else "incomplete",
                 label=f"snapshot {life.segment}/{life.entry}",
                 ids={"log_id": str(life.log_id), "segment": life.segment, "entry": life.entry})
