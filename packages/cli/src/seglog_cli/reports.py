@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from seglog_report import html
-from seglog_report.cost import Ledger, ledger
-from seglog_report.model import Report
+from seglog_report.html import publish
+
+__all__ = ["command_line", "publish", "report_directory", "report_option"]
 
 report_option = click.option(
     "--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -27,14 +27,3 @@ def command_line(ctx: click.Context) -> str:
     import sys
 
     return " ".join(["seglog", *sys.argv[1:]]) if sys.argv else ctx.command_path
-
-
-def ledger_of(report: Report) -> Ledger:
-    return ledger(report.meter(), region=report.region)
-
-
-def publish(report: Report, directory: Path) -> tuple[Path, Ledger]:
-    """Write the report; its HTML page's path and its ledger."""
-    priced = ledger_of(report)
-    path = html.write(report, directory, priced)
-    return path, priced

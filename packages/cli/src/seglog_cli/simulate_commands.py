@@ -74,7 +74,8 @@ def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kind
     quiet_logs()
     scenario = Scenario(faults=_kinds(fault_kinds))
     if mutants:
-        _mutants(mutant_names, seeds or 1000, seed or 1, jobs, as_json, skip_explained)
+        directory = report_directory(report_dir, settings(ctx).stack_config().run_dir, "mutants")
+        _mutants(mutant_names, seeds or 1000, seed or 1, jobs, as_json, skip_explained, directory)
         return
     if seeds is None and seed is not None:
         only = None if only_faults is None else frozenset(t for t in only_faults.split(",") if t and t != "none")
@@ -175,7 +176,8 @@ def _print_failure(result: SeedResult, scenario: Scenario, fault_kinds: str | No
     click.echo(f"replay the shrunk schedule: {_replay(result.seed, fault_kinds, shrunk.faults)}")
 
 
-def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json: bool, skip_explained: bool) -> None:
+def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json: bool, skip_explained: bool,
+             report_dir: Path) -> None:
     chosen = [by_name(n) for n in names] if names else list(MUTANTS)
     if skip_explained:
         chosen = [m for m in chosen if m.survives is None]
@@ -186,7 +188,8 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
                                                                     else r.error or "SURVIVED")
             click.echo(f"[mutants] {r.mutant.name}: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
 
-    results = run_mutants(chosen, seeds=seeds, start=start, jobs=max(jobs, 2), progress=progress)
+    results = run_mutants(chosen, seeds=seeds, start=start, jobs=max(jobs, 2), progress=progress,
+                          report_dir=report_dir)
     if as_json:
         click.echo(json.dumps({"ok": all(r.ok for r in results), "mutants": [r.to_dict() for r in results]},
                               indent=2))
@@ -201,6 +204,7 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
         click.echo(f"mutation score: {killed}/{len(results)} killed")
         for r in results:
             if r.killed and r.seed is not None:
-                click.echo(f"  replay: seglog simulate --mutants --mutant {r.mutant.name} --seed {r.seed} --seeds 1")
+                click.echo(f"  replay: seglog simulate --mutants --mutant {r.mutant.name} --seed {r.seed} --seeds 1"
+                           + (f"   report: {r.report}" if r.report else ""))
     if not all(r.ok for r in results):
         sys.exit(1)

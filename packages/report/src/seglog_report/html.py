@@ -19,7 +19,7 @@ import plotly.io
 import plotly.offline
 
 from seglog_report import figures
-from seglog_report.cost import Ledger
+from seglog_report.cost import Ledger, ledger
 from seglog_report.model import Report, RunData, encode
 
 #: Runs drawn with a timeline: every failing one and the first few others (a simulate campaign has thousands).
@@ -30,7 +30,7 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5em 3em; color: #222; }
 header { position: sticky; top: 0; background: #fff; border-bottom: 1px solid #ddd; padding: .5em 0; z-index: 10; }
 h1 { font-size: 1.3em; margin: .2em 0; } h2 { font-size: 1.1em; margin-top: 1.5em; }
 .ok { color: #2a7d2a; } .fail { color: #c62828; }
-section.run { border-top: 2px solid #eee; } section.run.failing { border-top-color: #c62828; }
+section.run { border-top: 2px solid #eee; scroll-margin-top: 7em; } section.run.failing { border-top-color: #c62828; }
 .violation { background: #fdecea; border-left: 4px solid #c62828; padding: .4em .8em; margin: .5em 0; }
 code, pre { font: 12px ui-monospace, monospace; } pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
 table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .7em; border-bottom: 1px solid #eee; }
@@ -101,6 +101,12 @@ def write(report: Report, directory: Path, ledger: Ledger | None = None) -> Path
     path = directory / "report.html"
     path.write_text(render(report, ledger), encoding="utf-8")
     return path
+
+
+def publish(report: Report, directory: Path) -> tuple[Path, Ledger]:
+    """Price the report in its region and write it: the page's path and the ledger."""
+    priced = ledger(report.meter(), region=report.region)
+    return write(report, directory, priced), priced
 
 
 def _drawn_runs(runs: list[RunData]) -> list[RunData]:

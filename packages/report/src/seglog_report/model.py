@@ -152,6 +152,35 @@ class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
         return sorted(seen, key=lambda lane: seen[lane])
 
 
+def outline(violations: list[Violation], spans: list[Span], markers: list[Marker], *, link: str) -> None:
+    """Mark the events that led to each violation: the spans on its log (on its entry, when it names one), and
+    the markers on it or sharing the ``link`` id (request_id, task) with one of those spans; a violation without
+    a time gets the end of the last of them."""
+    for violation in violations:
+        if violation.log_id is None:
+            continue
+        linked: set[str | int] = set()
+        for span in spans:
+            if _touches(span.ids, violation):
+                span.highlight = True
+                if link in span.ids:
+                    linked.add(span.ids[link])
+        for marker in markers:
+            if marker.ids.get(link, "") in linked or _touches(marker.ids, violation):
+                marker.highlight = True
+        ends = [span.end for span in spans if span.highlight]
+        if violation.at is None and ends:
+            violation.at = max(ends)
+
+
+def _touches(ids: Ids, violation: Violation) -> bool:
+    if str(ids.get("log_id")) != violation.log_id:
+        return False
+    if violation.entry is None:
+        return True
+    return ids.get("entry") == violation.entry and violation.segment in (None, ids.get("segment"))
+
+
 class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What one command wrote: its runs, in the order they ran (``report.json``)."""
 

@@ -10,11 +10,10 @@ violation's log, segment and entry mark the events that led to it.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation
+from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation, outline
 from seglog_sim.cloud import Call
 from seglog_sim.history import describe_key
 from seglog_sim.metering import FUNCTION_KINDS
@@ -39,7 +38,7 @@ def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str
                for at, task, kind in run.faults.fired_at]
     violations = [Violation(text=str(v), invariant=v.invariant, log_id=v.log_id, segment=v.segment, entry=v.entry)
                   for v in result.violations]
-    _highlight(violations, spans, markers)
+    outline(violations, spans, markers, link="task")
     latencies = {"append": _append_latencies(run.world.tasks),
                  "snapshot": [round(s.end - s.start, 4) for s in spans
                               if s.group == "snapshot" and s.outcome == "completed" and s.ids.get("entry") != 0]}
@@ -166,33 +165,6 @@ def _entry_writes(call: Call) -> list[tuple[dict[str, Any], bool]]:
                 found.append((put["Item"], False))
         return found
     return []
-
-
-def _highlight(violations: list[Violation], spans: list[Span], markers: list[Marker]) -> None:
-    """Mark the events on a violation's log (and entry, when it names one) and the faults that hit them."""
-    for violation in violations:
-        if violation.log_id is None:
-            continue
-        tasks = set()
-        for span in spans:
-            same_log = span.ids.get("log_id") in (violation.log_id, str(_uuid(violation.log_id)))
-            same_entry = violation.entry is None or span.ids.get("entry") in (None, violation.entry)
-            if same_log and same_entry:
-                span.highlight = True
-                tasks.add(span.ids.get("task"))
-        for marker in markers:
-            if marker.ids.get("task") in tasks:
-                marker.highlight = True
-        lives = [s.end for s in spans if s.group == "snapshot" and s.highlight]
-        if violation.at is None and lives:
-            violation.at = max(lives)
-
-
-def _uuid(text: str) -> uuid.UUID | str:
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        return text
 
 
 def seeds_report(seeds: list[int], scenario: Scenario | None, *, command: str, title: str,

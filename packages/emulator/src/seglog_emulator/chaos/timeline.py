@@ -22,7 +22,7 @@ from typing import Any, Final
 from seglog_emulator.chaos.runlog import json_lines
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
-from seglog_report.model import FunctionUse, Marker, Meter, RunData, Span, Violation
+from seglog_report.model import FunctionUse, Marker, Meter, RunData, Span, Violation, outline
 from seglog_stack.template import load_template
 
 #: Where a violation's text names its log and entry: "I2 <uuid> at 0/5: ..." (:meth:`ChaosRunner._verify`).
@@ -51,7 +51,7 @@ def run_data(*, kind: str, title: str, run: int, seed: int, started_at: float, s
     meter.appends = sum(1 for t in tries if t.acknowledged)
     meter.api_requests = len(tries)
     found = [_violation(text) for text in violations]
-    _highlight(found, spans, markers)
+    outline(found, spans, markers, link="request_id")
     latencies = {"append": _append_latencies(tries),
                  "snapshot": [round(s.end - s.start, 3) for s in spans if s.group == "snapshot"
                               and s.outcome == "completed"],
@@ -213,30 +213,6 @@ def _violation(text: str) -> Violation:
     seg, entry = match.group("seg"), match.group("e")
     return Violation(text=text, invariant=match.group("inv"), log_id=match.group("log"),
                      segment=int(seg) if seg else None, entry=int(entry) if entry else None)
-
-
-def _highlight(violations: list[Violation], spans: list[Span], markers: list[Marker]) -> None:
-    """Outline what touched a violation's log (its entry, when named), and the faults that hit those requests."""
-    for violation in violations:
-        if violation.log_id is None:
-            continue
-        requests = set()
-        for span in spans:
-            if span.ids.get("log_id") != violation.log_id:
-                continue
-            if violation.entry is not None and span.ids.get("entry") not in (None, violation.entry):
-                continue
-            span.highlight = True
-            if span.ids.get("request_id"):
-                requests.add(span.ids["request_id"])
-        for marker in markers:
-            same_entry = violation.entry is None or marker.ids.get("entry") in (None, violation.entry)
-            if marker.ids.get("request_id") in requests or (marker.ids.get("log_id") == violation.log_id
-                                                             and same_entry):
-                marker.highlight = True
-        ends = [s.end for s in spans if s.highlight]
-        if ends:
-            violation.at = max(ends)
 
 
 def _append_latencies(tries: Iterable[ClientTry]) -> list[float]:
