@@ -157,7 +157,7 @@ def ledger(meter: Meter, region: str = "us-east-1", *, prices: PriceTable | None
     if meter.dynamodb_requests:
         lines.append(Line(service="DynamoDB", what="requests", quantity=meter.dynamodb_requests, unit="call",
                           price=0.0, per=1, unit_price=0.0, dollars=0.0,
-                          note="not billed: the request units above are"))
+                          note="not billed themselves: the request units above are"))
     if meter.stream_read_requests:
         at_list = priced("dynamodb_stream_read", meter.stream_read_requests).dollars
         lines.append(Line(service="DynamoDB Streams", what="GetRecords by the Lambda trigger",
