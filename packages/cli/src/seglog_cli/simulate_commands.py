@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import click
 
 from seglog_cli.context import settings
 from seglog_cli.reports import command_line, publish, report_directory, report_option
+from seglog_report.cost import Ledger
 from seglog_report.model import Report
 from seglog_sim import quiet_logs
 from seglog_sim.campaign import Campaign, run_campaign
@@ -18,10 +20,10 @@ from seglog_sim.faults import Fault
 from seglog_sim.history import around, lines
 from seglog_sim.mutants.catalogue import MUTANTS, by_name
 from seglog_sim.mutants.runner import MutantResult, run_mutants
-from seglog_sim.run import SeedResult, run_seed
+from seglog_sim.run import SeedResult
 from seglog_sim.scenario import Scenario
 from seglog_sim.shrink import shrink
-from seglog_sim.timeline import seeds_report
+from seglog_sim.timeline import run_data, seeds_report
 
 #: Seeds a campaign's report draws: its first failing ones (each run again), or its first seed when all pass.
 MAX_DRAWN = 5
@@ -79,12 +81,14 @@ def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kind
         return
     if seeds is None and seed is not None:
         only = None if only_faults is None else frozenset(t for t in only_faults.split(",") if t and t != "none")
-        ok = _one(seed, scenario, fault_kinds, only, full_history, no_shrink, as_json)
         shrunk = None if only is None else sorted(only)
-        report = seeds_report([seed], scenario, command=command_line(ctx), title=f"seglog simulate: seed {seed}",
-                              replay=lambda s: _replay(s, fault_kinds, shrunk), only=only)
-        _publish(ctx, report, report_dir, as_json)
-        if not ok:
+        result, data = run_data(seed, scenario, only=only, replay=_replay(seed, fault_kinds, shrunk))
+        report = Report(kind="simulate", title=f"seglog simulate: seed {seed}", command=command_line(ctx),
+                        created_at=time.time(), runs=[data])
+        page, priced = _publish(ctx, report, report_dir)
+        _one(result, scenario, fault_kinds, only, full_history, no_shrink, as_json, priced)
+        click.echo(f"report: {page}", err=as_json)
+        if not result.ok:
             sys.exit(1)
         return
     start = seed if seed is not None else 1
@@ -99,34 +103,34 @@ def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kind
     report = seeds_report(drawn, scenario, command=command_line(ctx),
                           title=f"seglog simulate: {campaign.seeds} seeds from {start}",
                           replay=lambda s: _replay(s, fault_kinds), total=campaign.meter)
+    page, priced = _publish(ctx, report, report_dir)
     if as_json:
-        click.echo(json.dumps(campaign.to_dict(), indent=2))
+        click.echo(json.dumps({**campaign.to_dict(), "ledger": priced.to_dict(), "report": str(page)}, indent=2))
     else:
         _print_campaign(campaign)
+        click.echo(priced.render())
     if not campaign.ok:
         first = campaign.failures[0]
         if not as_json:
             _print_failure(first, scenario, fault_kinds, no_shrink)
-    _publish(ctx, report, report_dir, as_json)
+    click.echo(f"report: {page}", err=as_json)
     if not campaign.ok:
         sys.exit(1)
 
 
-def _publish(ctx: click.Context, report: Report, report_dir: Path | None, as_json: bool) -> None:
-    """Write report.html and report.json; their place on stderr (stdout stays the report asked for)."""
-    page, priced = publish(report, report_directory(report_dir, settings(ctx).stack_config().run_dir, "simulate"))
-    if not as_json:
-        click.echo(priced.render())
-    click.echo(f"report: {page}", err=as_json)
+def _publish(ctx: click.Context, report: Report, report_dir: Path | None) -> tuple[Path, Ledger]:
+    """Write report.html and report.json (each campaign's failing seeds, or its first, run again and drawn)."""
+    return publish(report, report_directory(report_dir, settings(ctx).stack_config().run_dir, "simulate"))
 
 
-def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset[str] | None, full_history: bool,
-         no_shrink: bool, as_json: bool) -> bool:
-    result = run_seed(seed, scenario, only=only)
+def _one(result: SeedResult, scenario: Scenario, fault_kinds: str | None, only: frozenset[str] | None,
+         full_history: bool, no_shrink: bool, as_json: bool, priced: Ledger) -> None:
+    seed = result.seed
     if as_json:
         data = result.summary()
         data["fired"] = result.fired
         data["history"] = lines(result.history) if full_history else []
+        data["ledger"] = priced.to_dict()
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(f"seed {seed}: {'ok' if result.ok else 'FAILED'} — {result.acknowledged} acknowledged appends, "
@@ -134,9 +138,9 @@ def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset
                    f"{result.sim_seconds:.0f} s simulated, {len(result.history)} storage calls")
         if full_history:
             click.echo("\n".join(lines(result.history)))
+        click.echo(priced.render())
         if not result.ok:
             _print_failure(result, scenario, fault_kinds, no_shrink or only is not None)
-    return result.ok
 
 
 def _print_campaign(c: Campaign) -> None:

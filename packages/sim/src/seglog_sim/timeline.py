@@ -13,6 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
+from seglog_core.schema import SNAPSHOT_JOB_DECODER
 from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation, outline
 from seglog_sim.cloud import Call
 from seglog_sim.history import describe_key
@@ -101,6 +104,13 @@ def _ids(task: Task) -> dict[str, Any]:
     messages = task.tags.get("messages")
     if messages:
         ids["message_id"] = ", ".join(messages)
+    bodies = task.tags.get("bodies") or []
+    if len(bodies) == 1:  # one job: the snapshot it worked on (a batch of several names none)
+        try:
+            job = SNAPSHOT_JOB_DECODER.decode(bodies[0])
+        except msgspec.DecodeError:
+            return ids
+        ids.update(log_id=job.log, segment=job.segment, entry=job.entry)
     return ids
 
 
