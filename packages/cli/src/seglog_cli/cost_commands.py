@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence, Set
 from pathlib import Path
 
@@ -82,7 +83,8 @@ def cost(paths: tuple[Path, ...], region: str | None, run_number: int | None, as
     runs = [None if run_number is None else _run(report, path, run_number)
             for report, path in zip(reports, paths, strict=True)]
     ledgers = [_price(report, run, region) for report, run in zip(reports, runs, strict=True)]
-    console = Console()
+    # Piped or redirected output gets a width the ledger's lines fit in, not rich's 80-column default.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     if len(paths) == 2:
         labels = _labels(paths)
         if as_json:
