@@ -12,12 +12,21 @@ answers.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Final
 
 from seglog_aws.meter import Meter
 
 Usage = dict[str, dict[str, float]]
-"""``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB)."""
+"""``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB); S3's row also counts its
+``writes`` and ``deletes``, the requests S3 prices apart from the rest."""
+
+#: S3 requests priced as writes: "PUT, COPY, POST, LIST requests" (Amazon S3 pricing, Requests & data
+#: retrievals); the other requests but deletes are priced as reads.
+S3_WRITES: Final = frozenset({"PutObject", "CopyObject", "PostObject", "CreateMultipartUpload", "UploadPart",
+                              "UploadPartCopy", "CompleteMultipartUpload", "ListObjects", "ListObjectsV2",
+                              "ListObjectVersions", "ListBuckets", "ListMultipartUploads", "ListParts"})
+#: "DELETE and CANCEL requests are free" (Amazon S3 pricing).
+S3_DELETES: Final = frozenset({"DeleteObject", "DeleteObjects", "AbortMultipartUpload"})
 
 
 class UsageCounter:
@@ -49,9 +58,15 @@ class UsageCounter:
         totals: Usage = {}
         for service, meter in meters.items():
             row = {"requests": 0.0, "rcu": 0.0, "wcu": 0.0}
-            for figures in meter.snapshot().values():
+            if service == "s3":
+                row.update(writes=0.0, deletes=0.0)
+            for operation, figures in meter.snapshot().items():
                 for key, name in (("requests", "calls"), ("rcu", "rcu"), ("wcu", "wcu")):
                     row[key] += float(figures[name])
+                if service == "s3" and operation in S3_WRITES:
+                    row["writes"] += float(figures["calls"])
+                elif service == "s3" and operation in S3_DELETES:
+                    row["deletes"] += float(figures["calls"])
             totals[service] = row
         return totals
 
