@@ -100,3 +100,31 @@ def test_an_event_too_large_even_cut_keeps_only_its_essential_keys() -> None:
 
     assert data is not None
     assert {"event": "snapshot job", "request_id": "r"} == json.loads(data)
+
+
+def test_a_worker_keeps_forwarding_after_the_variable_leaves_its_environment(
+        console: socket.socket, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker wrapper removes its variables before the handler is imported (a handler never sees them)."""
+    logs.configure(json=True, level=logging.INFO)
+    logfeed.install("ApiFunction 42")
+    monkeypatch.delenv(logfeed.ENV_VAR)
+    structlog.get_logger("t").info("request", method="POST", status=200)
+
+    message = received(console)
+    assert ("request", "ApiFunction 42") == (message["event"], message["lane"])
+
+
+def test_uninstall_stops_forwarding_and_puts_the_level_back(
+        console: socket.socket, capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(json=True, level=logging.WARNING)
+    logfeed.install("chaos")
+    logfeed.uninstall()
+    log = structlog.get_logger("t")
+    log.info("fault injected", fault="redrive")
+    log.warning("routed")
+
+    console.settimeout(0.2)
+    with pytest.raises(TimeoutError):
+        received(console)
+    err = capsys.readouterr().err
+    assert "fault injected" not in err and "routed" in err

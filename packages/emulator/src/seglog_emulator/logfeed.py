@@ -72,10 +72,11 @@ def address() -> tuple[str, int] | None:
     return parsed
 
 
-def send(event: Mapping[str, Any], *, lane: str | None = None) -> None:
-    """Send one event to the console, if one listens: fire and forget, never raises, never blocks."""
+def send(event: Mapping[str, Any], *, lane: str | None = None, target: tuple[str, int] | None = None) -> None:
+    """Send one event to the console at ``target`` (by default :func:`address`), if one listens: fire and
+    forget, never raises, never blocks."""
     global dropped
-    target = address()
+    target = target or address()
     if target is None:
         return
     try:
@@ -87,6 +88,23 @@ def send(event: Mapping[str, Any], *, lane: str | None = None) -> None:
             _udp().sendto(data, target)
     except Exception:  # a full socket buffer, a console gone, an event that is not JSON: drop it
         dropped += 1
+
+
+def client_try(client: str, attempt: Any) -> None:
+    """A client's try (a :class:`seglog_client.Attempt`, just ended) on the console's client lanes::
+
+        {"event": "client try", "client": "6f1c2d3e/0", "start": 1700000000.1, "end": 1700000000.4,
+         "status": "200" | "lost" | "503", "attempt": 2, "method": "POST", "path": ..., "log_id": ...}
+    """
+    if address() is None:
+        return
+    end = time.time()
+    path = str(getattr(attempt, "path", ""))
+    parts = path.split("/")
+    send({"event": "client try", "client": client, "start": end - float(getattr(attempt, "seconds", 0.0)),
+          "end": end, "status": str(getattr(attempt, "outcome", "?")), "attempt": getattr(attempt, "number", 0),
+          "method": getattr(attempt, "method", ""), "path": path,
+          **({"log_id": parts[2]} if len(parts) > 2 and parts[1] == "sheets" else {})})
 
 
 def encode(message: Mapping[str, Any]) -> bytes | None:
@@ -129,13 +147,15 @@ class Forwarder:
     drops it when its level is under ``level``, the threshold the process's own log lines keep (the logger lets
     info lines through so they can be forwarded; this puts the threshold back for the log)."""
 
-    def __init__(self, lane: str, level: int) -> None:
+    def __init__(self, lane: str, level: int, target: tuple[str, int]) -> None:
         self.lane = lane
         self.level = level
+        #: Kept from the start: a worker takes the variable out of its environment before the handler runs.
+        self.target = target
 
     def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         if event.get("event") in FORWARDED:
-            send(event, lane=self.lane)
+            send(event, lane=self.lane, target=self.target)
         if _LEVELS.get(method, logging.INFO) < self.level:
             raise structlog.DropEvent
         return event
@@ -149,17 +169,32 @@ def install(lane: str, *, level: int | None = None) -> bool:
         lane: names this process on the console (a worker's is ``"<Function> <pid>"``).
         level: the lowest level the process's log keeps (by default the level it was configured with).
     """
-    if address() is None:
+    target = address()
+    if target is None:
         return False
     config = structlog.get_config()
     processors = [p for p in config["processors"] if not isinstance(p, Forwarder)]
     if level is None:
-        level = _configured_level(config["wrapper_class"])
+        level = _installed_level(processors) or _configured_level(config["wrapper_class"])
     # Before the renderer, after the context variables, level and time stamp are added.
-    processors.insert(max(0, len(processors) - 1), Forwarder(lane, level))
+    processors.insert(max(0, len(processors) - 1), Forwarder(lane, level, target))
     structlog.configure(processors=processors,
                         wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.INFO)))
     return True
+
+
+def uninstall() -> None:
+    """Stop forwarding this process's log events, and log at the level it logged at before :func:`install`."""
+    config = structlog.get_config()
+    level = _installed_level(config["processors"])
+    if level is None:
+        return
+    structlog.configure(processors=[p for p in config["processors"] if not isinstance(p, Forwarder)],
+                        wrapper_class=structlog.make_filtering_bound_logger(level))
+
+
+def _installed_level(processors: Any) -> int | None:
+    return next((p.level for p in processors if isinstance(p, Forwarder)), None)
 
 
 def _configured_level(wrapper: Any) -> int:
