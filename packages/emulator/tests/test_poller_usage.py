@@ -69,6 +69,20 @@ def test_a_shard_stuck_on_a_batch_reports_how_old_its_last_record_read_is_now() 
     assert {"shards": {"s1": 35000}} == ages.figures()
 
 
+def test_a_creation_time_rounded_down_is_raised_to_when_the_shard_was_last_caught_up() -> None:
+    """Local stacks round ApproximateCreationDateTime down to the minute: a record read 0.3 s after a read that
+    found nothing was written in those 0.3 s, not up to a minute before."""
+    clock = Clock(1059.0)
+    ages = ShardAges(clock)
+    ages.caught_up("s1")
+    clock.now = 1059.3
+    ages.read("s1", created=1020.0)  # rounded down to the minute
+    clock.now = 1059.5
+    ages.finished("s1", created=1020.0, drained=True)
+
+    assert {"shards": {"s1": 500}} == ages.figures()
+
+
 def test_a_closed_shard_is_reported_once_more_then_no_longer() -> None:
     ages = ShardAges(Clock())
     ages.read("old", created=999.0)

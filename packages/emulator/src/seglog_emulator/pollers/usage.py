@@ -98,9 +98,11 @@ class ShardAges:
     finished in it; a shard whose records are read but not yet processed (a batch stuck in retries, a buffer
     waiting for its window) reports how old the last record read is now; a shard caught up reports 0.
 
-    Ages come from ``ApproximateCreationDateTime``, which AWS rounds down to the second; the local stacks round
-    it down to the minute (:mod:`seglog_aws.events.dynamodb_stream`), so locally an age can read up to 60 s
-    high.
+    A record's creation time is its ``ApproximateCreationDateTime``, which AWS rounds down to the second and the
+    local stacks to the minute (:mod:`seglog_aws.events.dynamodb_stream`) — up to 60 s too early. So it is
+    raised to the last time the poller found the shard caught up, if later: a record read after a read that
+    found nothing new was written after that read. Behind (nothing caught up since), the creation time stands;
+    on AWS the raise can only take off the stream's own propagation delay.
     """
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -110,6 +112,8 @@ class ShardAges:
         self._unprocessed: dict[str, float] = {}
         #: Shard -> the largest age (ms) of a batch finished this period.
         self._finished: dict[str, float] = {}
+        #: Shard -> when a read last found nothing new and nothing waiting.
+        self._caught_up_at: dict[str, float] = {}
         self._shards: set[str] = set()
 
     def read(self, shard_id: str, created: float | None) -> None:
@@ -117,19 +121,23 @@ class ShardAges:
         with self._lock:
             self._shards.add(shard_id)
             if created is not None:
-                self._unprocessed[shard_id] = created
+                self._unprocessed[shard_id] = self._creation(shard_id, created)
 
     def caught_up(self, shard_id: str) -> None:
         """Nothing is left to process on ``shard_id``: its buffer is empty and its last read found nothing new."""
         with self._lock:
             self._shards.add(shard_id)
             self._unprocessed.pop(shard_id, None)
+            self._caught_up_at[shard_id] = self.clock()
+
+    def _creation(self, shard_id: str, created: float) -> float:
+        return max(created, self._caught_up_at.get(shard_id, created))
 
     def finished(self, shard_id: str, created: float | None, *, drained: bool) -> None:
         """A batch whose last record was created at ``created`` finished; ``drained``: nothing read remains."""
         with self._lock:
             if created is not None:
-                age = max(0.0, (self.clock() - created) * 1000)
+                age = max(0.0, (self.clock() - self._creation(shard_id, created)) * 1000)
                 self._finished[shard_id] = max(age, self._finished.get(shard_id, 0.0))
             if drained:
                 self._unprocessed.pop(shard_id, None)
@@ -138,6 +146,7 @@ class ShardAges:
         """The shard was read to its end: it is reported once more (as 0), then no longer."""
         with self._lock:
             self._unprocessed.pop(shard_id, None)
+            self._caught_up_at.pop(shard_id, None)
             self._shards.discard(shard_id)
             self._finished.setdefault(shard_id, 0.0)
 
