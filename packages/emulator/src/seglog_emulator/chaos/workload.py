@@ -26,6 +26,7 @@ import structlog
 from seglog_client import (
     START,
     Appended,
+    Attempt,
     Backoff,
     Counters,
     Credentials,
@@ -35,6 +36,7 @@ from seglog_client import (
     set_cell,
     set_range,
 )
+from seglog_emulator import logfeed
 
 log = structlog.get_logger("seglog.chaos.client")
 
@@ -52,6 +54,10 @@ class ClientStats(Counters):
 
     failures: list[str] = field(default_factory=list)
     acknowledged: dict[uuid.UUID, list[uuid.UUID]] = field(default_factory=dict)
+
+    def tried(self, attempt: Attempt) -> None:
+        super().tried(attempt)
+        logfeed.client_try(threading.current_thread().name, attempt)  # the live console's client lanes
 
     def appended(self, log_id: uuid.UUID, answer: Appended) -> None:
         super().appended(log_id, answer)
@@ -136,7 +142,7 @@ class Workload:
                 if on_append is not None:
                     on_append()
 
-        threads = [threading.Thread(target=one, args=(log_id, i), daemon=True)
+        threads = [threading.Thread(target=one, args=(log_id, i), name=f"{str(log_id)[:8]}/{i}", daemon=True)
                    for log_id in log_ids for i in range(self.clients)]
         for thread in threads:
             thread.start()
