@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,18 +29,6 @@ from seglog_stack import local
 from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
-
-
-@pytest.fixture(scope="module")
-def chaos_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
-    """The template provisioned on the session's dynamodb-local stack under its own name, with the chaos
-    parameters (snapshots every 10 entries, a 3 s worker timeout)."""
-    base = stacks.deployment("dynamodb-local")  # type: ignore[attr-defined]
-    stack = f"sup-{uuid.uuid4().hex[:6]}"
-    deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack,
-                                 parameters=dict(CHAOS_PARAMETERS))
-    yield deployment
-    local.deprovision(base.endpoints, region=base.region, stack_name=stack)
 
 
 def settings_for(deployment: local.LocalDeployment, state: Path, artifact: Path) -> EmulatorSettings:
