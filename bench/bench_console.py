@@ -105,6 +105,17 @@ class Page:
                 self.invocations.add(str(item.get("ids", {}).get("request_id")))
 
 
+def flat(megabytes: list[float], *, first: int = 0) -> tuple[str, bool]:
+    """"start / mid / end" of a series of memory samples (from index ``first``) and whether it is flat: the end
+    within :data:`FLAT_RATIO` (+ :data:`FLAT_SLACK_MB`) of the middle."""
+    start, mid, end = megabytes[min(first, len(megabytes) - 1)], megabytes[len(megabytes) // 2], megabytes[-1]
+    return f"{start:.1f} / {mid:.1f} / {end:.1f} MB", end <= mid * FLAT_RATIO + FLAT_SLACK_MB
+
+
+#: What a flat series means, for the headlines.
+FLAT_TARGET: Final = f"flat: end <= mid x {FLAT_RATIO} + {FLAT_SLACK_MB:.0f} MB"
+
+
 def rss_mb(pid: int | None = None) -> float:
     """The resident set of process ``pid`` (this one by default) now, in MB (Linux /proc)."""
     with open(f"/proc/{pid or os.getpid()}/statm") as statm:
@@ -176,13 +187,11 @@ def synthetic(minutes: int) -> list[Headline]:
     print(f"page: {page.states} state(s), {page.deltas} deltas, {page.bytes / 2**20:.1f} MB read, "
           f"{behind} push(es) behind at the end")
     # start: once the window is full (10 minutes of an hour, the second sample of a shorter run)
-    start, mid, end = samples[1], samples[len(samples) // 2], samples[-1]
-    flat = end[1] <= mid[1] * FLAT_RATIO + FLAT_SLACK_MB
+    traced_figure, traced_flat = flat([sample[1] for sample in samples], first=1)
+    rss_figure, _ = flat([sample[2] for sample in samples], first=1)
     return [Headline(name=f"live console memory over {minutes} simulated minutes ({fed:,} events)",
-                     figure=f"traced {start[1]:.1f} / {mid[1]:.1f} / {end[1]:.1f} MB (start/mid/end), RSS "
-                            f"{start[2]:.0f} / {mid[2]:.0f} / {end[2]:.0f} MB; page {behind} push(es) behind",
-                     target=f"flat: end <= mid x {FLAT_RATIO} + {FLAT_SLACK_MB:.0f} MB, page caught up",
-                     met=flat and behind == 0)]
+                     figure=f"traced {traced_figure}, RSS {rss_figure} (start/mid/end); page {behind} push(es) behind",
+                     target=f"{FLAT_TARGET} (traced), page caught up", met=traced_flat and behind == 0)]
 
 
 def headlines(quick: bool) -> list[Headline]:
