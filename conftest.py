@@ -16,6 +16,9 @@ import structlog
 from seglog_deploy.build import Builder, host_arch
 from seglog_deploy.manifest import Manifest
 
+#: tests/browser.py: the `chromium` fixture (a tab of a headless Chromium), for any test directory.
+pytest_plugins = ["browser"]
+
 
 @pytest.fixture(autouse=True)
 def _fresh_structlog() -> Iterator[None]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from seglog_emulator.usage import UsageCounter, add_usage
 
 
@@ -14,16 +17,24 @@ def test_requests_and_capacity_per_service_and_the_delta_since_a_point() -> None
 
     assert {"dynamodb": {"requests": 1.0, "rcu": 0.5, "wcu": 0.0}} == before
     assert {"dynamodb": {"requests": 1.0, "rcu": 0.0, "wcu": 1.0},
-            "s3": {"requests": 1.0, "rcu": 0.0, "wcu": 0.0, "writes": 1.0, "deletes": 0.0}} == usage.since(before)
+            "s3": {"requests": 1.0, "rcu": 0.0, "wcu": 0.0, "write_requests": 1.0}} == usage.since(before)
     total = {"s3": {"requests": 2.0}}
     add_usage(total, usage.since(before))
     assert 3.0 == total["s3"]["requests"]
 
 
-def test_s3_requests_are_split_as_s3_prices_them() -> None:
-    """PUT, COPY, POST and LIST are priced as writes, DELETE is free, the rest as reads (Amazon S3 pricing)."""
+def test_s3_requests_are_split_into_the_tiers_s3_bills() -> None:
     usage = UsageCounter()
-    for operation in ("PutObject", "ListObjectsV2", "GetObject", "HeadObject", "DeleteObject"):
+    for operation in ("PutObject", "ListObjectsV2", "GetObject", "HeadObject", "DeleteObject", "PutObjectTagging"):
         usage.add("s3", operation, {})
+    row = usage.totals()["s3"]
+    assert (row["requests"], row["write_requests"], row["free_requests"]) == (6.0, 3.0, 1.0)  # 2 GET-tier left
 
-    assert {"requests": 5.0, "rcu": 0.0, "wcu": 0.0, "writes": 2.0, "deletes": 1.0} == usage.totals()["s3"]
+
+def test_the_worker_process_needs_nothing_a_function_artifact_lacks() -> None:
+    """Worker processes run with the function's artifact on their path: the report package is not in it."""
+    code = "import sys, seglog_emulator.worker_process; print(sorted(m for m in sys.modules if 'seglog_' in m))"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    found = ran.stdout
+    assert "seglog_report" not in found and "seglog_emulator.usage" in found

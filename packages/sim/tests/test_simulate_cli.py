@@ -4,24 +4,32 @@ around the violation, shrunk schedule)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from seglog_cli import simulate_commands
 from seglog_cli.main import cli
+from seglog_report.model import Violation as ReportViolation
+from seglog_report.model import decode
 from seglog_sim.checks import Violation
-from seglog_sim.run import run_seed
 from seglog_sim.shrink import Shrunk
+from seglog_sim.timeline import run_data
 
 
-def test_a_campaign_reports_speed_faults_and_call_sites_as_json() -> None:
-    result = CliRunner().invoke(cli, ["simulate", "--seeds", "6", "--seed", "20", "--json"])
+def test_a_campaign_reports_speed_faults_call_sites_and_cost_as_json(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["simulate", "--seeds", "6", "--seed", "20", "--json", "--report", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert (report["seeds"], report["ok"], report["failing_seeds"]) == (6, True, [])
     assert report["seeds_per_minute"] > 0
     assert "worker:DynamoDBPendingStore.claim" in report["sites"]
+    # The ledger prices all six seeds; the page draws the first (a passing campaign has no failing one to show).
+    drawn = decode((tmp_path / "report.json").read_bytes())
+    assert [r.seed for r in drawn.runs] == [20]
+    assert report["ledger"]["appends"] == report["acknowledged_appends"] > drawn.runs[0].meter.appends
+    assert report["report"] == str(tmp_path / "report.html") and f"report: {tmp_path}" in result.stderr
 
 
 def test_unknown_fault_kinds_are_refused_with_the_known_ones() -> None:
@@ -30,14 +38,18 @@ def test_unknown_fault_kinds_are_refused_with_the_known_ones() -> None:
     assert "unknown fault kinds meteor" in result.output and "stale_read" in result.output
 
 
-def test_a_failing_seed_prints_its_replay_its_history_and_a_shrunk_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
-    failing = run_seed(31)
+def test_a_failing_seed_prints_its_replay_its_history_and_a_shrunk_schedule(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    failing, data = run_data(31)
     failing.violations = [Violation(invariant="I3", message="snapshot state differs", log_id=None)]
-    monkeypatch.setattr(simulate_commands, "run_seed", lambda seed, scenario=None, only=None: failing)
+    data.violations = [ReportViolation(text="I3 snapshot state differs", invariant="I3")]
+    monkeypatch.setattr(simulate_commands, "run_data", lambda seed, scenario=None, only=None, replay="": (failing,
+                                                                                                          data))
     monkeypatch.setattr(simulate_commands, "shrink",
                         lambda seed, scenario, result: Shrunk(faults=result.fired[:2], result=result, replays=7))
-    result = CliRunner().invoke(cli, ["simulate", "--seed", "31"])
+    result = CliRunner().invoke(cli, ["simulate", "--seed", "31", "--report", str(tmp_path)])
     assert result.exit_code == 1
+    assert not decode((tmp_path / "report.json").read_bytes()).ok
     out = result.output
     assert "seed 31 FAILED" in out and "I3" in out
     assert "replay: seglog simulate --seed 31" in out

@@ -46,3 +46,13 @@ class Meter:
 WRITE_OPERATIONS = frozenset(
     {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 )
+
+
+def s3_request_class(operation: str) -> str:
+    """How S3 bills a request: "write" (PUT, COPY, POST, LIST), "free" (DELETE, abort), or "read" (GET and
+    every other request), per the Amazon S3 pricing page's request tiers."""
+    if operation.startswith(("Delete", "Abort")):
+        return "free"
+    if operation.startswith(("Put", "Copy", "Post", "List", "Create", "Upload", "Complete")):
+        return "write"
+    return "read"

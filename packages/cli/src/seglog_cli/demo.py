@@ -20,6 +20,7 @@ from rich.text import Text
 
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.context import reports_errors, settings
+from seglog_cli.reports import command_line, publish, report_directory, report_option
 from seglog_core.sheet import render
 from seglog_emulator.chaos import Campaign, RunProgress, Workload, default_plan
 from seglog_emulator.chaos.watch import percentile
@@ -75,12 +76,13 @@ def live_view(progress: RunProgress) -> Table:
 @click.option("--faults", default="all", show_default=True,
               help="Fault kinds to inject (comma-separated, 'all', or 'none' for a quiet demo).")
 @click.option("--seed", default=1, show_default=True, help="Seed of the edits and of the fault schedule.")
+@report_option
 @template_option
 @artifact_option
 @click.pass_context
 @reports_errors
 def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faults: str, seed: int,
-         template: Path | None, artifact: Path | None) -> None:
+         report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
     """Stack up, the emulator on fresh resources, clients editing a sheet through the HTTP API under seeded
     faults with a live view; then quiescence, the sheet loaded from its latest snapshot, and verify (I1-I6)."""
     console = Console()
@@ -111,6 +113,9 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
     report = result.runs[0]
     result.title = "seglog demo"
     console.print(result.render())
+    page, priced = publish(result.to_report("demo", command_line(ctx)),
+                           report_directory(report_dir, config.run_dir, "demo"))
+    console.out(priced.render())  # a table: never wrapped to the terminal's width
     backend = campaign.deployment.backend()
     for log_id in report.log_ids:
         try:
@@ -129,5 +134,6 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
     campaign.close(keep=not report.ok)
     console.print(f"logs: {campaign.state_dir}   replay: seglog demo --seed {seed} --faults {faults}   "
                   f"more: seglog chaos --runs 20")
+    console.print(f"[bold]report[/]: {page}  (the timeline, latencies and cost; opens offline in a browser)")
     if not report.ok:
         ctx.exit(1)

@@ -12,6 +12,7 @@ import click
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
+from seglog_cli.reports import command_line, publish, report_directory, report_option
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
@@ -165,13 +166,14 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
               help="Run logs and state (default: chaos/ in the stack's run directory).")
 @click.option("--console-port", type=int, help="Serve the live console on this port (0: any free), following "
                                                 "every run of the campaign (default: no console).")
+@report_option
 @template_option
 @artifact_option
 @click.pass_context
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
           sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None,
-          console_port: int | None, template: Path | None, artifact: Path | None) -> None:
+          console_port: int | None, report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -210,11 +212,16 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
         + ([f"--rate {rate}"] if rate is not None and not fault_plan_file else [])
         + [f"--sheets {sheets} --clients {clients} --edits {edits}"])
     campaign.close(keep=not result.ok)
+    page, priced = publish(result.to_report("chaos", command_line(ctx)),
+                           report_directory(report_dir, config.run_dir, "chaos"))
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        click.echo(json.dumps({**result.to_dict(), "ledger": priced.to_dict(), "report": str(page)}, indent=2,
+                              default=str))
     else:
         click.echo(result.render())
+        click.echo(priced.render())
         if not result.ok:
             click.echo(f"kept for inspection: stack {campaign.stack} on the local stack")
         click.echo(f"logs: {campaign.state_dir}")
+        click.echo(f"report: {page}")
     raise SystemExit(0 if result.ok else 1)

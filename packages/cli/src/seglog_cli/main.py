@@ -8,6 +8,7 @@ import click
 
 from seglog_cli.build_commands import build
 from seglog_cli.context import Settings
+from seglog_cli.cost_commands import cost
 from seglog_cli.demo import demo
 from seglog_cli.deploy_commands import deploy, destroy, smoke
 from seglog_cli.emulator_commands import chaos, emulate
@@ -37,7 +38,7 @@ def cli(ctx: click.Context, profile: str | None, localstack_port: int | None, dy
 
 
 for command in (up, down, status, env, sheet, log_group, demo, reprocess, rebuild, redrive, emulate, chaos, build,
-                deploy, destroy, smoke, simulate):
+                deploy, destroy, smoke, simulate, cost):
     cli.add_command(command)
 
 

@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
+from seglog_cli.context import settings
+from seglog_cli.reports import command_line, publish, report_directory, report_option
+from seglog_report.cost import Ledger
+from seglog_report.model import Report
 from seglog_sim import quiet_logs
 from seglog_sim.campaign import Campaign, run_campaign
 from seglog_sim.faults import Fault
 from seglog_sim.history import around, lines
 from seglog_sim.mutants.catalogue import MUTANTS, by_name
 from seglog_sim.mutants.runner import MutantResult, run_mutants
-from seglog_sim.run import SeedResult, run_seed
+from seglog_sim.run import SeedResult
 from seglog_sim.scenario import Scenario
 from seglog_sim.shrink import shrink
+from seglog_sim.timeline import run_data, seeds_report
+
+#: Seeds a campaign's report draws: its first failing ones (each run again), or its first seed when all pass.
+MAX_DRAWN = 5
 
 
 def _kinds(text: str | None) -> tuple[Fault, ...]:
@@ -56,19 +66,30 @@ def _replay(seed: int, faults: str | None, only: Iterable[str] | None = None) ->
 @click.option("--no-shrink", is_flag=True, help="Do not shrink a failing seed's fault schedule.")
 @click.option("--history", "full_history", is_flag=True, help="With one seed: print its whole history.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_faults: str | None, jobs: int,
-             mutants: bool, mutant_names: tuple[str, ...], skip_explained: bool, no_shrink: bool, full_history: bool,
-             as_json: bool) -> None:
+@report_option
+@click.pass_context
+def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kinds: str | None,
+             only_faults: str | None, jobs: int, mutants: bool, mutant_names: tuple[str, ...], skip_explained: bool,
+             no_shrink: bool, full_history: bool, as_json: bool, report_dir: Path | None) -> None:
     """Run seeded simulated worlds: the real log, router and worker code against simulated DynamoDB, streams,
     SQS and S3 in simulated time, every fault from the seed; check I1-I6, liveness and exactly-once."""
     quiet_logs()
     scenario = Scenario(faults=_kinds(fault_kinds))
     if mutants:
-        _mutants(mutant_names, seeds or 1000, seed or 1, jobs, as_json, skip_explained)
+        directory = report_directory(report_dir, settings(ctx).stack_config().run_dir, "mutants")
+        _mutants(mutant_names, seeds or 1000, seed or 1, jobs, as_json, skip_explained, directory)
         return
     if seeds is None and seed is not None:
         only = None if only_faults is None else frozenset(t for t in only_faults.split(",") if t and t != "none")
-        _one(seed, scenario, fault_kinds, only, full_history, no_shrink, as_json)
+        shrunk = None if only is None else sorted(only)
+        result, data = run_data(seed, scenario, only=only, replay=_replay(seed, fault_kinds, shrunk))
+        report = Report(kind="simulate", title=f"seglog simulate: seed {seed}", command=command_line(ctx),
+                        created_at=time.time(), runs=[data])
+        page, priced = _publish(ctx, report, report_dir)
+        _one(result, scenario, fault_kinds, only, full_history, no_shrink, as_json, priced)
+        click.echo(f"report: {page}", err=as_json)
+        if not result.ok:
+            sys.exit(1)
         return
     start = seed if seed is not None else 1
 
@@ -78,24 +99,38 @@ def simulate(seeds: int | None, seed: int | None, fault_kinds: str | None, only_
                        f"{c.seeds_per_minute:.0f} seeds/min", err=True)
 
     campaign = run_campaign(range(start, start + (seeds or 100)), scenario, jobs=jobs, progress=progress)
+    drawn = campaign.failing_seeds[:MAX_DRAWN] or [start]
+    report = seeds_report(drawn, scenario, command=command_line(ctx),
+                          title=f"seglog simulate: {campaign.seeds} seeds from {start}",
+                          replay=lambda s: _replay(s, fault_kinds), total=campaign.meter)
+    page, priced = _publish(ctx, report, report_dir)
     if as_json:
-        click.echo(json.dumps(campaign.to_dict(), indent=2))
+        click.echo(json.dumps({**campaign.to_dict(), "ledger": priced.to_dict(), "report": str(page)}, indent=2))
     else:
         _print_campaign(campaign)
+        click.echo(priced.render())
     if not campaign.ok:
         first = campaign.failures[0]
         if not as_json:
             _print_failure(first, scenario, fault_kinds, no_shrink)
+    click.echo(f"report: {page}", err=as_json)
+    if not campaign.ok:
         sys.exit(1)
 
 
-def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset[str] | None, full_history: bool,
-         no_shrink: bool, as_json: bool) -> None:
-    result = run_seed(seed, scenario, only=only)
+def _publish(ctx: click.Context, report: Report, report_dir: Path | None) -> tuple[Path, Ledger]:
+    """Write report.html and report.json (each campaign's failing seeds, or its first, run again and drawn)."""
+    return publish(report, report_directory(report_dir, settings(ctx).stack_config().run_dir, "simulate"))
+
+
+def _one(result: SeedResult, scenario: Scenario, fault_kinds: str | None, only: frozenset[str] | None,
+         full_history: bool, no_shrink: bool, as_json: bool, priced: Ledger) -> None:
+    seed = result.seed
     if as_json:
         data = result.summary()
         data["fired"] = result.fired
         data["history"] = lines(result.history) if full_history else []
+        data["ledger"] = priced.to_dict()
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(f"seed {seed}: {'ok' if result.ok else 'FAILED'} — {result.acknowledged} acknowledged appends, "
@@ -103,10 +138,9 @@ def _one(seed: int, scenario: Scenario, fault_kinds: str | None, only: frozenset
                    f"{result.sim_seconds:.0f} s simulated, {len(result.history)} storage calls")
         if full_history:
             click.echo("\n".join(lines(result.history)))
+        click.echo(priced.render())
         if not result.ok:
             _print_failure(result, scenario, fault_kinds, no_shrink or only is not None)
-    if not result.ok:
-        sys.exit(1)
 
 
 def _print_campaign(c: Campaign) -> None:
@@ -146,7 +180,8 @@ def _print_failure(result: SeedResult, scenario: Scenario, fault_kinds: str | No
     click.echo(f"replay the shrunk schedule: {_replay(result.seed, fault_kinds, shrunk.faults)}")
 
 
-def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json: bool, skip_explained: bool) -> None:
+def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json: bool, skip_explained: bool,
+             report_dir: Path) -> None:
     chosen = [by_name(n) for n in names] if names else list(MUTANTS)
     if skip_explained:
         chosen = [m for m in chosen if m.survives is None]
@@ -157,7 +192,8 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
                                                                     else r.error or "SURVIVED")
             click.echo(f"[mutants] {r.mutant.name}: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
 
-    results = run_mutants(chosen, seeds=seeds, start=start, jobs=max(jobs, 2), progress=progress)
+    results = run_mutants(chosen, seeds=seeds, start=start, jobs=max(jobs, 2), progress=progress,
+                          report_dir=report_dir)
     if as_json:
         click.echo(json.dumps({"ok": all(r.ok for r in results), "mutants": [r.to_dict() for r in results]},
                               indent=2))
@@ -172,6 +208,7 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
         click.echo(f"mutation score: {killed}/{len(results)} killed")
         for r in results:
             if r.killed and r.seed is not None:
-                click.echo(f"  replay: seglog simulate --mutants --mutant {r.mutant.name} --seed {r.seed} --seeds 1")
+                click.echo(f"  replay: seglog simulate --mutants --mutant {r.mutant.name} --seed {r.seed} --seeds 1"
+                           + (f"   report: {r.report}" if r.report else ""))
     if not all(r.ok for r in results):
         sys.exit(1)

@@ -12,21 +12,13 @@ answers.
 from __future__ import annotations
 
 import threading
-from typing import Any, Final
+from typing import Any
 
-from seglog_aws.meter import Meter
+from seglog_aws.meter import Meter, s3_request_class
 
 Usage = dict[str, dict[str, float]]
-"""``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB); S3's row also counts its
-``writes`` and ``deletes``, the requests S3 prices apart from the rest."""
-
-#: S3 requests priced as writes: "PUT, COPY, POST, LIST requests" (Amazon S3 pricing, Requests & data
-#: retrievals); the other requests but deletes are priced as reads.
-S3_WRITES: Final = frozenset({"PutObject", "CopyObject", "PostObject", "CreateMultipartUpload", "UploadPart",
-                              "UploadPartCopy", "CompleteMultipartUpload", "ListObjects", "ListObjectsV2",
-                              "ListObjectVersions", "ListBuckets", "ListMultipartUploads", "ListParts"})
-#: "DELETE and CANCEL requests are free" (Amazon S3 pricing).
-S3_DELETES: Final = frozenset({"DeleteObject", "DeleteObjects", "AbortMultipartUpload"})
+"""``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB; S3 adds ``write_requests``
+and ``free_requests``, its requests in the PUT/COPY/POST/LIST tier and the free DELETEs, for the cost ledger)."""
 
 
 class UsageCounter:
@@ -58,15 +50,13 @@ class UsageCounter:
         totals: Usage = {}
         for service, meter in meters.items():
             row = {"requests": 0.0, "rcu": 0.0, "wcu": 0.0}
-            if service == "s3":
-                row.update(writes=0.0, deletes=0.0)
             for operation, figures in meter.snapshot().items():
                 for key, name in (("requests", "calls"), ("rcu", "rcu"), ("wcu", "wcu")):
                     row[key] += float(figures[name])
-                if service == "s3" and operation in S3_WRITES:
-                    row["writes"] += float(figures["calls"])
-                elif service == "s3" and operation in S3_DELETES:
-                    row["deletes"] += float(figures["calls"])
+                if service == "s3":
+                    tier = f"{s3_request_class(operation)}_requests"
+                    if tier != "read_requests":
+                        row[tier] = row.get(tier, 0.0) + float(figures["calls"])
             totals[service] = row
         return totals
 

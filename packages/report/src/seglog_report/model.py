@@ -145,10 +145,40 @@ class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
     def lanes(self) -> list[str]:
         """Every lane, grouped in :data:`GROUPS` order, then by first appearance."""
         seen: dict[str, tuple[int, int]] = {}
-        for n, item in enumerate([*self.spans, *self.markers]):
+        items: list[Span | Marker] = [*self.spans, *self.markers]
+        for n, item in enumerate(items):
             rank = GROUPS.index(item.group) if item.group in GROUPS else len(GROUPS)
             seen.setdefault(item.lane, (rank, n))
         return sorted(seen, key=lambda lane: seen[lane])
+
+
+def outline(violations: list[Violation], spans: list[Span], markers: list[Marker], *, link: str) -> None:
+    """Mark the events that led to each violation: the spans on its log (on its entry, when it names one), and
+    the markers on it or sharing the ``link`` id (request_id, task) with one of those spans; a violation without
+    a time gets the end of the last of them."""
+    for violation in violations:
+        if violation.log_id is None:
+            continue
+        linked: set[str | int] = set()
+        for span in spans:
+            if _touches(span.ids, violation):
+                span.highlight = True
+                if link in span.ids:
+                    linked.add(span.ids[link])
+        for marker in markers:
+            if marker.ids.get(link, "") in linked or _touches(marker.ids, violation):
+                marker.highlight = True
+        ends = [span.end for span in spans if span.highlight]
+        if violation.at is None and ends:
+            violation.at = max(ends)
+
+
+def _touches(ids: Ids, violation: Violation) -> bool:
+    if str(ids.get("log_id")) != violation.log_id:
+        return False
+    if violation.entry is None:
+        return True
+    return ids.get("entry") == violation.entry and violation.segment in (None, ids.get("segment"))
 
 
 class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -162,12 +192,17 @@ class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The price table's region the ledger was priced in.
     region: str = "us-east-1"
     text: str = ""
+    #: What the whole command used, when its runs are not all here (a simulate campaign keeps only the seeds
+    #: it draws); None: the sum of the runs' meters.
+    total: Meter | None = None
 
     @property
     def ok(self) -> bool:
         return all(run.ok for run in self.runs)
 
     def meter(self) -> Meter:
+        if self.total is not None:
+            return self.total
         total = Meter()
         for run in self.runs:
             total = total.add(run.meter)

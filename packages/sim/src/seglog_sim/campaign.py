@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from seglog_report.model import Meter
 from seglog_sim.run import SeedResult, run_seed
 from seglog_sim.scenario import Scenario
 
@@ -36,6 +37,8 @@ class Campaign:
     acknowledged: int = 0
     snapshots: int = 0
     sim_seconds: float = 0.0
+    #: What every seed used, in the units AWS bills.
+    meter: Meter = field(default_factory=Meter)
 
     @property
     def seeds_per_minute(self) -> float:
@@ -60,6 +63,7 @@ class Campaign:
         self.acknowledged += result.acknowledged
         self.snapshots += result.snapshots
         self.sim_seconds += result.sim_seconds
+        self.meter = self.meter.add(result.meter)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "seeds": self.seeds, "jobs": self.jobs, "elapsed_seconds": round(self.elapsed, 2),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
@@ -125,6 +125,10 @@ class Faults:
     active: bool = True
     fired: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    #: The world's clock, to note when each fault fired (None: not noted).
+    clock: Callable[[], float] | None = None
+    #: (simulated time, task name, kind) of each fault that fired, for the report's timeline.
+    fired_at: list[tuple[float, str, str]] = field(default_factory=list)
     _rngs: dict[str, random.Random] = field(default_factory=dict)
 
     def rng(self, task: Task) -> random.Random:
@@ -149,6 +153,8 @@ class Faults:
             return False
         self.fired.append(fault_id)
         self.counts[str(kind)] += 1
+        if self.clock is not None:
+            self.fired_at.append((self.clock(), task.name, str(kind)))
         if where:
             self.counts[f"{kind}@{where}"] += 1
         return True

@@ -154,7 +154,8 @@ class Lambdas:
                     failures.append({"itemIdentifier": message.message_id})
             return {"batchItemFailures": failures}
 
-        return self._start("worker", body, self.topology.worker.Timeout, messages=[m["MessageId"] for m in messages])
+        return self._start("worker", body, self.topology.worker.Timeout, messages=[m["MessageId"] for m in messages],
+                           bodies=[m["Body"] for m in messages])
 
     # ---------------------------------------------------------------------------------------------- retention
 

@@ -24,6 +24,7 @@ from seglog_aws.redrive import redrive
 from seglog_core import errors
 from seglog_core.log import EventLog
 from seglog_core.retry import RetryPolicy
+from seglog_report.model import Meter
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
@@ -31,6 +32,7 @@ from seglog_sim.checks import Violation, check_run
 from seglog_sim.cloud import Call, Cloud
 from seglog_sim.faults import Fault, Faults, Profile
 from seglog_sim.lambdas import Lambdas
+from seglog_sim.metering import meter_of
 from seglog_sim.pollers import Pollers
 from seglog_sim.scenario import Scenario
 from seglog_sim.topology import Topology, load_topology
@@ -64,6 +66,8 @@ class SeedResult:
     steps: int
     history: list[Call] = field(repr=False, default_factory=list)
     quiescent: bool = True
+    #: What the seed used, in the units AWS bills (for the cost ledger).
+    meter: Meter = field(default_factory=Meter)
 
     @property
     def ok(self) -> bool:
@@ -191,7 +195,7 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     topology = load_topology(None, scenario.parameters)
     world = World()
     profile = Profile.draw(random.Random(rng.getrandbits(64)), scenario.faults)
-    faults = Faults(seed=seed, profile=profile, only=only)
+    faults = Faults(seed=seed, profile=profile, only=only, clock=lambda: world.now)
     # The template's tables. The Segments table gets a stream too, read by the checks only (its item's S over
     # time, I4); the router's mapping reads the Entries table's stream, as deployed.
     specs = [TableSpec.from_properties(name, props) for name, props in topology.tables.items()]
@@ -229,6 +233,12 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
 
 def run_seed(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None) -> SeedResult:
     """Run one seed; ``only`` limits the faults to those ids (a shrunk schedule's replay)."""
+    return execute(seed, scenario, only=only)[1]
+
+
+def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None
+            ) -> tuple[_Run, SeedResult]:
+    """Run one seed: the world as it ended (for the report's timeline) and its result."""
     scenario = scenario or Scenario()
     run = build(seed, scenario, only=only)
     world = run.world
@@ -260,9 +270,10 @@ def run_seed(seed: int, scenario: Scenario | None = None, *, only: frozenset[str
     stats = dict(run.pollers.stats)
     stats.update({"client tries": ledger.tries, "client lost answers": ledger.lost_answers,
                   "client gave up": ledger.gave_up, "supervisor restarts": run.pollers.restarts})
-    return SeedResult(seed=seed, violations=violations, kinds=sorted(str(k) for k in run.faults.profile.rates),
-                      fired=list(run.faults.fired), fault_counts=dict(run.faults.counts), sites=dict(run.cloud.sites),
-                      operations=dict(run.cloud.operations), invocations=dict(run.lambdas.invocations.counts),
-                      stats=stats, acknowledged=ledger.appends, snapshots=snapshots,
-                      sim_seconds=world.now - world.start, steps=world.steps, history=run.cloud.history,
-                      quiescent=run.quiescent)
+    result = SeedResult(seed=seed, violations=violations, kinds=sorted(str(k) for k in run.faults.profile.rates),
+                        fired=list(run.faults.fired), fault_counts=dict(run.faults.counts),
+                        sites=dict(run.cloud.sites), operations=dict(run.cloud.operations),
+                        invocations=dict(run.lambdas.invocations.counts), stats=stats, acknowledged=ledger.appends,
+                        snapshots=snapshots, sim_seconds=world.now - world.start, steps=world.steps,
+                        history=run.cloud.history, quiescent=run.quiescent, meter=meter_of(run))
+    return run, result

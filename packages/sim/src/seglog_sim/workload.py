@@ -91,15 +91,20 @@ class Clients:
                 self.ledger.tries += 1
                 me.calls += 1  # one decision point per try (fault ids stay apart)
                 attempt = self.lambdas.append(log_id, body, entry_id=entry_id, since=since)
+                attempt.tags.update(client=me.name, attempt=tries, asked=world.now)
                 answered = world.join(attempt, timeout=scenario.client_timeout)
+                attempt.tags.update(answered=world.now, client_outcome="retried")
                 if answered and attempt.killed is None and attempt.error is None:
                     if not faults.decide(me, Fault.LOST_RESPONSE):
                         self.ledger.ack(log_id, entry_id)
                         since = Position.of(attempt.result.entry)
+                        attempt.tags["client_outcome"] = "acknowledged"
                         break
                     self.ledger.lost_answers += 1
+                    attempt.tags["client_outcome"] = "lost"
                 elif answered and isinstance(attempt.error, REFUSALS):
                     self.ledger.refused.append(f"{me.name}: {type(attempt.error).__name__}: {attempt.error}")
+                    attempt.tags["client_outcome"] = "error"
                     break
                 world.sleep(backoff.delay(tries))
             else:

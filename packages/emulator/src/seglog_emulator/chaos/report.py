@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,7 @@ from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.usage import Usage, add_usage
+from seglog_report.model import Report, RunData, Violation
 
 
 @dataclass
@@ -80,6 +82,19 @@ class CampaignReport:
             "seconds": round(self.seconds, 1),
             "scenarios_per_minute": round(len(self.runs) / minutes, 2) if minutes else None,
         }
+
+    def to_report(self, kind: str, command: str) -> Report:
+        """The runs as the report page draws them (a run whose files could not be read has no timeline)."""
+        runs = []
+        for run in self.runs:
+            data = run.data or RunData(kind=kind, title=self.title, run=run.run, seed=run.seed,
+                                       violations=[Violation(text=v) for v in run.violations])
+            data.kind, data.title, data.seconds = kind, self.title, run.seconds
+            data.replay = "" if run.ok else self.replay(run)
+            data.summary = run.to_dict()
+            runs.append(data)
+        return Report(kind=kind, title=self.title, command=command, created_at=time.time(), runs=runs,
+                      text=self.render())
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "faults": self.faults, "ok": self.ok, "totals": self.totals(),

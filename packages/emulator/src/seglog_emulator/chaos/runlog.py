@@ -56,7 +56,7 @@ def read_run_log(path: Path) -> RunLog:
     versions: dict[str, str] = {}
     built: list[tuple[str, tuple[Any, Any, Any]]] = []
     with open(path, errors="replace") as lines:
-        for record in _records(lines):
+        for record in json_lines(lines):
             event = record.get("event")
             if event == "invocation":
                 invocations.setdefault(record.get("function", "?"), Counter())[record.get("outcome", "?")] += 1
@@ -81,7 +81,8 @@ def read_run_log(path: Path) -> RunLog:
     return found
 
 
-def _records(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+def json_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The lines that are JSON objects (a log also has plain lines, and a killed process's last may be cut)."""
     for line in lines:
         if line.startswith("{"):
             try:

@@ -41,18 +41,20 @@ from typing import Any, Final
 import structlog
 
 from seglog_core.verify import verify_log
+from seglog_emulator.chaos import timeline
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_emulator.chaos.runlog import read_run_log
-from seglog_emulator.chaos.watch import SnapshotWatcher, percentile, queue_depth, quiescent
+from seglog_emulator.chaos.watch import SnapshotLife, SnapshotWatcher, percentile, queue_depth, quiescent
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
 from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.plan import FaultPlan
-from seglog_emulator.faults.runtime import FaultRuntime
+from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, free_port
 from seglog_emulator.usage import Usage
+from seglog_report.model import RunData
 from seglog_stack.local import LocalDeployment
 
 log = structlog.get_logger("seglog.chaos")
@@ -126,13 +128,15 @@ class RunReport:
     mixed_version: dict[str, int] = field(default_factory=dict)
     log_file: str = ""
     log_ids: list[str] = field(default_factory=list)
+    #: The run as the report draws it (timeline, latencies, metered usage).
+    data: RunData | None = None
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "snapshot_latency"}
+        data = {k: v for k, v in self.__dict__.items() if k not in ("snapshot_latency", "data")}
         data["ok"] = self.ok
         data["snapshot_latency_p50"] = percentile(self.snapshot_latency, 50)
         data["snapshot_latency_p99"] = percentile(self.snapshot_latency, 99)
@@ -246,6 +250,7 @@ class ChaosRunner:
         seed = plan.seed if plan is not None else (seed or 0)
         report = RunReport(run=run, seed=seed)
         started = time.monotonic()
+        started_at = time.time()
         run_dir = self.state_dir / f"run-{run:03d}-seed-{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
@@ -313,6 +318,7 @@ class ChaosRunner:
                 report.snapshots = len(report.snapshot_latency)
             supervisor.stop()
             dead_letters.restore()
+        lives = watcher.lives() if watcher is not None else []
         report.supervisor_restarts = supervisor.restarts
         report.dead_letters = dead_letters.tally.to_dict()
         report.clients = {"appends": stats.appends, "requests": stats.requests, "retries": stats.retries,
@@ -323,8 +329,23 @@ class ChaosRunner:
         self._read_log(Path(report.log_file), report)
         report.seconds = round(time.monotonic() - started, 1)
         report.log_ids = [str(i) for i in log_ids]
+        report.data = self._run_data(report, started_at, stats, lives, runtime)
         stop_monitor.set()
         return report
+
+    def _run_data(self, report: RunReport, started_at: float, stats: ClientStats, lives: list[SnapshotLife],
+                  runtime: FaultRuntime | None) -> RunData | None:
+        """The run for the report; None (and a log line) if its files cannot be read — the run's verdict stands."""
+        try:
+            return timeline.run_data(
+                kind="chaos", title="chaos run", run=report.run, seed=report.seed, started_at=started_at,
+                seconds=report.seconds, log_file=Path(report.log_file),
+                fault_log=runtime.directory / LOG_FILE if runtime is not None else None, tries=list(stats.tries),
+                lives=lives, violations=report.violations, memory=timeline.function_memory(self.template),
+                quiescence=report.quiescence_seconds, summary={}, replay="")
+        except Exception as exc:
+            log.error("the run's timeline could not be read", run=report.run, error=str(exc), exc_info=True)
+            return None
 
     # ------------------------------------------------------------------------------------------ phases
 

@@ -21,6 +21,17 @@ from seglog_aws.backend import Backend
 from seglog_core.schema import EntryType
 
 
+@dataclass(frozen=True)
+class SnapshotLife:
+    """A Snapshot entry from when the watcher first saw it to when it saw it complete (Unix time; None: never)."""
+
+    log_id: uuid.UUID
+    segment: int
+    entry: int
+    appeared: float
+    completed: float | None
+
+
 @dataclass
 class _Seen:
     appeared: float
@@ -114,6 +125,15 @@ class SnapshotWatcher:
                         and late.completed < early.incomplete_at:
                     found.append(f"I4 {log_id}: snapshot {seg2}/{num2} was complete while {seg}/{num} was not yet")
         return found
+
+    def lives(self, *, skip_first: bool = True) -> list[SnapshotLife]:
+        """Every Snapshot entry seen, on the wall clock."""
+        offset = time.time() - time.monotonic()
+        with self._lock:
+            return [SnapshotLife(log_id=lid, segment=seg, entry=num, appeared=s.appeared + offset,
+                                 completed=None if s.completed is None else s.completed + offset)
+                    for (lid, seg, num), s in sorted(self._seen.items())
+                    if not (skip_first and seg == 0 and num == 0)]
 
     def incomplete(self) -> list[tuple[uuid.UUID, int, int]]:
         with self._lock:

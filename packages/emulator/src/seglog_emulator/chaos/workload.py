@@ -15,7 +15,9 @@ the I2 check ("every acknowledged append is in the log, exactly once").
 from __future__ import annotations
 
 import random
+import re
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +49,37 @@ MAX_TRIES: Final = 25
 PRODUCTS: Final = ("Nails", "Screws", "Bolts", "Washers", "Hinges", "Brackets", "Rivets", "Dowels")
 
 
+_LOG_IN_PATH: Final = re.compile(r"/sheets/([0-9a-f-]{36})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientTry:
+    """One try of one request, on the wall clock, for the report's timeline (its lane: the client's thread)."""
+
+    client: str
+    start: float
+    end: float
+    method: str
+    path: str
+    number: int
+    status: int | None
+    error: str | None
+    log_id: str | None
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300 and self.method == "POST" \
+            and self.path.endswith("/entries")
+
+    @property
+    def outcome(self) -> str:
+        if self.status is None:
+            return "lost"
+        if 200 <= self.status < 300:
+            return "acknowledged"
+        return "retried" if self.status >= 500 or self.status == 429 else "error"
+
+
 @dataclass
 class ClientStats(Counters):
     """What the clients of a run did: the library's counters, the clients that gave up, and every entry id
@@ -54,10 +87,19 @@ class ClientStats(Counters):
 
     failures: list[str] = field(default_factory=list)
     acknowledged: dict[uuid.UUID, list[uuid.UUID]] = field(default_factory=dict)
+    #: Every try, for the report's timeline.
+    tries: list[ClientTry] = field(default_factory=list)
 
     def tried(self, attempt: Attempt) -> None:
         super().tried(attempt)
-        logfeed.client_try(threading.current_thread().name, attempt)  # the live console's client lanes
+        end = time.time()
+        found = _LOG_IN_PATH.search(attempt.path)
+        done = ClientTry(client=threading.current_thread().name, start=end - attempt.seconds, end=end,
+                         method=attempt.method, path=attempt.path, number=attempt.number, status=attempt.status,
+                         error=attempt.error, log_id=found.group(1) if found else None)
+        with self._lock:
+            self.tries.append(done)
+        logfeed.client_try(done.client, attempt)  # the live console's client lanes
 
     def appended(self, log_id: uuid.UUID, answer: Appended) -> None:
         super().appended(log_id, answer)
@@ -142,7 +184,7 @@ class Workload:
                 if on_append is not None:
                     on_append()
 
-        threads = [threading.Thread(target=one, args=(log_id, i), name=f"{str(log_id)[:8]}/{i}", daemon=True)
+        threads = [threading.Thread(target=one, args=(log_id, i), daemon=True, name=f"client {i} {str(log_id)[:8]}")
                    for log_id in log_ids for i in range(self.clients)]
         for thread in threads:
             thread.start()

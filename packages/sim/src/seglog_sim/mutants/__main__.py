@@ -1,7 +1,9 @@
-"""One mutant in a fresh process: ``python -m seglog_sim.mutants NAME SEEDS START`` prints one JSON line.
+"""One mutant in a fresh process: ``python -m seglog_sim.mutants NAME SEEDS START [REPORT_DIR]`` prints one
+JSON line.
 
 The mutant's import hook is installed before any seglog module is imported; then seeds START, START+1, ... run
-until one fails (the mutant is killed) or SEEDS have passed (it survived).
+until one fails (the mutant is killed) or SEEDS have passed (it survived). With REPORT_DIR, the killing seed is
+drawn there (report.html, opening on its violation), by this process: only it runs the mutated code.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from seglog_sim.mutants.hook import install
 
 def main(argv: list[str]) -> int:
     name, seeds, start = argv[0], int(argv[1]), int(argv[2])
+    report_dir = argv[3] if len(argv) > 3 else None
     mutant = by_name(name)
     install(mutant)
     from seglog_sim import quiet_logs
@@ -30,10 +33,24 @@ def main(argv: list[str]) -> int:
         outcome["seeds_run"] = seed - start + 1
         if not result.ok:
             outcome.update(killed=True, seed=seed, violations=[str(v) for v in result.violations[:3]])
+            if report_dir is not None:
+                outcome["report"] = str(_draw(name, seed, report_dir))
             break
     outcome["seconds"] = round(time.perf_counter() - started, 2)
     print(json.dumps(outcome), flush=True)
     return 0
+
+
+def _draw(name: str, seed: int, directory: str) -> object:
+    from pathlib import Path
+
+    from seglog_report.html import publish
+    from seglog_sim.timeline import seeds_report
+
+    replay = f"seglog simulate --mutants --mutant {name} --seed {seed} --seeds 1"
+    report = seeds_report([seed], None, command=replay, title=f"mutant {name}: seed {seed}",
+                          replay=lambda _: replay)
+    return publish(report, Path(directory))[0]
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from seglog_sim.mutants.catalogue import MUTANTS, Mutant
@@ -22,6 +23,8 @@ class MutantResult:
     seed: int | None = None
     violations: tuple[str, ...] = ()
     error: str | None = None
+    #: The killing seed's report.html, when one was asked for.
+    report: str | None = None
 
     @property
     def explained(self) -> bool:
@@ -35,13 +38,17 @@ class MutantResult:
     def to_dict(self) -> dict[str, Any]:
         return {"mutant": self.mutant.name, "module": self.mutant.module, "breaks": self.mutant.breaks,
                 "killed": self.killed, "seed": self.seed, "seeds_run": self.seeds_run, "seconds": self.seconds,
-                "violations": list(self.violations), "error": self.error, "survives": self.mutant.survives}
+                "violations": list(self.violations), "error": self.error, "survives": self.mutant.survives,
+                "report": self.report}
 
 
-def run_mutant(mutant: Mutant, *, seeds: int = 1000, start: int = 1) -> MutantResult:
-    """Run seeds against one mutant in a child process until one fails."""
-    proc = subprocess.run([sys.executable, "-m", "seglog_sim.mutants", mutant.name, str(seeds), str(start)],
-                          capture_output=True, text=True, check=False)
+def run_mutant(mutant: Mutant, *, seeds: int = 1000, start: int = 1, report_dir: Path | None = None
+               ) -> MutantResult:
+    """Run seeds against one mutant in a child process until one fails (drawn in ``report_dir``, if given)."""
+    command = [sys.executable, "-m", "seglog_sim.mutants", mutant.name, str(seeds), str(start)]
+    if report_dir is not None:
+        command.append(str(report_dir / mutant.name))
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
@@ -50,14 +57,15 @@ def run_mutant(mutant: Mutant, *, seeds: int = 1000, start: int = 1) -> MutantRe
     data = json.loads(lines[-1])
     return MutantResult(mutant=mutant, killed=bool(data["killed"]), seeds_run=int(data["seeds_run"]),
                         seconds=float(data["seconds"]), seed=data.get("seed"),
-                        violations=tuple(data.get("violations", ())))
+                        violations=tuple(data.get("violations", ())), report=data.get("report"))
 
 
 def run_mutants(mutants: Sequence[Mutant] = MUTANTS, *, seeds: int = 1000, start: int = 1, jobs: int = 2,
-                progress: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
-    """Every mutant, ``jobs`` at a time, in catalogue order."""
+                progress: Callable[[MutantResult], None] | None = None,
+                report_dir: Path | None = None) -> list[MutantResult]:
+    """Every mutant, ``jobs`` at a time, in catalogue order; each killing seed drawn in ``report_dir/<name>``."""
     def one(mutant: Mutant) -> MutantResult:
-        result = run_mutant(mutant, seeds=seeds, start=start)
+        result = run_mutant(mutant, seeds=seeds, start=start, report_dir=report_dir)
         if progress is not None:
             progress(result)
         return result

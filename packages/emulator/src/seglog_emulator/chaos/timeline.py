@@ -1,0 +1,239 @@
+"""A chaos or demo run as the report draws it (:class:`seglog_report.model.RunData`), in wall-clock seconds.
+
+Read from what the run left: its log (one JSON line per invocation with its end time and duration, per snapshot
+job with its outcome, per crash point, per poller period), its fault log (every fault decided, with the time and
+the process), the clients' tries (kept by :class:`.workload.ClientStats`) and the snapshot watcher's view of each
+Snapshot entry's life. Invocations go on a lane per function worker process, tries on a lane per client, faults
+on the lane of the process they hit. The same lines are metered (:class:`seglog_report.model.Meter`) for the cost
+ledger: capacity and requests from each invocation's usage, the pollers' own requests from their "poller usage"
+lines, and billed duration (init included, as Lambda bills it) at the template's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from seglog_emulator.chaos.runlog import json_lines
+from seglog_emulator.chaos.watch import SnapshotLife
+from seglog_emulator.chaos.workload import ClientTry
+from seglog_report.model import FunctionUse, Marker, Meter, RunData, Span, Violation, outline
+from seglog_stack.template import load_template
+
+#: Where a violation's text names its log and entry: "I2 <uuid> at 0/5: ..." (:meth:`ChaosRunner._verify`).
+_WHERE: Final = re.compile(r"^(?P<inv>I\d|SIM)\b.*?(?P<log>[0-9a-f]{8}-[0-9a-f-]{27})(?: at (?P<seg>\d+)/(?P<e>\d+))?")
+#: Ids shown on hover, as the log lines name them.
+_IDS: Final = ("request_id", "message_id", "attempt", "log_id", "segment", "entry", "shard_id", "pid", "source")
+CRASH_EVENT: Final = "crash point reached: killing this process"
+
+
+def function_memory(template: Path) -> dict[str, int]:
+    """MemorySize of every function in ``template`` (its own, else the Globals', else Lambda's 128 MB)."""
+    parsed = load_template(template)
+    default = parsed.body.get("Globals", {}).get("Function", {}).get("MemorySize", 128)
+    return {logical: int((res.get("Properties") or {}).get("MemorySize", default))
+            for logical, res in parsed.of_type("AWS::Serverless::Function").items()}
+
+
+def run_data(*, kind: str, title: str, run: int, seed: int, started_at: float, seconds: float, log_file: Path,
+             fault_log: Path | None, tries: list[ClientTry], lives: list[SnapshotLife], violations: list[str],
+             memory: dict[str, int], quiescence: float | None, summary: dict[str, Any], replay: str) -> RunData:
+    lines = list(_records(log_file))
+    spans, lane_of_pid, meter = _invocations(lines, started_at, memory)
+    spans += _tries(tries, started_at)
+    spans += [_life(life, started_at, started_at + seconds) for life in lives]
+    markers = _markers(lines, _faults(fault_log), lane_of_pid, started_at)
+    meter.appends = sum(1 for t in tries if t.acknowledged)
+    meter.api_requests = len(tries)
+    found = [_violation(text) for text in violations]
+    outline(found, spans, markers, link="request_id")
+    latencies = {"append": _append_latencies(tries),
+                 "snapshot": [round(s.end - s.start, 3) for s in spans if s.group == "snapshot"
+                              and s.outcome == "completed"],
+                 "stream_hop": _stream_hops(lines),
+                 "quiescence": [quiescence] if quiescence is not None else []}
+    return RunData(kind=kind, title=title, run=run, seed=seed, started_at=started_at, seconds=seconds,
+                   violations=found, spans=spans, markers=markers, meter=meter, summary=summary, replay=replay,
+                   latencies={k: v for k, v in latencies.items() if v})
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    """The log's JSON lines that have a time, with it as Unix time in ``_at``."""
+    if not path.is_file():
+        return
+    with open(path, errors="replace") as lines:
+        for record in json_lines(lines):
+            if "timestamp" in record:
+                record["_at"] = _epoch(record["timestamp"])
+                yield record
+
+
+def _epoch(stamp: Any) -> float:
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _ids(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: record[k] for k in _IDS if record.get(k) not in (None, "")}
+
+
+def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
+                 ) -> tuple[list[Span], dict[int, str], Meter]:
+    # The lines a handler wrote carry its request id, and the log, segment and entry it worked on.
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    context: dict[str, dict[str, Any]] = {}
+    for record in lines:
+        request_id = record.get("request_id")
+        if not request_id or record.get("event") == "invocation":
+            continue
+        if record.get("event") == "snapshot job":
+            jobs.setdefault(request_id, []).append(record)
+        into = context.setdefault(request_id, {})
+        into.update({k: v for k, v in _ids(record).items() if k not in into and k != "pid"})
+    spans: list[Span] = []
+    lane_of_pid: dict[int, str] = {}
+    meter = Meter()
+    for record in lines:
+        event = record.get("event")
+        if event == "poller usage":
+            if record.get("service") == "sqs":
+                meter.sqs_requests += int(record.get("requests", 0))
+            elif record.get("service") == "dynamodbstreams":
+                meter.stream_read_requests += int(record.get("requests", 0))
+            continue
+        if event != "invocation":
+            continue
+        function = str(record.get("function", "?"))
+        lane = f"{function} pid {record.get('pid', '?')}"
+        lane_of_pid[int(record.get("pid") or 0)] = lane
+        duration = float(record.get("duration_ms", 0.0)) / 1000
+        end = record["_at"] - t0
+        outcome = str(record.get("outcome", "?"))
+        ran = jobs.get(str(record.get("request_id")), [])
+        if outcome == "success" and ran:
+            outcome = str(ran[-1].get("outcome", outcome))
+        ids = _ids(record)
+        ids.update({k: v for k, v in context.get(str(record.get("request_id")), {}).items() if k not in ids})
+        extra = "cold start" if record.get("cold_start") else ""
+        if record.get("error_type"):
+            extra = f"{record['error_type']}: {str(record.get('error_message', ''))[:160]}"
+        spans.append(Span(lane=lane, group="function", start=round(end - duration, 4), end=round(end, 4),
+                          outcome=outcome, label=f"{function} {extra}".strip(), ids=ids))
+        _meter_invocation(meter, record, function, memory)
+    return spans, lane_of_pid, meter
+
+
+def _meter_invocation(meter: Meter, record: dict[str, Any], function: str, memory: dict[str, int]) -> None:
+    use = meter.functions.setdefault(function, FunctionUse(memory_mb=memory.get(function, 128)))
+    use.invocations += 1
+    # Lambda bills the duration rounded up to the millisecond, the Init phase included (on-demand, since
+    # August 2025: https://aws.amazon.com/blogs/compute/aws-lambda-standardizes-billing-for-init-phase/).
+    use.billed_ms += math.ceil(float(record.get("duration_ms", 0.0)) + float(record.get("init_duration_ms") or 0.0))
+    usage = record.get("usage") or {}
+    ddb = usage.get("dynamodb", {})
+    meter.dynamodb_requests += int(ddb.get("requests", 0))
+    meter.dynamodb_read_units = round(meter.dynamodb_read_units + float(ddb.get("rcu", 0.0)), 3)
+    meter.dynamodb_write_units = round(meter.dynamodb_write_units + float(ddb.get("wcu", 0.0)), 3)
+    s3 = usage.get("s3", {})
+    writes = int(s3.get("write_requests", 0))
+    free = int(s3.get("free_requests", 0))
+    meter.s3_write_requests += writes
+    meter.s3_read_requests += int(s3.get("requests", 0)) - writes - free
+    meter.sqs_requests += int(usage.get("sqs", {}).get("requests", 0))
+
+
+def _tries(tries: list[ClientTry], t0: float) -> list[Span]:
+    spans = []
+    for t in tries:
+        lane = "setup (creates the sheets)" if t.client == "MainThread" else t.client
+        spans.append(Span(lane=lane, group="client", start=round(t.start - t0, 4), end=round(t.end - t0, 4),
+                          outcome=t.outcome,
+                          label=f"{t.method} {t.path} try {t.number}: {t.status or t.error or 'no answer'}",
+                          ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number)) if v}))
+    return spans
+
+
+def _life(life: SnapshotLife, t0: float, t_end: float) -> Span:
+    end = life.completed if life.completed is not None else t_end
+    return Span(lane=f"snapshot {str(life.log_id)[:8]} {life.segment}/{life.entry}", group="snapshot",
+                start=round(life.appeared - t0, 4),
+                end=round(end - t0, 4), outcome="completed" if life.completed is not None else "incomplete",
+                label=f"snapshot {life.segment}/{life.entry}",
+                ids={"log_id": str(life.log_id), "segment": life.segment, "entry": life.entry})
+
+
+def _faults(path: Path | None) -> list[dict[str, Any]]:
+    if path is None or not path.is_file():
+        return []
+    found = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "at" in record:
+            found.append(record)
+    return found
+
+
+def _markers(lines: list[dict[str, Any]], faults: list[dict[str, Any]], lane_of_pid: dict[int, str],
+             t0: float) -> list[Marker]:
+    # The fault log has every decision with its process and time; the run log adds the request it hit.
+    requests = {str(r.get("key")): r for r in lines if r.get("event") == "fault injected" and r.get("key")}
+    markers = []
+    for fault in faults:
+        pid = int(fault.get("pid") or 0)
+        lane = lane_of_pid.get(pid) or f"{fault.get('process', '?')} (pid {pid})"
+        group = "function" if pid in lane_of_pid else "operator"
+        ids = {"key": str(fault.get("key", "")), "pid": pid, **_ids(requests.get(str(fault.get("key")), {}))}
+        params = fault.get("params") or {}
+        markers.append(Marker(lane=lane, group=group, at=round(float(fault["at"]) - t0, 4),
+                              kind=str(fault.get("kind", "?")),
+                              label=" ".join(f"{k}={v}" for k, v in params.items()), ids=ids))
+    for record in lines:
+        if record.get("event") == CRASH_EVENT:
+            pid = int(record.get("pid") or 0)
+            markers.append(Marker(lane=lane_of_pid.get(pid, f"pid {pid}"), group="function",
+                                  at=round(record["_at"] - t0, 4), kind=f"crash point {record.get('crash_point')}",
+                                  label="the worker kills itself here", ids=_ids(record)))
+    return markers
+
+
+def _violation(text: str) -> Violation:
+    match = _WHERE.match(text)
+    if match is None:
+        return Violation(text=text)
+    seg, entry = match.group("seg"), match.group("e")
+    return Violation(text=text, invariant=match.group("inv"), log_id=match.group("log"),
+                     segment=int(seg) if seg else None, entry=int(entry) if entry else None)
+
+
+def _append_latencies(tries: Iterable[ClientTry]) -> list[float]:
+    """From a request's first try to the try that was acknowledged, per client."""
+    first: dict[str, float] = {}
+    found = []
+    for t in sorted(tries, key=lambda t: t.start):
+        if t.number == 1:
+            first[t.client] = t.start
+        if t.acknowledged and t.method == "POST" and t.path.endswith("/entries"):
+            found.append(round(t.end - first.get(t.client, t.start), 4))
+    return found
+
+
+def _stream_hops(lines: list[dict[str, Any]]) -> list[float]:
+    """From a Snapshot entry's append to the stream router's line about it."""
+    appended = {(r.get("log_id"), r.get("segment"), r.get("entry")): r["_at"] for r in lines
+                if r.get("event") == "snapshot entry appended"}
+    hops = {}
+    for r in lines:
+        key = (r.get("log_id"), r.get("segment"), r.get("entry"))
+        if r.get("event") == "routed" and key in appended and key not in hops:
+            hops[key] = round(r["_at"] - appended[key], 4)
+    return sorted(v for v in hops.values() if v >= 0)

@@ -1,0 +1,142 @@
+"""A chaos run drawn from what it left: its log, its fault log, its clients' tries, its snapshots' lives; and
+metered for the cost ledger from the same lines."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seglog_emulator.chaos.timeline import function_memory, run_data
+from seglog_emulator.chaos.watch import SnapshotLife
+from seglog_emulator.chaos.workload import ClientTry
+from seglog_stack.template import default_template_path
+
+T0 = 1_800_000_000.0
+LOG = "3f0c6f7e-1111-4d6b-9a58-000000000001"
+
+
+def stamp(seconds: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(T0 + seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def line(at: float, event: str, **fields: Any) -> dict[str, Any]:
+    return {"event": event, "timestamp": stamp(at), **fields}
+
+
+def write_run(tmp_path: Path) -> tuple[Path, Path]:
+    records = [
+        line(1.0, "invocation", function="ApiFunction", pid=10, request_id="r-api", outcome="success",
+             duration_ms=400.4, init_duration_ms=1200.2, cold_start=True,
+             usage={"dynamodb": {"requests": 3, "rcu": 1.5, "wcu": 4.0}}),
+        line(1.9, "snapshot entry appended", log_id=LOG, segment=0, entry=10),
+        line(2.2, "routed", log_id=LOG, segment=0, entry=10, request_id="r-router"),
+        line(2.25, "invocation", function="StreamRouterFunction", pid=20, request_id="r-router", outcome="success",
+             duration_ms=50.0, usage={"sqs": {"requests": 1}}),
+        line(2.9, "fault injected", fault="worker_crash", key="crash:k1", request_id="r-w1", log_id=LOG),
+        line(3.0, "crash point reached: killing this process", crash_point="mid_chunk", pid=30, request_id="r-w1",
+             log_id=LOG, segment=0, entry=10),
+        line(3.0, "invocation", function="SnapshotWorkerFunction", pid=30, request_id="r-w1", outcome="crashed",
+             duration_ms=500.0, usage={}),
+        line(6.0, "snapshot job", outcome="taken_over", request_id="r-w2", log_id=LOG, segment=0, entry=10,
+             message_id="m-1"),
+        line(6.1, "invocation", function="SnapshotWorkerFunction", pid=31, request_id="r-w2", outcome="success",
+             duration_ms=1000.0, usage={"s3": {"requests": 5, "write_requests": 3, "free_requests": 1},
+                                        "dynamodb": {"requests": 4, "rcu": 2.0, "wcu": 3.0}}),
+        line(6.5, "poller usage", poller="SnapshotWorkerFunction.Jobs", service="sqs", requests=7),
+        line(6.5, "poller usage", poller="StreamRouterFunction.Entries", service="dynamodbstreams", requests=11),
+    ]
+    log = tmp_path / "emulator.log"
+    log.write_text("not json\n" + "".join(json.dumps(r) + "\n" for r in records))
+    faults = tmp_path / "faults.jsonl"
+    faults.write_text(json.dumps({"kind": "worker_crash", "key": "crash:k1", "params": {"point": "mid_chunk"},
+                                  "at": T0 + 2.9, "process": "SnapshotWorkerFunction", "pid": 30}) + "\n"
+                      + json.dumps({"kind": "supervisor_restart", "key": "supervisor:1", "params": {},
+                                    "at": T0 + 4.0, "process": "chaos", "pid": 1}) + "\n")
+    return log, faults
+
+
+def tries() -> list[ClientTry]:
+    path = f"/sheets/{LOG}/entries"
+    return [ClientTry(client="client 0", start=T0 + 0.5, end=T0 + 1.2, method="POST", path=path, number=1,
+                      status=None, error="timeout", log_id=LOG),
+            ClientTry(client="client 0", start=T0 + 1.4, end=T0 + 1.8, method="POST", path=path, number=2,
+                      status=201, error=None, log_id=LOG)]
+
+
+def draw(tmp_path: Path, violations: list[str] | None = None) -> Any:
+    log, faults = write_run(tmp_path)
+    lives = [SnapshotLife(log_id=uuid.UUID(LOG), segment=0, entry=10, appeared=T0 + 1.9, completed=T0 + 6.0)]
+    return run_data(kind="chaos", title="t", run=0, seed=7, started_at=T0, seconds=8.0, log_file=log,
+                    fault_log=faults, tries=tries(), lives=lives, violations=violations or [],
+                    memory={"ApiFunction": 512, "SnapshotWorkerFunction": 1024}, quiescence=2.5, summary={},
+                    replay="")
+
+
+def test_invocations_are_spans_on_their_worker_process_lane_with_the_jobs_outcome(tmp_path: Path) -> None:
+    data = draw(tmp_path)
+    spans = {s.ids.get("request_id"): s for s in data.spans if s.group == "function"}
+    assert spans["r-api"].lane == "ApiFunction pid 10"
+    assert spans["r-api"].start == pytest.approx(1.0 - 0.4004) and spans["r-api"].end == pytest.approx(1.0)
+    assert spans["r-w1"].outcome == "crashed"
+    assert spans["r-w2"].outcome == "taken_over"  # the job's outcome, over the invocation's "success"
+    assert spans["r-w2"].ids["message_id"] == "m-1"
+    assert data.lanes()[:1] == ["client 0"]
+
+
+def test_faults_land_on_the_lane_of_the_process_they_hit_with_the_request_id(tmp_path: Path) -> None:
+    data = draw(tmp_path)
+    crash = next(m for m in data.markers if m.kind == "worker_crash")
+    assert crash.lane == "SnapshotWorkerFunction pid 30" and crash.at == pytest.approx(2.9)
+    assert crash.ids["request_id"] == "r-w1"
+    restart = next(m for m in data.markers if m.kind == "supervisor_restart")
+    assert restart.group == "operator" and restart.lane == "chaos (pid 1)"
+    assert any(m.kind == "crash point mid_chunk" for m in data.markers)
+
+
+def test_clients_tries_snapshot_lives_and_latencies(tmp_path: Path) -> None:
+    data = draw(tmp_path)
+    client = [s for s in data.spans if s.group == "client"]
+    assert [s.outcome for s in client] == ["lost", "acknowledged"]
+    life = next(s for s in data.spans if s.group == "snapshot")
+    assert (life.start, life.end, life.outcome) == (pytest.approx(1.9), pytest.approx(6.0), "completed")
+    assert data.latencies["append"] == [pytest.approx(1.3)]  # first try's start to the acknowledged answer
+    assert data.latencies["stream_hop"] == [pytest.approx(0.3)]
+    assert data.latencies["quiescence"] == [2.5]
+
+
+def test_the_meter_adds_up_the_lines(tmp_path: Path) -> None:
+    meter = draw(tmp_path).meter
+    assert meter.dynamodb_read_units == 3.5 and meter.dynamodb_write_units == 7.0
+    assert meter.dynamodb_requests == 7
+    assert (meter.s3_write_requests, meter.s3_read_requests) == (3, 1)  # 5 requests: 3 PUT-tier, 1 free DELETE
+    assert meter.sqs_requests == 1 + 7 and meter.stream_read_requests == 11
+    assert meter.appends == 1 and meter.api_requests == 2
+    api = meter.functions["ApiFunction"]
+    assert (api.invocations, api.billed_ms, api.memory_mb) == (1, 1601, 512)  # ceil(400.4 + 1200.2): Init billed
+    worker = meter.functions["SnapshotWorkerFunction"]
+    assert (worker.invocations, worker.billed_ms) == (2, 1500)
+    assert worker.gb_seconds == pytest.approx(1.5)
+    assert meter.functions["StreamRouterFunction"].memory_mb == 128  # not in the memory map: Lambda's default
+
+
+def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
+    data = draw(tmp_path, [f"I3 {LOG} at 0/10: the snapshot is not the fold of the log"])
+    [violation] = data.violations
+    assert (violation.invariant, violation.log_id, violation.segment, violation.entry) == ("I3", LOG, 0, 10)
+    outlined = {s.ids.get("request_id") or s.lane for s in data.spans if s.highlight}
+    # The router that routed it, the crashed try (its log and entry from its crash line), the take-over, the
+    # snapshot's life; not the client's tries (on the log, but no entry of theirs is known) nor the API's.
+    assert {"r-router", "r-w1", "r-w2", f"snapshot {LOG[:8]} 0/10"} == outlined
+    assert sorted(m.kind for m in data.markers if m.highlight) == ["crash point mid_chunk", "worker_crash"]
+    assert violation.at is not None and not data.ok
+
+
+def test_memory_comes_from_the_template() -> None:
+    memory = function_memory(default_template_path())
+    assert memory["SnapshotWorkerFunction"] == 1024 and memory["ApiFunction"] == 512

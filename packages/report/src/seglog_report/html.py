@@ -1,0 +1,183 @@
+"""``report.html``: one self-contained page per command (Plotly's script embedded, nothing fetched), with a
+section per run — its verdict, violations and replay command, its timeline, its counters — the latency plots and
+the cost ledger. A failing report opens on its first failing run, zoomed on the events that led to the violation.
+
+The page sets ``window.seglogReady`` once every plot is drawn, and ``window.seglogReport`` to what it shows
+(lanes, markers and ledger figures per run), so a browser test can compare the page with the run's data.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Final
+
+import plotly.io
+import plotly.offline
+
+from seglog_report import figures
+from seglog_report.cost import Ledger, ledger
+from seglog_report.model import Report, RunData, encode
+
+#: Runs drawn with a timeline: every failing one and the first few others (a simulate campaign has thousands).
+MAX_TIMELINES: Final = 8
+
+STYLE: Final = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5em 3em; color: #222; }
+header { position: sticky; top: 0; background: #fff; border-bottom: 1px solid #ddd; padding: .5em 0; z-index: 10; }
+h1 { font-size: 1.3em; margin: .2em 0; } h2 { font-size: 1.1em; margin-top: 1.5em; }
+.ok { color: #2a7d2a; } .fail { color: #c62828; }
+section.run { border-top: 2px solid #eee; scroll-margin-top: 7em; } section.run.failing { border-top-color: #c62828; }
+.violation { background: #fdecea; border-left: 4px solid #c62828; padding: .4em .8em; margin: .5em 0; }
+code, pre { font: 12px ui-monospace, monospace; } pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .7em; border-bottom: 1px solid #eee; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+nav a { margin-right: .8em; }
+"""
+
+SCRIPT: Final = """
+(function () {
+  const figures = JSON.parse(document.getElementById('seglog-figures').textContent);
+  window.seglogReport = JSON.parse(document.getElementById('seglog-summary').textContent);
+  const drawn = figures.map(f => Plotly.newPlot(f.id, f.figure.data, f.figure.layout,
+                                                {responsive: true, displaylogo: false}));
+  Promise.all(drawn).then(() => {
+    const failing = window.seglogReport.opens_on;
+    if (failing) { document.getElementById(failing).scrollIntoView(); }
+    window.seglogReady = true;
+  });
+})();
+"""
+
+
+def render(report: Report, ledger: Ledger | None = None) -> str:
+    """The page for ``report`` with its cost ledger."""
+    drawn = _drawn_runs(report.runs)
+    figs: list[dict[str, Any]] = []
+    sections = []
+    for run in report.runs:
+        if run in drawn:
+            figs.append({"id": f"timeline-{run.run}", "figure": json.loads(plotly.io.to_json(figures.timeline(run)))})
+        sections.append(_run_section(run, drawn=run in drawn))
+    lat = figures.latencies(report.runs)
+    if lat is not None:
+        figs.append({"id": "latencies", "figure": json.loads(plotly.io.to_json(lat))})
+    failing = [run for run in report.runs if not run.ok]
+    verdict = (f'<span class="ok">OK</span>: {len(report.runs)} run(s), 0 violations' if not failing else
+               f'<span class="fail">FAILED</span>: {len(failing)} of {len(report.runs)} run(s) with violations')
+    nav = " ".join(f'<a href="#run-{r.run}" class="{"ok" if r.ok else "fail"}">run {r.run} (seed {r.seed})</a>'
+                   for r in (failing + [r for r in report.runs if r.ok])[:40])
+    created = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(report.created_at))
+    body = [
+        f"<header><h1>{html.escape(report.title)}</h1><div>{verdict} &middot; <code>{html.escape(report.command)}"
+        f"</code> &middot; {created}</div><nav>{nav} <a href=\"#latency\">latency</a> <a href=\"#ledger\">cost"
+        "</a></nav></header>",
+        *sections,
+        '<section id="latency"><h2>Latency</h2>'
+        + ('<div id="latencies"></div>' if lat is not None else "<p>No latencies measured.</p>") + "</section>",
+        _ledger_section(ledger),
+    ]
+    if report.text:
+        body.append(f"<section><h2>Text report</h2><pre>{html.escape(report.text)}</pre></section>")
+    summary = _summary(report, drawn, ledger)
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(report.title)}</title><style>{STYLE}</style>",
+        f"<script>{plotly.offline.get_plotlyjs()}</script></head><body>",
+        *body,
+        f'<script type="application/json" id="seglog-figures">{_json_for_html(figs)}</script>',
+        f'<script type="application/json" id="seglog-summary">{_json_for_html(summary)}</script>',
+        f"<script>{SCRIPT}</script></body></html>",
+    ])
+
+
+def write(report: Report, directory: Path, ledger: Ledger | None = None) -> Path:
+    """``report.html`` and ``report.json`` in ``directory``; the HTML's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_bytes(encode(report))
+    path = directory / "report.html"
+    path.write_text(render(report, ledger), encoding="utf-8")
+    return path
+
+
+def publish(report: Report, directory: Path) -> tuple[Path, Ledger]:
+    """Price the report in its region and write it: the page's path and the ledger."""
+    priced = ledger(report.meter(), region=report.region)
+    return write(report, directory, priced), priced
+
+
+def _drawn_runs(runs: list[RunData]) -> list[RunData]:
+    failing = [run for run in runs if not run.ok and (run.spans or run.markers)]
+    passing = [run for run in runs if run.ok and (run.spans or run.markers)]
+    return (failing + passing)[:MAX_TIMELINES] if failing else passing[:MAX_TIMELINES]
+
+
+def _run_section(run: RunData, *, drawn: bool) -> str:
+    status = '<span class="ok">ok</span>' if run.ok else '<span class="fail">FAILED</span>'
+    parts = [f'<section class="run{"" if run.ok else " failing"}" id="run-{run.run}">',
+             f"<h2>{html.escape(run.title)} &middot; run {run.run} &middot; seed {run.seed} &middot; {status} "
+             f"&middot; {run.seconds:.1f} {'simulated ' if run.clock == 'simulated' else ''}s</h2>"]
+    for violation in run.violations:
+        where = "" if violation.at is None else f" (at {violation.at:.3f}s)"
+        parts.append(f'<div class="violation">{html.escape(violation.text)}{where}</div>')
+    if run.replay:
+        parts.append(f"<div>replay: <code>{html.escape(run.replay)}</code></div>")
+    if drawn:
+        highlighted = sum(s.highlight for s in run.spans) + sum(m.highlight for m in run.markers)
+        if not run.ok:
+            parts.append(f"<div>{highlighted} event(s) that led to the violation are outlined in red; the view "
+                         "opens on them (double-click the plot for the whole run).</div>")
+        parts.append(f'<div id="timeline-{run.run}" class="timeline"></div>')
+    elif run.spans or run.markers:
+        parts.append("<div>(timeline not drawn: only failing runs and the first runs are)</div>")
+    if run.summary:
+        text = run.summary.get("text")
+        counters = {k: v for k, v in run.summary.items() if k != "text"}
+        parts.append("<details><summary>counters</summary><pre>"
+                     + html.escape(text if isinstance(text, str) else json.dumps(counters, indent=1, default=str))
+                     + "</pre></details>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _ledger_section(priced: Ledger | None) -> str:
+    """The ledger's table as ``seglog cost`` prints it; each line's exact dollars in ``data-dollars``."""
+    if priced is None:
+        return '<section id="ledger"><h2>Cost</h2><p>No ledger.</p></section>'
+    header, *body, total = priced.rows()
+    numeric = {2, 4, 5}
+    head = "".join(f'<th class="{"n" if n in numeric else ""}">{html.escape(cell)}</th>'
+                   for n, cell in enumerate(header))
+    rows = []
+    for line, cells in zip(priced.lines, body, strict=True):
+        rows.append(f'<tr data-item="{html.escape(line.item)}" data-quantity="{line.quantity!r}" '
+                    f'data-dollars="{line.dollars!r}">'
+                    + "".join(f'<td class="{"n" if n in numeric else ""}">{html.escape(c)}</td>'
+                              for n, c in enumerate(cells)) + "</tr>")
+    parts = [f'<section id="ledger"><h2>{html.escape(priced.title())}</h2>',
+             f'<table class="ledger"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>',
+             f'<tfoot><tr><th colspan="5">{html.escape(total[0])}</th><th class="n" id="ledger-total" '
+             f'data-dollars="{priced.total!r}">{html.escape(total[5])}</th><th></th></tr></tfoot></table>']
+    parts += [f"<p>{html.escape(sentence)}</p>" for sentence in priced.summary()]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _summary(report: Report, drawn: list[RunData], ledger: Ledger | None) -> dict[str, Any]:
+    failing = next((f"run-{r.run}" for r in report.runs if not r.ok), None)
+    return {
+        "ok": report.ok, "opens_on": failing,
+        "runs": [{"run": r.run, "seed": r.seed, "ok": r.ok, "drawn": r in drawn, "lanes": r.lanes(),
+                  "spans": len(r.spans), "markers": dict(Counter(m.kind for m in r.markers)),
+                  "highlighted": sum(s.highlight for s in r.spans) + sum(m.highlight for m in r.markers),
+                  "violations": [v.text for v in r.violations]} for r in report.runs],
+        "ledger": None if ledger is None else ledger.to_dict(),
+    }
+
+
+def _json_for_html(value: Any) -> str:
+    """JSON safe inside a <script> element (no "</" can close it)."""
+    return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")

@@ -1,0 +1,185 @@
+"""A seed's run as the report draws it (:class:`seglog_report.model.RunData`), in simulated seconds.
+
+A seed is replayed bit for bit, so the report runs it again and reads the world as it ended: every invocation
+(a task of the api, router, worker or retention kind) on a lane per function and concurrency slot, every client
+try on its client's lane, every fault at the moment it fired on the lane of the task it hit, and each Snapshot
+entry's life from the write that appended it to the write that completed it (from the storage history). A
+violation's log, segment and entry mark the events that led to it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from seglog_core.schema import SNAPSHOT_JOB_DECODER
+from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation, outline
+from seglog_sim.cloud import Call
+from seglog_sim.history import describe_key
+from seglog_sim.metering import FUNCTION_KINDS
+from seglog_sim.run import SeedResult, execute
+from seglog_sim.scenario import Scenario
+from seglog_sim.world import Task
+
+KIND_NAMES = {"api": "ApiFunction", "router": "StreamRouterFunction", "worker": "SnapshotWorkerFunction",
+              "retention": "RetentionFunction"}
+
+
+def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None,
+             replay: str = "") -> tuple[SeedResult, RunData]:
+    """Run ``seed`` again and draw it."""
+    run, result = execute(seed, scenario, only=only)
+    start = run.world.start
+    spans, lane_of = _invocations(run.world.tasks, start, run.world.now)
+    spans += _client_tries(run.world.tasks, start)
+    spans += _snapshot_lives(result.history, start, run.world.now)
+    markers = [Marker(lane=lane_of.get(task, task), group=_group(task), at=round(at - start, 4), kind=kind,
+                      label=f"{task}: {kind}", ids={"task": task})
+               for at, task, kind in run.faults.fired_at]
+    violations = [Violation(text=str(v), invariant=v.invariant, log_id=v.log_id, segment=v.segment, entry=v.entry)
+                  for v in result.violations]
+    outline(violations, spans, markers, link="task")
+    latencies = {"append": _append_latencies(run.world.tasks),
+                 "snapshot": [round(s.end - s.start, 4) for s in spans
+                              if s.group == "snapshot" and s.outcome == "completed" and s.ids.get("entry") != 0]}
+    data = RunData(kind="simulate", title=f"seed {seed}", run=seed, seed=seed, clock="simulated",
+                   seconds=round(run.world.now - start, 3), violations=violations, spans=spans, markers=markers,
+                   latencies={k: v for k, v in latencies.items() if v}, meter=result.meter,
+                   summary={"faults": dict(result.fault_counts), "invocations": result.invocations,
+                            "stats": result.stats, "acknowledged": result.acknowledged},
+                   replay=replay)
+    return result, data
+
+
+def _group(task: str) -> str:
+    kind = task.rsplit("-", 1)[0]
+    if kind in FUNCTION_KINDS:
+        return "function"
+    return "client" if "client" in task or task == "setup" else "operator"
+
+
+def _outcome(task: Task) -> str:
+    if task.killed is not None:
+        return "timeout" if "timeout" in task.killed or "deadline" in task.killed else "crashed"
+    if task.error is not None:
+        return "error"
+    outcomes = task.tags.get("outcomes")
+    if outcomes:
+        return "completed" if "completed" in outcomes else str(outcomes[-1])
+    if not task.done:
+        return "incomplete"
+    return "success"
+
+
+def _invocations(tasks: list[Task], start: float, now: float) -> tuple[list[Span], dict[str, str]]:
+    """Spans of every invocation, each kind's on the lowest-numbered slot free when it started (as a pool of
+    execution environments would run them)."""
+    spans: list[Span] = []
+    lane_of: dict[str, str] = {}
+    free_at: dict[str, list[float]] = {}
+    for task in sorted((t for t in tasks if t.kind in FUNCTION_KINDS), key=lambda t: t.started):
+        end = task.ended if task.ended is not None else now
+        slots = free_at.setdefault(task.kind, [])
+        slot = next((n for n, t in enumerate(slots) if t <= task.started), len(slots))
+        if slot == len(slots):
+            slots.append(end)
+        slots[slot] = end
+        lane = f"{KIND_NAMES[task.kind]} #{slot + 1}"
+        lane_of[task.name] = lane
+        ids = _ids(task)
+        label = task.name + (f" ({task.killed})" if task.killed else "")
+        spans.append(Span(lane=lane, group="function", start=round(task.started - start, 4),
+                          end=round(end - start, 4), outcome=_outcome(task), label=label, ids=ids))
+    return spans, lane_of
+
+
+def _ids(task: Task) -> dict[str, Any]:
+    ids: dict[str, Any] = {"task": task.name}
+    for key in ("log_id", "entry_id", "client", "attempt"):
+        if key in task.tags:
+            ids[key] = task.tags[key]
+    messages = task.tags.get("messages")
+    if messages:
+        ids["message_id"] = ", ".join(messages)
+    bodies = task.tags.get("bodies") or []
+    if len(bodies) == 1:  # one job: the snapshot it worked on (a batch of several names none)
+        try:
+            job = SNAPSHOT_JOB_DECODER.decode(bodies[0])
+        except msgspec.DecodeError:
+            return ids
+        ids.update(log_id=job.log, segment=job.segment, entry=job.entry)
+    return ids
+
+
+def _client_tries(tasks: list[Task], start: float) -> list[Span]:
+    return [Span(lane=str(t.tags["client"]), group="client", start=round(t.tags["asked"] - start, 4),
+                 end=round(t.tags.get("answered", t.tags["asked"]) - start, 4),
+                 outcome=str(t.tags.get("client_outcome", "retried")), label=f"try {t.tags['attempt']}",
+                 ids=_ids(t)) for t in tasks if t.kind == "api" and "client" in t.tags]
+
+
+def _append_latencies(tasks: list[Task]) -> list[float]:
+    """Seconds from an append's first try to the try that was acknowledged."""
+    first: dict[tuple[str, str], float] = {}
+    found = []
+    for task in sorted((t for t in tasks if t.kind == "api" and "client" in t.tags), key=lambda t: t.tags["asked"]):
+        key = (task.tags["client"], task.tags.get("entry_id", ""))
+        first.setdefault(key, task.tags["asked"])
+        if task.tags.get("client_outcome") == "acknowledged":
+            found.append(round(task.tags["answered"] - first[key], 4))
+    return found
+
+
+def _snapshot_lives(history: list[Call], start: float, now: float) -> list[Span]:
+    """From the write that appended each Snapshot entry to the one that set its root."""
+    appeared: dict[tuple[str, str], float] = {}
+    completed: dict[tuple[str, str], float] = {}
+    for call in history:
+        if call.service != "dynamodb" or not call.outcome.startswith("ok"):
+            continue
+        for item, sets_root in _entry_writes(call):
+            log_id, where = describe_key(item)
+            if log_id is None:
+                continue
+            if not sets_root:
+                appeared.setdefault((log_id, where), call.at)
+            if sets_root or "R" in item:  # born complete (a log's first entry) or completed now
+                completed.setdefault((log_id, where), call.at)
+    spans = []
+    for (log_id, where), at in sorted(appeared.items(), key=lambda kv: kv[1]):
+        done = completed.get((log_id, where))
+        segment, _, entry = where.partition("/")
+        spans.append(Span(lane=f"snapshot {log_id[:8]} {where}", group="snapshot", start=round(at - start, 4),
+                          end=round((done if done is not None else now) - start, 4),
+                          outcome="completed" if done is not None else "incomplete", label=f"snapshot {where}",
+                          ids={"log_id": log_id, "segment": int(segment), "entry": int(entry or 0)}))
+    return spans
+
+
+def _entry_writes(call: Call) -> list[tuple[dict[str, Any], bool]]:
+    """(key, sets the root?) of every Snapshot entry the call writes."""
+    p = call.params
+    if call.operation == "PutItem":
+        item = p.get("Item", {})
+        return [(item, False)] if item.get("T", {}).get("S") == "snap" else []
+    if call.operation == "UpdateItem":
+        return [(p["Key"], True)] if str(p.get("UpdateExpression", "")).startswith("SET R =") else []
+    if call.operation == "TransactWriteItems":
+        found: list[tuple[dict[str, Any], bool]] = []
+        for action in p.get("TransactItems", []):
+            put = action.get("Put")
+            if put and put.get("Item", {}).get("T", {}).get("S") == "snap":
+                found.append((put["Item"], False))
+        return found
+    return []
+
+
+def seeds_report(seeds: list[int], scenario: Scenario | None, *, command: str, title: str,
+                 replay: Callable[[int], str], total: Meter | None = None,
+                 only: frozenset[str] | None = None) -> Report:
+    """A report drawing ``seeds`` (each run again, bit for bit); ``total`` is the whole campaign's meter."""
+    runs = [run_data(seed, scenario, only=only, replay=replay(seed))[1] for seed in seeds]
+    return Report(kind="simulate", title=title, command=command, created_at=time.time(), runs=runs, total=total)
