@@ -5,19 +5,14 @@ usage lines, the template's memory sizes and the stack's queues."""
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from emulator.test_supervisor import edit_and_wait, settings_for, wait_for
-from seglog_cli.console import probe
-from seglog_core import logs
-from seglog_emulator import logfeed
 from seglog_emulator.supervisor import Supervisor
 from seglog_report.console import Console
 from seglog_stack import local
@@ -25,24 +20,9 @@ from seglog_stack import local
 pytestmark = pytest.mark.stack
 
 
-@pytest.fixture
-def console(chaos_deployment: local.LocalDeployment, monkeypatch: pytest.MonkeyPatch,
-            tmp_path: Path) -> Iterator[Console]:
-    """A console reading the deployment's queues, fed by every process started from here (this one's
-    supervisor lines too, as under ``seglog emulate``)."""
-    with (tmp_path / "supervisor.log").open("w") as own, Console(probe=probe(chaos_deployment)) as running:
-        monkeypatch.setenv(logfeed.ENV_VAR, running.feed_address)
-        logs.configure(json=True, level=logging.INFO, stream=own)
-        logfeed.install("supervisor")
-        yield running
-
-
 def state(console: Console) -> dict[str, Any]:
-    import urllib.request
-
-    with urllib.request.urlopen(console.url + "state", timeout=10) as answer:
-        found: dict[str, Any] = json.loads(answer.read())
-        return found
+    """What ``/state`` answers (the server tests read it over HTTP)."""
+    return console.broadcaster.state()
 
 
 def log_lines(path: Path) -> list[dict[str, Any]]:
@@ -72,9 +52,11 @@ def test_the_console_shows_every_invocation_of_a_run_and_the_pollers_figures(
     seen = state(console)
     spans = [item for item in seen["items"] if item.get("group") == "function"]
     assert set(invocations) == {span["ids"]["request_id"] for span in spans}
-    for span in spans:  # each bar on its worker's lane, coloured by the outcome the log gave it
+    jobs = {line["request_id"]: line["outcome"] for line in lines if line.get("event") == "snapshot job"}
+    for span in spans:  # each bar on its worker's lane, coloured by the outcome the log gave it (or its job's)
         line = invocations[span["ids"]["request_id"]]
-        assert (f"{line['function']} {line['pid']}", line["outcome"]) == (span["lane"], span["outcome"])
+        outcome = jobs.get(line["request_id"], line["outcome"]) if line["outcome"] == "success" else line["outcome"]
+        assert (f"{line['function']} pid {line['pid']}", outcome) == (span["lane"], span["outcome"])
     assert [] == seen["in_flight"]
     by_function = Counter(line["function"] for line in invocations.values())
     panels = seen["panels"]

@@ -46,7 +46,7 @@ def test_two_hundred_thousand_events_keep_the_window_bounded_and_the_totals_whol
         roll = rng.random()
         if roll < 0.1:
             aggregator.ingest({"event": "fault injected", "ts": clock.now, "fault": rng.choice(["a", "b"]),
-                               "lane": f"F {i % 50}"})
+                               "lane": f"F pid {i % 50}"})
             faults += 1
             continue
         outcome = rng.choice(list(outcomes))
@@ -90,8 +90,9 @@ def test_an_invocation_is_in_flight_from_its_start_to_its_end_and_its_bar_spans_
 
     state = aggregator.state()
     [span] = state["items"]
-    assert ("SnapshotWorkerFunction 7", 1.0, 3.0, "success") == (span["lane"], span["start"], span["end"],
-                                                                  span["outcome"])
+    # on its worker's lane, in the colour of the job it ran (as the report draws it)
+    assert ("SnapshotWorkerFunction pid 7", 1.0, 3.0, "completed") == (span["lane"], span["start"], span["end"],
+                                                                        span["outcome"])
     assert {"log_id": "L", "segment": 0, "entry": 10} == {k: span["ids"][k] for k in ("log_id", "segment", "entry")}
     assert {} == state["panels"]["in_flight"]
 
@@ -168,9 +169,9 @@ def test_made_up_names_cannot_grow_the_tables() -> None:
 
 def test_the_meter_bills_each_invocation_rounded_up_and_prices_s3_by_kind() -> None:
     metering = Metering()
-    metering.invocation(invocation("r1", 0, duration_ms=10.2, usage={
-        "dynamodb": {"requests": 3, "rcu": 1.5, "wcu": 2.0}, "s3": {"requests": 5, "writes": 2, "deletes": 1},
-        "sqs": {"requests": 1}}))
+    metering.invocation(invocation("r1", 0, duration_ms=10.2, init_duration_ms=300.5, usage={
+        "dynamodb": {"requests": 3, "rcu": 1.5, "wcu": 2.0},
+        "s3": {"requests": 5, "write_requests": 2, "free_requests": 1}, "sqs": {"requests": 1}}))
     metering.invocation(invocation("r2", 0, duration_ms=0.4, source="api"))
     metering.poller({"service": "dynamodbstreams", "requests": 40})
     metering.poller({"service": "sqs", "requests": 9})
@@ -180,30 +181,23 @@ def test_the_meter_bills_each_invocation_rounded_up_and_prices_s3_by_kind() -> N
     metering.request({"method": "POST", "path": "/sheets/abc/entries", "status": 409})
     meter = metering.meter
 
-    assert 12.0 == meter.functions["SnapshotWorkerFunction"].billed_ms  # ceil(10.2) + ceil(0.4)
+    # each invocation rounded up, a cold start's Init included: ceil(10.2 + 300.5) + ceil(0.4)
+    assert 312.0 == meter.functions["SnapshotWorkerFunction"].billed_ms
     assert (3, 1.5, 2.0) == (meter.dynamodb_requests, meter.dynamodb_read_units, meter.dynamodb_write_units)
     assert (2, 2) == (meter.s3_write_requests, meter.s3_read_requests)
     assert (40, 10, 1, 2) == (meter.stream_read_requests, meter.sqs_requests, meter.api_requests, meter.appends)
 
 
-def test_the_cost_is_the_ledgers_total_or_the_units_alone_when_no_ledger_answers(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from types import SimpleNamespace
-
-    from seglog_report.console import metering as module
+def test_the_cost_is_the_ledgers_bill_of_the_meter_or_the_units_alone_when_it_cannot_be_priced() -> None:
+    from seglog_report.cost import ledger
 
     metering = Metering()
-    metering.invocation(invocation("r1", 0))
-    monkeypatch.setattr(module, "_ledger", lambda: lambda meter, region: SimpleNamespace(
-        total=meter.functions["SnapshotWorkerFunction"].invocations * 0.5, per_million_appends=None))
-    assert (0.5, True) == (metering.cost()["total"], metering.cost()["priced"])
+    metering.invocation(invocation("r1", 0, usage={"dynamodb": {"requests": 2, "rcu": 1.0, "wcu": 4.0}}))
+    cost = metering.cost()
+    assert ledger(metering.meter).total == cost["total"] > 0
+    assert "total" == cost["rows"][-1][0]
 
-    monkeypatch.setattr(module, "_ledger", lambda: None)
-    assert (None, False, 1) == (metering.cost()["total"], metering.cost()["priced"],
-                                metering.cost()["meter"]["functions"]["SnapshotWorkerFunction"]["invocations"])
-
-    def broken(meter: object, region: str) -> None:
-        raise KeyError("no price for us-east-1")
-
-    monkeypatch.setattr(module, "_ledger", lambda: broken)
-    assert (None, "KeyError: 'no price for us-east-1'") == (metering.cost()["total"], metering.cost()["error"])
+    metering.region = "nowhere-1"
+    unpriced = metering.cost()
+    assert (None, 4.0) == (unpriced["total"], unpriced["meter"]["dynamodb_write_units"])
+    assert "nowhere-1" in unpriced["error"]

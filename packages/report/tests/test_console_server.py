@@ -88,7 +88,7 @@ def test_fed_invocations_reach_a_page_as_a_state_then_deltas_and_state_agrees(co
     stream.close()
 
     [span] = seen
-    assert ("F 9", "error", "r1") == (span["lane"], span["outcome"], span["ids"]["request_id"])
+    assert ("F pid 9", "error", "r1") == (span["lane"], span["outcome"], span["ids"]["request_id"])
     assert [span] == state(console)["items"]
 
 

@@ -200,7 +200,7 @@ def main() -> int:
     requests, replies = _protocol_streams()
     logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
     # The feed's address is read here, before the wrapper's variables are taken out of the environment.
-    logfeed.install(f"{os.environ.get('AWS_LAMBDA_FUNCTION_NAME', 'worker')} {os.getpid()}")
+    logfeed.install(f"{os.environ.get('AWS_LAMBDA_FUNCTION_NAME', 'worker')} pid {os.getpid()}")
     started = time.perf_counter()
     _enforce_iam()
     usage = _instrument()

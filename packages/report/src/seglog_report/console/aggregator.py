@@ -202,7 +202,7 @@ class Aggregator:
         if request_id not in self.in_flight and len(self.in_flight) >= MAX_IN_FLIGHT:
             self._abandon(next(iter(self.in_flight)), now, "too many in flight to follow")
         self.in_flight[request_id] = {
-            "request_id": request_id, "function": function, "pid": pid, "lane": f"{function} {pid}",
+            "request_id": request_id, "function": function, "pid": pid, "lane": events.function_lane(function, pid),
             "start": now, "source": events.text(event.get("source"), ""), "sender": int(number(event.get("sender")))}
 
     def _invocation(self, event: Mapping[str, Any]) -> None:
@@ -217,8 +217,10 @@ class Aggregator:
         self.metering.invocation(event)
         job = flight.get("job") or {}
         label = f"{function}: {outcome}, {duration:.0f} ms" + (f", job {job['outcome']}" if job else "")
-        self._add(Span(lane=f"{function} {pid}", group="function", start=round(end - duration / 1000, 3), end=end,
-                       outcome=outcome, label=label, ids=ids), end)
+        # As the report draws it: a successful invocation that ran a snapshot job shows the job's outcome.
+        shown = job["outcome"] if outcome == "success" and job else outcome
+        self._add(Span(lane=events.function_lane(function, pid), group="function",
+                       start=round(end - duration / 1000, 3), end=end, outcome=shown, label=label, ids=ids), end)
 
     def _job(self, event: Mapping[str, Any]) -> None:
         outcome = events.text(event.get("outcome"), "?")
@@ -238,7 +240,7 @@ class Aggregator:
     def _crash(self, event: Mapping[str, Any]) -> None:
         point = events.text(event.get("crash_point"), "?")
         self.crash_points.add(point)
-        self._mark(event, "crash point", f"crash point: {point}", ids=events.ids(event))
+        self._mark(event, f"crash point {point}", "the worker kills itself here", ids=events.ids(event))
 
     def _restart(self, event: Mapping[str, Any]) -> None:
         self.restarts += 1
@@ -279,7 +281,7 @@ class Aggregator:
         status = events.text(event.get("status"), "?")
         start, end = self._rel(event.get("start")), self._rel(event.get("end"))
         self.clients.add(status)
-        lane = f"client {client}"
+        lane = events.client_lane(client)
         ids: dict[str, str | int] = {"attempt": int(number(event.get("attempt")))}
         if isinstance(event.get("log_id"), str):
             ids["log_id"] = event["log_id"][:80]

@@ -6,6 +6,7 @@ the wrong type becomes a default, a long one is cut, so nothing fed can make the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -23,13 +24,24 @@ def text(value: Any, default: str) -> str:
     return str(value)[:MAX_TEXT] or default
 
 
+#: A worker process's lane, as the report names it (``seglog_emulator.chaos.timeline``).
+_FUNCTION_LANE: Final = re.compile(r".+ pid \d+$")
+
+
+def function_lane(function: str, pid: int) -> str:
+    """The lane of one worker process of ``function``: ``"SnapshotWorkerFunction pid 4242"``."""
+    return f"{function} pid {pid}"
+
+
+def client_lane(client: str) -> str:
+    """A client's lane: its thread's name; the chaos runner's main thread only creates the sheets."""
+    return "setup (creates the sheets)" if client == "MainThread" else client
+
+
 def group(lane: str) -> str:
-    """The report model's lane group: ``client <name>`` lanes are clients, ``<Function> <pid>`` lanes are
-    functions' worker processes, the rest (supervisor, children, the chaos runner) the operator's."""
-    if lane.startswith("client "):
-        return "client"
-    _, sep, last = lane.rpartition(" ")
-    return "function" if sep and last.isdigit() else "operator"
+    """The report model's lane group of a process's lane: worker processes' (``<Function> pid <n>``) are the
+    functions', the rest (the supervisor, its children, the chaos runner) the operator's."""
+    return "function" if _FUNCTION_LANE.fullmatch(lane) else "operator"
 
 
 def ids(event: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> dict[str, str | int]:
@@ -50,12 +62,11 @@ def ids(event: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> dict[
 
 
 def try_outcome(status: str) -> str:
-    """A client try's outcome colour: answered 2xx "success", no answer "lost", throttled or unavailable
-    "busy", other refusals and errors "error" (the keys of :data:`seglog_report.model.OUTCOME_COLOURS`)."""
-    if status == "lost":
+    """A client try's outcome, as the report has it (``seglog_emulator.chaos.workload.ClientTry``): no answer
+    "lost", answered 2xx "acknowledged", 5xx or 429 "retried", any other answer "error"."""
+    if not status.isdigit():
         return "lost"
-    if status.startswith("2"):
-        return "success"
-    if status in ("429", "503"):
-        return "busy"
-    return "error"
+    code = int(status)
+    if 200 <= code < 300:
+        return "acknowledged"
+    return "retried" if code >= 500 or code == 429 else "error"

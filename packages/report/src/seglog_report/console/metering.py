@@ -3,10 +3,10 @@ cost so far.
 
 Where each unit comes from:
 
-- an ``invocation`` line: the function's invocations, billed duration (each rounded up to the millisecond, as
-  Lambda bills) and memory (``memory_mb``, the template's MemorySize), and the ``usage`` its handler made —
-  DynamoDB requests and capacity units, S3 requests (``writes`` priced as writes, ``deletes`` free, the rest
-  as reads), SQS requests; ``source: "api"`` is one HTTP API request;
+- an ``invocation`` line: the function's invocations, billed duration (each rounded up to the millisecond, Init
+  included, as Lambda bills) and memory (``memory_mb``, the template's MemorySize), and the ``usage`` its
+  handler made — DynamoDB requests and capacity units, S3 requests (``write_requests`` in the write tier,
+  ``free_requests`` free, the rest reads), SQS requests; ``source: "api"`` is one HTTP API request;
 - a ``poller usage`` line: the requests an event source mapping made (stream reads, SQS receives and deletes);
 - a ``request`` line of the API: an append acknowledged (``POST .../entries`` or an upload's ``.../complete``
   answered 200 or 201).
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
 
+from seglog_report.cost import ledger
 from seglog_report.model import FunctionUse, Meter
 
 #: Functions metered one by one; more (bad input) are added up under one name.
@@ -53,7 +54,7 @@ class Metering:
         memory = int(number(event.get("memory_mb"))) or DEFAULT_MEMORY_MB
         use = functions.setdefault(name, FunctionUse(memory_mb=memory))
         use.invocations += 1
-        use.billed_ms += math.ceil(number(event.get("duration_ms")))
+        use.billed_ms += math.ceil(number(event.get("duration_ms")) + number(event.get("init_duration_ms")))
         if event.get("source") == "api":
             self.meter.api_requests += 1
         usage = event.get("usage")
@@ -66,10 +67,10 @@ class Metering:
         meter.dynamodb_requests += int(number(dynamodb.get("requests")))
         meter.dynamodb_read_units += number(dynamodb.get("rcu"))
         meter.dynamodb_write_units += number(dynamodb.get("wcu"))
-        requests, writes = int(number(s3.get("requests"))), int(number(s3.get("writes")))
-        deletes = int(number(s3.get("deletes")))
+        requests, writes = int(number(s3.get("requests"))), int(number(s3.get("write_requests")))
+        free = int(number(s3.get("free_requests")))
         meter.s3_write_requests += min(writes, requests)
-        meter.s3_read_requests += max(0, requests - writes - deletes)
+        meter.s3_read_requests += max(0, requests - writes - free)
         meter.sqs_requests += int(number(sqs.get("requests")))
 
     def poller(self, event: Mapping[str, Any]) -> None:
@@ -87,34 +88,19 @@ class Metering:
             self.meter.appends += 1
 
     def cost(self) -> dict[str, Any]:
-        """The meter and what it costs so far: ``{"meter": {...}, "total": dollars | None, "per_million_appends":
-        dollars | None, "priced": bool}`` (unpriced while no ledger is installed)."""
+        """The meter and its bill so far: ``{"meter": {...}, "total": dollars, "per_million_appends": dollars |
+        None, "rows": the ledger's table, "summary": its sentences}`` (:func:`seglog_report.cost.ledger`); a
+        ledger that fails leaves the units alone, with the ``error``."""
         meter = msgspec.to_builtins(self.meter)
-        ledger = _ledger()
-        if ledger is None:
-            return {"meter": meter, "total": None, "per_million_appends": None, "priced": False}
         try:
             priced = ledger(self.meter, region=self.region)
-            return {"meter": meter, "total": float(priced.total),
-                    "per_million_appends": _optional(getattr(priced, "per_million_appends", None)), "priced": True}
-        except Exception as exc:  # a ledger that fails must not take the console down: show the units
-            return {"meter": meter, "total": None, "per_million_appends": None, "priced": False,
+        except Exception as exc:  # an unknown region, a price table that cannot be read: show the units
+            return {"meter": meter, "total": None, "per_million_appends": None, "rows": [], "summary": [],
                     "error": f"{type(exc).__name__}: {exc}"}
+        return {"meter": meter, "total": priced.total, "per_million_appends": priced.per_million_appends,
+                "rows": priced.rows(), "summary": priced.summary()}
 
 
 def _row(usage: Mapping[str, Any], service: str) -> Mapping[str, Any]:
     row = usage.get(service)
     return row if isinstance(row, Mapping) else {}
-
-
-def _optional(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _ledger() -> Callable[..., Any] | None:
-    """``seglog_report.cost.ledger(meter, region)`` when the package has it."""
-    try:
-        from seglog_report.cost import ledger  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:  # replaced at merge by seglog_report.cost.ledger: until then the units, no dollars
-        return None
-    return ledger  # type: ignore[no-any-return, unused-ignore]

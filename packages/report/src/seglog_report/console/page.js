@@ -9,8 +9,9 @@
   const config = JSON.parse(document.getElementById("seglog-config").textContent);
   const COLOURS = config.colours;
   const GROUPS = config.groups;
-  const MARKER_SYMBOLS = { "crash point": "star", "child restart": "diamond", "emulator started": "triangle-right",
+  const MARKER_SYMBOLS = { "child restart": "diamond", "emulator started": "triangle-right",
                            "emulator stopped": "square" };
+  const symbol = (kind) => (kind.startsWith("crash point") ? "star" : MARKER_SYMBOLS[kind] || "x");
   const DRAW_MS = 250;
 
   let state = null;
@@ -92,7 +93,7 @@
     groupBy(markers, (x) => x.kind).forEach((list, kind) => {
       found.push({ type: "scatter", mode: "markers", name: kind, x: list.map((x) => x.at),
                    y: list.map((x) => x.lane), hovertext: list.map(hover), hoverinfo: "text",
-                   marker: { symbol: MARKER_SYMBOLS[kind] || "x", size: 10 }, customdata: list.map((x) => x.n) });
+                   marker: { symbol: symbol(kind), size: 10 }, customdata: list.map((x) => x.n) });
     });
     return { traces: found, spans: spans.length, markers: markers.length };
   }
@@ -132,7 +133,6 @@
   }
 
   const sorted = (obj) => Object.entries(obj || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
-  const round = (x, digits) => Number(x.toFixed(digits));
 
   function drawPanels(s) {
     const p = s.panels;
@@ -153,18 +153,12 @@
     table("faults", sorted(p.faults).concat(sorted(p.crash_points).map(([k, n]) => ["crash point " + k, n])),
           "no faults");
     const cost = p.cost;
-    const m = cost.meter;
-    const gbSeconds = Object.values(m.functions || {}).reduce((t, f) => t + (f.memory_mb / 1024) * (f.billed_ms || 0) / 1000, 0);
-    table("cost", [
-      ["total", cost.priced ? "$" + cost.total.toFixed(6) : "unpriced (no price table)"],
-      ["per million appends", cost.per_million_appends === null ? "-" : "$" + cost.per_million_appends.toFixed(2)],
-      ["appends", m.appends || 0], ["Lambda GB-s", round(gbSeconds, 3)],
-      ["DynamoDB read units", round(m.dynamodb_read_units || 0, 1)],
-      ["DynamoDB write units", round(m.dynamodb_write_units || 0, 1)],
-      ["stream reads", m.stream_read_requests || 0], ["SQS requests", m.sqs_requests || 0],
-      ["S3 writes / reads", (m.s3_write_requests || 0) + " / " + (m.s3_read_requests || 0)],
-      ["API requests", m.api_requests || 0],
-    ]);
+    const bill = (cost.rows || []).slice(1).map((row) => [(row[0] + " " + row[1]).trim(), row[2] + " " + row[3], row[5]]);
+    if (cost.per_million_appends !== null && cost.per_million_appends !== undefined) {
+      bill.push(["per million appends", "", "$" + cost.per_million_appends.toFixed(2)]);
+    }
+    if (cost.error) bill.push(["unpriced", cost.error, ""]);
+    table("cost", bill, "nothing metered yet");
     table("invocations", Object.entries(p.invocations).map(([f, outcomes]) => [f, sorted(outcomes).map(([o, n]) => o + " " + n).join(", ")]));
     table("jobs", sorted(p.jobs).concat([["routed", p.routed], ["child restarts", p.restarts]]));
     table("feed", [["received", p.feed.received], ["malformed", p.feed.malformed], ["kept", p.feed.retained],
