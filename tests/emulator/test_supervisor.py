@@ -104,8 +104,12 @@ def test_supervisor_restarts_a_crashed_child_and_the_stream_resumes_from_its_che
         assert child.proc is not None
         old = child.proc.pid
         supervisor.restart_child(child.name)
-        wait_for(lambda: (supervisor.check() or True) and child.proc is not None and child.proc.pid != old,
-                 30, "the stream poller to be restarted")
+
+        def restarted() -> bool:
+            supervisor.check()
+            return child.proc is not None and child.proc.pid != old
+
+        wait_for(restarted, 30, "the stream poller to be restarted")
         assert child.exits == [-signal.SIGKILL]
         supervisor.wait_ready()
         edit_and_wait(supervisor, chaos_deployment, 11)
