@@ -1,6 +1,6 @@
 """All benchmarks: append cost, latency, contention, load time and the pipeline under the emulator (per profile,
 each on its own stack), then the fold rate, what SigV4 authorization costs a request, and the snapshot builder's
-peak memory, and the deterministic simulation's seeds a minute.
+peak memory, the deterministic simulation's seeds a minute, and the live console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from bench import (
     bench_append,
     bench_auth,
+    bench_console,
     bench_contention,
     bench_fold,
     bench_latency,
@@ -86,6 +87,7 @@ def main() -> None:
     lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
     print("\n## deterministic simulation (bench_sim)")
     lines += [h.line() for h in bench_sim.headlines(args.quick)]
+    lines += [h.line() for h in bench_console.headlines(args.quick)]  # its --real campaign: bench.bench_console
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "
           f"load average {load} on {os.cpu_count()} CPUs) ==")

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,18 +29,6 @@ from seglog_stack import local
 from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
-
-
-@pytest.fixture(scope="module")
-def chaos_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
-    """The template provisioned on the session's dynamodb-local stack under its own name, with the chaos
-    parameters (snapshots every 10 entries, a 3 s worker timeout)."""
-    base = stacks.deployment("dynamodb-local")  # type: ignore[attr-defined]
-    stack = f"sup-{uuid.uuid4().hex[:6]}"
-    deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack,
-                                 parameters=dict(CHAOS_PARAMETERS))
-    yield deployment
-    local.deprovision(base.endpoints, region=base.region, stack_name=stack)
 
 
 def settings_for(deployment: local.LocalDeployment, state: Path, artifact: Path) -> EmulatorSettings:
@@ -117,8 +104,12 @@ def test_supervisor_restarts_a_crashed_child_and_the_stream_resumes_from_its_che
         assert child.proc is not None
         old = child.proc.pid
         supervisor.restart_child(child.name)
-        wait_for(lambda: (supervisor.check() or True) and child.proc is not None and child.proc.pid != old,
-                 30, "the stream poller to be restarted")
+
+        def restarted() -> bool:
+            supervisor.check()
+            return child.proc is not None and child.proc.pid != old
+
+        wait_for(restarted, 30, "the stream poller to be restarted")
         assert child.exits == [-signal.SIGKILL]
         supervisor.wait_ready()
         edit_and_wait(supervisor, chaos_deployment, 11)

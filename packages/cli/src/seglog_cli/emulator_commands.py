@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
+from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
 from seglog_cli.reports import command_line, publish, report_directory, report_option
 from seglog_emulator.chaos.runner import RunReport
@@ -71,14 +72,19 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--iam/--no-iam", default=True, show_default=True,
               help="Evaluate every AWS call a function makes against its policies in the template, and deny what "
                    "AWS would deny (AccessDenied); --no-iam lets every call through.")
+@click.option("--console-port", type=int, default=DEFAULT_CONSOLE_PORT, show_default=True,
+              envvar="SEGLOG_CONSOLE_PORT", help="The live console's port (0: any free).")
+@click.option("--console/--no-console", "console_on", default=True, show_default=True,
+              help="Serve the live console: the timeline, queues, iterator ages, in flight, pending snapshots, "
+                   "faults and cost so far, pushed as they happen.")
 @template_option
 @artifact_option
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None, schedule_scale: float, iam: bool, template: Path | None,
-            artifact: Path | None) -> None:
+            state_dir: Path | None, schedule_scale: float, iam: bool, console_port: int, console_on: bool,
+            template: Path | None, artifact: Path | None) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
@@ -115,7 +121,12 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
                f"--aws-sigv4 aws:amz:{deployment.region}:execute-api --user {key.access_key_id}:<secret>", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
-    raise SystemExit(supervisor.run())
+    console = start_console(console_port, lane="supervisor", deployment=deployment, host=host) if console_on \
+        else None
+    try:
+        raise SystemExit(supervisor.run())
+    finally:
+        stop_console(console)
 
 
 @emulate.command("status")
@@ -153,6 +164,8 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run with a violation.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run logs and state (default: chaos/ in the stack's run directory).")
+@click.option("--console-port", type=int, help="Serve the live console on this port (0: any free), following "
+                                                "every run of the campaign (default: no console).")
 @report_option
 @template_option
 @artifact_option
@@ -160,7 +173,7 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
           sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None,
-          report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
+          console_port: int | None, report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -186,9 +199,14 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
                        f"{report.seconds:.1f}s", err=True)
 
     base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
-    result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
-                          label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
-                          fail_fast=fail_fast)
+    console = start_console(console_port, lane="chaos", deployment=campaign.deployment) \
+        if console_port is not None else None
+    try:
+        result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
+                              label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
+                              fail_fast=fail_fast)
+    finally:
+        stop_console(console)
     result.replay_args = " ".join(
         [f"--fault-plan {fault_plan_file}" if fault_plan_file else f"--faults {faults}"]
         + ([f"--rate {rate}"] if rate is not None and not fault_plan_file else [])

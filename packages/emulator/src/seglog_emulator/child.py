@@ -24,6 +24,7 @@ import structlog
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_core import logs
+from seglog_emulator import logfeed
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.artifacts import code_dirs, host_artifact
@@ -234,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     settings = EmulatorSettings.from_env()
     logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
+    logfeed.install(args[0])
     structlog.contextvars.bind_contextvars(child=args[0])
     Child(args[0], settings).run()
     return 0

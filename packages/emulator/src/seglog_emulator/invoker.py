@@ -44,7 +44,7 @@ from typing import IO, TYPE_CHECKING, Any, Self
 
 import structlog
 
-from seglog_emulator import sandbox
+from seglog_emulator import logfeed, sandbox
 from seglog_emulator.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
@@ -190,15 +190,16 @@ class LambdaInvoker:
         if environment:
             body["environment"] = dict(environment)
         request_id = str(uuid.uuid4())
+        ids = {"function": self.function.logical_id, "request_id": request_id, "source": source, "attempt": attempt,
+               **(log_fields or {})}
         self._enter()
         try:
-            result = self._invoke(request_id, body, event_json, timeout)
+            result = self._invoke(request_id, body, event_json, timeout, ids)
         finally:
             self._leave()
         line: dict[str, Any] = {
-            "function": self.function.logical_id, "request_id": request_id, "source": source, "attempt": attempt,
-            "outcome": str(result.outcome), "duration_ms": round(result.duration_ms, 1), "pid": result.pid,
-            "cold_start": result.cold_start, **(log_fields or {})}
+            **ids, "outcome": str(result.outcome), "duration_ms": round(result.duration_ms, 1), "pid": result.pid,
+            "cold_start": result.cold_start, "memory_mb": self.function.MemorySize}
         if clock_skew:
             line["clock_skew_ms"] = round(clock_skew * 1000)
         if environment:
@@ -216,7 +217,7 @@ class LambdaInvoker:
         return result
 
     def _invoke(self, request_id: str, body: dict[str, Any], event_json: str,
-                cut_short: float | None = None) -> InvocationResult:
+                cut_short: float | None = None, ids: Mapping[str, Any] | None = None) -> InvocationResult:
         try:
             worker, init_ms = self._checkout()
         except _InitFailedError as exc:
@@ -231,6 +232,10 @@ class LambdaInvoker:
                                     error_message=exc.message, stack_trace=exc.stack)
         cold = init_ms is not None
         timeout = float(self.function.Timeout)
+        # In flight from here: the live console learns it at once (the log keeps it at debug: one line per
+        # invocation there is the invocation's end).
+        log.debug("invocation started", **(ids or {}), pid=worker.pid, cold_start=cold)
+        logfeed.send({"event": "invocation started", **(ids or {}), "pid": worker.pid, "cold_start": cold})
         started = time.monotonic()
         # Lambda's runtime API hands the runtime a wall-clock deadline (Lambda-Runtime-Deadline-Ms); the
         # context counts down to it while this process enforces the same limit on its monotonic clock.

@@ -39,6 +39,7 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_aws.clients import client, local_session
+from seglog_emulator import logfeed
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
 from seglog_emulator.config import EmulatorConfig
@@ -187,6 +188,7 @@ class Supervisor:
             if status is None:
                 continue
             child.exits.append(status)
+            pid = child.proc.pid
             ran = now - child.started
             if ran >= HEALTHY_AFTER_SECONDS:
                 child.restarts = 0
@@ -194,8 +196,8 @@ class Supervisor:
             child.restarts += 1
             child.proc = None
             child.next_start = now + delay
-            log.warning("child exited: restarting", child=child.name, status=status, ran_seconds=round(ran, 1),
-                        restart_in=delay)
+            log.warning("child exited: restarting", child=child.name, pid=pid, status=status,
+                        ran_seconds=round(ran, 1), restart_in=delay)
 
     def stop(self) -> None:
         """Drain: SIGTERM every child, wait up to the drain timeout, kill what is left."""
@@ -259,6 +261,7 @@ def main() -> int:
 
     settings = EmulatorSettings.from_env()
     logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
+    logfeed.install("supervisor")
     return Supervisor(settings, faults=FaultRuntime.from_env(), watch_parent="--watch-parent" in sys.argv).run()
 
 

@@ -38,6 +38,7 @@ from seglog_client import (
     set_cell,
     set_range,
 )
+from seglog_emulator import logfeed
 
 log = structlog.get_logger("seglog.chaos.client")
 
@@ -98,6 +99,7 @@ class ClientStats(Counters):
                          error=attempt.error, log_id=found.group(1) if found else None)
         with self._lock:
             self.tries.append(done)
+        logfeed.client_try(done.client, attempt)  # the live console's client lanes
 
     def appended(self, log_id: uuid.UUID, answer: Appended) -> None:
         super().appended(log_id, answer)

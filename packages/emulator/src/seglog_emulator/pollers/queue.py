@@ -39,6 +39,7 @@ from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.filtering import matches
 from seglog_emulator.invoker import InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart, reported_failures, site
+from seglog_emulator.pollers.usage import OldestMessage, PollerUsage
 
 log = structlog.get_logger("seglog.poller.queue")
 
@@ -80,11 +81,14 @@ class QueuePoller:
         self._side: list[threading.Thread] = []
         self._lock = threading.Lock()
         self.batches = 0
+        self.oldest = OldestMessage()
+        self.usage = PollerUsage(self.name, "sqs", sqs, self.oldest.figures)
 
     def run(self) -> None:
         """Run ``concurrency`` poller threads until :meth:`stop`; returns once their batches finished."""
         log.info("queue poller started", poller=self.name, queue=self.queue_url,
                  concurrency=self.mapping.concurrency)
+        self.usage.start()
         threads = [threading.Thread(target=self._poll, name=f"{self.name}-{i}", daemon=True)
                    for i in range(self.mapping.concurrency)]
         for thread in threads:
@@ -95,6 +99,7 @@ class QueuePoller:
             side = list(self._side)
         for thread in side:
             thread.join()
+        self.usage.stop()
         log.info("queue poller stopped", poller=self.name)
 
     def stop(self) -> None:
@@ -122,6 +127,7 @@ class QueuePoller:
                 QueueUrl=self.queue_url, MaxNumberOfMessages=min(MAX_RECEIVE, wanted - len(messages)),
                 WaitTimeSeconds=WAIT_SECONDS, MessageSystemAttributeNames=["All"],
                 MessageAttributeNames=["All"]).get("Messages", [])
+            self.oldest.received(got)
             messages.extend(got)
             if time.monotonic() >= deadline and (messages or not got):
                 break

@@ -38,7 +38,13 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader, lambda_stream_arn, stream_record
+from seglog_aws.events.dynamodb_stream import (
+    ShardIteratorType,
+    StreamReader,
+    epoch_seconds,
+    lambda_stream_arn,
+    stream_record,
+)
 from seglog_core.crashpoints import ROUTER_AFTER_SEND
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.config import StreamMapping, StreamPosition
@@ -47,6 +53,7 @@ from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.filtering import matches
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart, reported_failures, site
+from seglog_emulator.pollers.usage import PollerUsage, ShardAges
 
 log = structlog.get_logger("seglog.poller.stream")
 
@@ -99,12 +106,15 @@ class StreamPoller:
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
         self.batches = 0  # invocations made, for status and tests
+        self.ages = ShardAges(clock)
+        self.usage = PollerUsage(self.name, "dynamodbstreams", getattr(reader, "client", None), self.ages.figures)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
     def run(self) -> None:
         """Discover shards and consume each in its own thread until :meth:`stop`; returns after draining."""
         log.info("stream poller started", poller=self.name, stream=self.reader.stream_arn)
+        self.usage.start()
         while not self._stop.is_set():
             try:
                 self._discover()
@@ -113,6 +123,7 @@ class StreamPoller:
             self._stop.wait(1.0)
         for thread in list(self._threads.values()):
             thread.join()
+        self.usage.stop()
         log.info("stream poller stopped", poller=self.name)
 
     def stop(self) -> None:
@@ -152,8 +163,13 @@ class StreamPoller:
                         if records and not buffer:
                             first_buffered = time.monotonic()
                         buffer.extend(records)
+                        if records:
+                            self.ages.read(shard_id, _created(records[-1]))
+                        elif not buffer:
+                            self.ages.caught_up(shard_id)
                         if iterator is None and not buffer:
                             self.checkpoints.finish(shard_id)  # a closed shard, read to its end
+                            self.ages.closed(shard_id)
                             log.info("shard finished")
                             return
                 except Exception as exc:  # an expired iterator, a hiccup: start again from the checkpoint
@@ -169,6 +185,7 @@ class StreamPoller:
                     if buffer:
                         first_buffered = time.monotonic()
                     self._deliver(shard_id, batch)
+                    self.ages.finished(shard_id, _created(batch[-1]), drained=not buffer)
                     continue
                 self._stop.wait(self.poll_seconds)
 
@@ -331,6 +348,15 @@ class StreamPoller:
 
     def _checkpoint(self, shard_id: str, record: Mapping[str, Any]) -> None:
         self.checkpoints.put(shard_id, record["dynamodb"]["SequenceNumber"])
+
+
+def _created(record: Mapping[str, Any]) -> float | None:
+    """A record's ApproximateCreationDateTime as Unix seconds (None when it has none)."""
+    value = (record.get("dynamodb") or {}).get("ApproximateCreationDateTime")
+    try:
+        return float(epoch_seconds(value)) if value is not None else None
+    except TypeError:
+        return None
 
 
 def _iso(epoch: Any) -> str | None:

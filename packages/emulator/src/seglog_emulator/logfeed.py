@@ -1,0 +1,205 @@
+"""The console feed: selected structured log events, sent as JSON datagrams to the live console (issue 12).
+
+When :data:`ENV_VAR` names an address (``127.0.0.1:47123``), every emulator process — the supervisor, its
+children, the worker processes running handlers, and the command that started them — forwards the events named
+in :data:`FORWARDED` to it, one UDP datagram each. Processes inherit the variable (the sandbox passes it to
+workers as a wrapper variable, removed before the handler is imported). The console is an observer: a datagram
+is sent without waiting, never raises, and is dropped when it cannot be sent at once; a console that is down,
+slow or missing changes nothing in a run.
+
+Protocol, one JSON object per datagram (at most :data:`MAX_DATAGRAM` bytes; long strings are cut)::
+
+    {"event": "invocation", "ts": 1700000000.25, "lane": "queue:SnapshotWorkerFunction.Jobs", "sender": 4242,
+     ...the log line's own keys (function, request_id, pid, outcome, duration_ms, usage, ...)}
+
+``ts`` is the Unix time the line was logged; ``lane`` names the sending process (a worker process is
+``"<Function> pid <pid>"``, a child its role, e.g. ``"gateway:ApiFunction"``); ``sender`` is its pid. Besides log
+lines, :func:`send` sends events made for the console alone: ``"invocation started"`` and ``"client try"``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Final
+
+import structlog
+
+#: The console's feed address, ``host:port``; unset (the default), nothing is sent.
+ENV_VAR: Final = "SEGLOG_CONSOLE_FEED"
+#: Log events the console is sent (the invoker's, the snapshot worker's, the router's, faults, restarts, the
+#: pollers' usage, the API's request lines, a supervisor's start and stop). "invocation started" and "client
+#: try" are not log lines: :func:`send` sends them.
+FORWARDED: Final = frozenset({
+    "invocation", "snapshot job", "fault injected", "crash point reached: killing this process", "routed",
+    "child exited: restarting", "poller usage", "request", "emulator started", "emulator stopped",
+})
+#: Largest datagram sent: far under the loopback MTU, so one event is one datagram.
+MAX_DATAGRAM: Final = 8192
+#: A string value longer than this is cut when a datagram would be too large.
+MAX_FIELD: Final = 300
+#: Keys kept when an event is still too large after cutting its strings.
+ESSENTIAL: Final = ("event", "ts", "lane", "sender", "function", "request_id", "pid", "outcome", "duration_ms",
+                    "source", "attempt", "fault", "crash_point", "poller", "service", "requests", "status",
+                    "client", "start", "end", "child", "log_id", "segment", "entry", "memory_mb")
+
+_LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO, "msg": logging.INFO, "warning": logging.WARNING,
+                  "warn": logging.WARNING, "error": logging.ERROR, "exception": logging.ERROR,
+                  "critical": logging.CRITICAL, "fatal": logging.CRITICAL}
+
+_lock = threading.Lock()
+_socket: socket.socket | None = None
+_address: tuple[str, tuple[str, int] | None] = ("", None)
+#: Datagrams that could not be sent (the console is not reading fast enough, or is gone).
+dropped = 0
+
+
+def address() -> tuple[str, int] | None:
+    """Where the feed goes, from :data:`ENV_VAR` (None: unset or not ``host:port``)."""
+    global _address
+    raw = os.environ.get(ENV_VAR, "")
+    cached_raw, parsed = _address
+    if raw == cached_raw:
+        return parsed
+    host, sep, port = raw.rpartition(":")
+    parsed = (host, int(port)) if sep and host and port.isdigit() and 0 < int(port) < 65536 else None
+    _address = (raw, parsed)
+    return parsed
+
+
+def send(event: Mapping[str, Any], *, lane: str | None = None, target: tuple[str, int] | None = None) -> None:
+    """Send one event to the console at ``target`` (by default :func:`address`), if one listens: fire and
+    forget, never raises, never blocks."""
+    global dropped
+    target = target or address()
+    if target is None:
+        return
+    try:
+        message = {"ts": time.time(), "sender": os.getpid(), **event}
+        if lane is not None:
+            message["lane"] = lane
+        data = encode(message)
+        if data is not None:
+            _udp().sendto(data, target)
+    except Exception:  # a full socket buffer, a console gone, an event that is not JSON: drop it
+        dropped += 1
+
+
+def client_try(client: str, attempt: Any) -> None:
+    """A client's try (a :class:`seglog_client.Attempt`, just ended) on the console's client lanes::
+
+        {"event": "client try", "client": "6f1c2d3e/0", "start": 1700000000.1, "end": 1700000000.4,
+         "status": "200" | "lost" | "503", "attempt": 2, "method": "POST", "path": ..., "log_id": ...}
+    """
+    if address() is None:
+        return
+    end = time.time()
+    path = str(getattr(attempt, "path", ""))
+    parts = path.split("/")
+    send({"event": "client try", "client": client, "start": end - float(getattr(attempt, "seconds", 0.0)),
+          "end": end, "status": str(getattr(attempt, "outcome", "?")), "attempt": getattr(attempt, "number", 0),
+          "method": getattr(attempt, "method", ""), "path": path,
+          **({"log_id": parts[2]} if len(parts) > 2 and parts[1] == "sheets" else {})})
+
+
+def encode(message: Mapping[str, Any]) -> bytes | None:
+    """The datagram for ``message``: strings cut, then only :data:`ESSENTIAL` keys, if it would be too large;
+    None when even that does not fit."""
+    data = json.dumps(message, default=str, separators=(",", ":")).encode()
+    if len(data) <= MAX_DATAGRAM:
+        return data
+    cut = {key: _cut(value) for key, value in message.items() if key not in ("exception", "stack_trace")}
+    data = json.dumps(cut, default=str, separators=(",", ":")).encode()
+    if len(data) <= MAX_DATAGRAM:
+        return data
+    data = json.dumps({k: cut[k] for k in ESSENTIAL if k in cut}, default=str, separators=(",", ":")).encode()
+    return data if len(data) <= MAX_DATAGRAM else None
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_FIELD:
+        return value[:MAX_FIELD] + "…"
+    if isinstance(value, list) and len(value) > 20:
+        return [_cut(v) for v in value[:20]] + [f"… {len(value) - 20} more"]
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in list(value.items())[:50]}
+    return value
+
+
+def _udp() -> socket.socket:
+    global _socket
+    if _socket is None:
+        with _lock:
+            if _socket is None:
+                made = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                made.setblocking(False)  # a full buffer drops the datagram (BlockingIOError) instead of waiting
+                _socket = made
+    return _socket
+
+
+class Forwarder:
+    """A structlog processor: sends :data:`FORWARDED` events to the console, then passes every event on — or
+    drops it when its level is under ``level``, the threshold the process's own log lines keep (the logger lets
+    info lines through so they can be forwarded; this puts the threshold back for the log)."""
+
+    def __init__(self, lane: str, level: int, target: tuple[str, int]) -> None:
+        self.lane = lane
+        self.level = level
+        #: Kept from the start: a worker takes the variable out of its environment before the handler runs.
+        self.target = target
+
+    def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        if event.get("event") in FORWARDED:
+            send(event, lane=self.lane, target=self.target)
+        if _LEVELS.get(method, logging.INFO) < self.level:
+            raise structlog.DropEvent
+        return event
+
+
+def install(lane: str, *, level: int | None = None) -> bool:
+    """Forward this process's :data:`FORWARDED` log events as ``lane``, when :data:`ENV_VAR` is set; call it
+    after :func:`seglog_core.logs.configure`. Returns whether the feed is on.
+
+    Args:
+        lane: names this process on the console (a worker's is ``"<Function> pid <pid>"``).
+        level: the lowest level the process's log keeps (by default the level it was configured with).
+    """
+    target = address()
+    if target is None:
+        return False
+    config = structlog.get_config()
+    processors = [p for p in config["processors"] if not isinstance(p, Forwarder)]
+    if level is None:
+        level = _installed_level(processors) or _configured_level(config["wrapper_class"])
+    # Before the renderer, after the context variables, level and time stamp are added.
+    processors.insert(max(0, len(processors) - 1), Forwarder(lane, level, target))
+    structlog.configure(processors=processors,
+                        wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.INFO)))
+    return True
+
+
+def uninstall() -> None:
+    """Stop forwarding this process's log events, and log at the level it logged at before :func:`install`."""
+    config = structlog.get_config()
+    level = _installed_level(config["processors"])
+    if level is None:
+        return
+    structlog.configure(processors=[p for p in config["processors"] if not isinstance(p, Forwarder)],
+                        wrapper_class=structlog.make_filtering_bound_logger(level))
+
+
+def _installed_level(processors: Any) -> int | None:
+    return next((p.level for p in processors if isinstance(p, Forwarder)), None)
+
+
+def _configured_level(wrapper: Any) -> int:
+    """The level a make_filtering_bound_logger class filters at (INFO when it cannot tell)."""
+    try:
+        return int(wrapper.get_effective_level(None))
+    except Exception:
+        return logging.INFO

@@ -1,0 +1,72 @@
+"""Reading fed events: values checked and cut to size, lanes put in their group, ids picked for hovers.
+
+Everything a process sends is untrusted input here (a handler's log line carries whatever it bound): a value of
+the wrong type becomes a default, a long one is cut, so nothing fed can make the state large or fail to encode.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+#: Longest string kept from an event (names, ids, labels).
+MAX_TEXT: Final = 80
+#: Correlation ids shown on hover (the report model's ``Ids``).
+ID_KEYS: Final = ("request_id", "attempt", "source", "pid", "shard_id", "message_id", "log_id", "segment", "entry",
+                  "crash_point", "key", "child")
+
+
+def text(value: Any, default: str) -> str:
+    """``value`` as a short string (``default`` when it is not a string or a number)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return default
+    return str(value)[:MAX_TEXT] or default
+
+
+#: A worker process's lane, as the report names it (``seglog_emulator.chaos.timeline``).
+_FUNCTION_LANE: Final = re.compile(r".+ pid \d+$")
+
+
+def function_lane(function: str, pid: int) -> str:
+    """The lane of one worker process of ``function``: ``"SnapshotWorkerFunction pid 4242"``."""
+    return f"{function} pid {pid}"
+
+
+def client_lane(client: str) -> str:
+    """A client's lane: its thread's name; the chaos runner's main thread only creates the sheets."""
+    return "setup (creates the sheets)" if client == "MainThread" else client
+
+
+def group(lane: str) -> str:
+    """The report model's lane group of a process's lane: worker processes' (``<Function> pid <n>``) are the
+    functions', the rest (the supervisor, its children, the chaos runner) the operator's."""
+    return "function" if _FUNCTION_LANE.fullmatch(lane) else "operator"
+
+
+def ids(event: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> dict[str, str | int]:
+    """The event's correlation ids (and its snapshot job's log, segment and entry), each short."""
+    found: dict[str, str | int] = {}
+    for source in (event, job or {}):
+        for key in ID_KEYS:
+            value = source.get(key)
+            if isinstance(value, list):  # a batch's message ids
+                value = ",".join(str(v) for v in value[:3]) + (f" (+{len(value) - 3})" if len(value) > 3 else "")
+            if isinstance(value, bool) or value is None:
+                continue
+            if isinstance(value, int):
+                found[key] = value
+            elif isinstance(value, str | float):
+                found[key] = str(value)[:MAX_TEXT]
+    return found
+
+
+def try_outcome(status: str) -> str:
+    """A client try's outcome, as the report has it (``seglog_emulator.chaos.workload.ClientTry``): no answer
+    "lost", answered 2xx "acknowledged", 5xx or 429 "retried", any other answer "error"."""
+    if not status.isdigit():
+        return "lost"
+    code = int(status)
+    if 200 <= code < 300:
+        return "acknowledged"
+    return "retried" if code >= 500 or code == 429 else "error"
