@@ -32,6 +32,7 @@ COPY --chown=seglog:seglog packages/stack/pyproject.toml packages/stack/
 COPY --chown=seglog:seglog packages/deploy/pyproject.toml packages/deploy/
 COPY --chown=seglog:seglog packages/emulator/pyproject.toml packages/emulator/
 COPY --chown=seglog:seglog packages/sim/pyproject.toml packages/sim/
+COPY --chown=seglog:seglog packages/report/pyproject.toml packages/report/
 COPY --chown=seglog:seglog packages/cli/pyproject.toml packages/cli/
 COPY --chown=seglog:seglog packages/client/pyproject.toml packages/client/
 COPY --chown=seglog:seglog services/pyproject.toml services/
