@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from seglog_report.console.aggregator import IN_FLIGHT_SECONDS, MAX_KEYS, Aggregator
-from seglog_report.console.metering import Metering
+from seglog_report.metering import Metering
 
 
 class Clock:

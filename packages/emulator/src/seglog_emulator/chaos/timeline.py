@@ -12,7 +12,6 @@ lines, and billed duration (init included, as Lambda bills it) at the template's
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -22,7 +21,8 @@ from typing import Any, Final
 from seglog_emulator.chaos.runlog import json_lines
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
-from seglog_report.model import FunctionUse, Marker, Meter, RunData, Span, Violation, outline
+from seglog_report.metering import Metering
+from seglog_report.model import Marker, Meter, RunData, Span, Violation, outline
 from seglog_stack.template import load_template
 
 #: Where a violation's text names its log and entry: "I2 <uuid> at 0/5: ..." (:meth:`ChaosRunner._verify`).
@@ -99,14 +99,11 @@ def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
         into.update({k: v for k, v in _ids(record).items() if k not in into and k != "pid"})
     spans: list[Span] = []
     lane_of_pid: dict[int, str] = {}
-    meter = Meter()
+    metering = Metering()
     for record in lines:
         event = record.get("event")
         if event == "poller usage":
-            if record.get("service") == "sqs":
-                meter.sqs_requests += int(record.get("requests", 0))
-            elif record.get("service") == "dynamodbstreams":
-                meter.stream_read_requests += int(record.get("requests", 0))
+            metering.poller(record)
             continue
         if event != "invocation":
             continue
@@ -126,27 +123,9 @@ def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
             extra = f"{record['error_type']}: {str(record.get('error_message', ''))[:160]}"
         spans.append(Span(lane=lane, group="function", start=round(end - duration, 4), end=round(end, 4),
                           outcome=outcome, label=f"{function} {extra}".strip(), ids=ids))
-        _meter_invocation(meter, record, function, memory)
-    return spans, lane_of_pid, meter
-
-
-def _meter_invocation(meter: Meter, record: dict[str, Any], function: str, memory: dict[str, int]) -> None:
-    use = meter.functions.setdefault(function, FunctionUse(memory_mb=memory.get(function, 128)))
-    use.invocations += 1
-    # Lambda bills the duration rounded up to the millisecond, the Init phase included (on-demand, since
-    # August 2025: https://aws.amazon.com/blogs/compute/aws-lambda-standardizes-billing-for-init-phase/).
-    use.billed_ms += math.ceil(float(record.get("duration_ms", 0.0)) + float(record.get("init_duration_ms") or 0.0))
-    usage = record.get("usage") or {}
-    ddb = usage.get("dynamodb", {})
-    meter.dynamodb_requests += int(ddb.get("requests", 0))
-    meter.dynamodb_read_units = round(meter.dynamodb_read_units + float(ddb.get("rcu", 0.0)), 3)
-    meter.dynamodb_write_units = round(meter.dynamodb_write_units + float(ddb.get("wcu", 0.0)), 3)
-    s3 = usage.get("s3", {})
-    writes = int(s3.get("write_requests", 0))
-    free = int(s3.get("free_requests", 0))
-    meter.s3_write_requests += writes
-    meter.s3_read_requests += int(s3.get("requests", 0)) - writes - free
-    meter.sqs_requests += int(usage.get("sqs", {}).get("requests", 0))
+        # A line names the function's memory; an older log's does not, and the template then says.
+        metering.invocation({"memory_mb": memory.get(function), **record})
+    return spans, lane_of_pid, metering.meter
 
 
 def _tries(tries: list[ClientTry], t0: float) -> list[Span]:

@@ -22,8 +22,8 @@ import msgspec
 import structlog
 
 from seglog_report.console import events
-from seglog_report.console.metering import Metering, number
 from seglog_report.console.window import MAX_AGE_SECONDS, MAX_ITEMS, Item, Window
+from seglog_report.metering import Metering, number
 from seglog_report.model import Marker, Span
 
 log = structlog.get_logger("seglog.console")

@@ -1,5 +1,5 @@
-"""Metering: a run's :class:`~seglog_report.model.Meter`, added up from the events the console is fed, and the
-cost so far.
+"""Metering: a run's :class:`~seglog_report.model.Meter`, added up from its log lines — the events the live
+console is fed as they happen, and a chaos or demo run's log read after it ended — and the cost so far.
 
 Where each unit comes from:
 
