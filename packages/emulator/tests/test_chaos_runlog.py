@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seglog_emulator.chaos.runlog import read_run_log
+from seglog_emulator.chaos.runlog import RunLog, json_lines, tally
+from seglog_emulator.chaos.timeline import log_records
 
 LOG = "3f0c6f7e-1111-4d6b-9a58-000000000001"
 
@@ -71,6 +72,12 @@ def test_two_other_versions_on_one_build_count_as_mixed(tmp_path: Path) -> None:
 
 def test_a_missing_log_reads_as_nothing(tmp_path: Path) -> None:
     """A run that never started its emulator has no log: empty tallies, not an error."""
-    found = read_run_log(tmp_path / "absent.log")
+    found = tally(log_records(tmp_path / "absent.log"))
 
-    assert ({}, {}, {}) == (found.invocations, found.job_outcomes, found.mixed_version)
+    assert ({}, {}) == (found.invocations, found.job_outcomes)
+    assert {"invocations": 0, "build_jobs": 0, "builds": 0} == found.mixed_version
+
+
+def read_run_log(path: Path) -> RunLog:
+    with open(path) as lines:
+        return tally(json_lines(lines))

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from seglog_emulator.chaos.timeline import function_memory, run_data
+from seglog_emulator.chaos.timeline import log_records, run_data
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
-from seglog_stack.template import default_template_path
 
 T0 = 1_800_000_000.0
 LOG = "3f0c6f7e-1111-4d6b-9a58-000000000001"
@@ -32,7 +31,7 @@ def line(at: float, event: str, **fields: Any) -> dict[str, Any]:
 def write_run(tmp_path: Path) -> tuple[Path, Path]:
     records = [
         line(1.0, "invocation", function="ApiFunction", pid=10, request_id="r-api", outcome="success",
-             duration_ms=400.4, init_duration_ms=1200.2, cold_start=True,
+             duration_ms=400.4, init_duration_ms=1200.2, cold_start=True, memory_mb=512,
              usage={"dynamodb": {"requests": 3, "rcu": 1.5, "wcu": 4.0}}),
         line(1.9, "snapshot entry appended", log_id=LOG, segment=0, entry=10),
         line(2.2, "routed", log_id=LOG, segment=0, entry=10, request_id="r-router"),
@@ -42,12 +41,13 @@ def write_run(tmp_path: Path) -> tuple[Path, Path]:
         line(3.0, "crash point reached: killing this process", crash_point="mid_chunk", pid=30, request_id="r-w1",
              log_id=LOG, segment=0, entry=10),
         line(3.0, "invocation", function="SnapshotWorkerFunction", pid=30, request_id="r-w1", outcome="crashed",
-             duration_ms=500.0, usage={}),
+             duration_ms=500.0, usage={}, memory_mb=1024),
         line(6.0, "snapshot job", outcome="taken_over", request_id="r-w2", log_id=LOG, segment=0, entry=10,
              message_id="m-1"),
         line(6.1, "invocation", function="SnapshotWorkerFunction", pid=31, request_id="r-w2", outcome="success",
-             duration_ms=1000.0, usage={"s3": {"requests": 5, "write_requests": 3, "free_requests": 1},
-                                        "dynamodb": {"requests": 4, "rcu": 2.0, "wcu": 3.0}}),
+             duration_ms=1000.0, memory_mb=1024,
+             usage={"s3": {"requests": 5, "write_requests": 3, "free_requests": 1},
+                    "dynamodb": {"requests": 4, "rcu": 2.0, "wcu": 3.0}}),
         line(6.5, "poller usage", poller="SnapshotWorkerFunction.Jobs", service="sqs", requests=7),
         line(6.5, "poller usage", poller="StreamRouterFunction.Entries", service="dynamodbstreams", requests=11),
     ]
@@ -72,10 +72,8 @@ def tries() -> list[ClientTry]:
 def draw(tmp_path: Path, violations: list[str] | None = None) -> Any:
     log, faults = write_run(tmp_path)
     lives = [SnapshotLife(log_id=uuid.UUID(LOG), segment=0, entry=10, appeared=T0 + 1.9, completed=T0 + 6.0)]
-    return run_data(kind="chaos", title="t", run=0, seed=7, started_at=T0, seconds=8.0, log_file=log,
-                    fault_log=faults, tries=tries(), lives=lives, violations=violations or [],
-                    memory={"ApiFunction": 512, "SnapshotWorkerFunction": 1024}, quiescence=2.5, summary={},
-                    replay="")
+    return run_data(run=0, seed=7, started_at=T0, seconds=8.0, records=log_records(log), fault_log=faults,
+                    tries=tries(), lives=lives, violations=violations or [], quiescence=2.5)
 
 
 def test_invocations_are_spans_on_their_worker_process_lane_with_the_jobs_outcome(tmp_path: Path) -> None:
@@ -122,7 +120,7 @@ def test_the_meter_adds_up_the_lines(tmp_path: Path) -> None:
     worker = meter.functions["SnapshotWorkerFunction"]
     assert (worker.invocations, worker.billed_ms) == (2, 1500)
     assert worker.gb_seconds == pytest.approx(1.5)
-    assert meter.functions["StreamRouterFunction"].memory_mb == 128  # not in the memory map: Lambda's default
+    assert meter.functions["StreamRouterFunction"].memory_mb == 128  # its line names none: Lambda's default
 
 
 def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
@@ -135,8 +133,3 @@ def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
     assert {"r-router", "r-w1", "r-w2", f"snapshot {LOG[:8]} 0/10"} == outlined
     assert sorted(m.kind for m in data.markers if m.highlight) == ["crash point mid_chunk", "worker_crash"]
     assert violation.at is not None and not data.ok
-
-
-def test_memory_comes_from_the_template() -> None:
-    memory = function_memory(default_template_path())
-    assert memory["SnapshotWorkerFunction"] == 1024 and memory["ApiFunction"] == 512

@@ -90,23 +90,6 @@ def send(event: Mapping[str, Any], *, lane: str | None = None, target: tuple[str
         dropped += 1
 
 
-def client_try(client: str, attempt: Any) -> None:
-    """A client's try (a :class:`seglog_client.Attempt`, just ended) on the console's client lanes::
-
-        {"event": "client try", "client": "6f1c2d3e/0", "start": 1700000000.1, "end": 1700000000.4,
-         "status": "200" | "lost" | "503", "attempt": 2, "method": "POST", "path": ..., "log_id": ...}
-    """
-    if address() is None:
-        return
-    end = time.time()
-    path = str(getattr(attempt, "path", ""))
-    parts = path.split("/")
-    send({"event": "client try", "client": client, "start": end - float(getattr(attempt, "seconds", 0.0)),
-          "end": end, "status": str(getattr(attempt, "outcome", "?")), "attempt": getattr(attempt, "number", 0),
-          "method": getattr(attempt, "method", ""), "path": path,
-          **({"log_id": parts[2]} if len(parts) > 2 and parts[1] == "sheets" else {})})
-
-
 def encode(message: Mapping[str, Any]) -> bytes | None:
     """The datagram for ``message``: strings cut, then only :data:`ESSENTIAL` keys, if it would be too large;
     None when even that does not fit."""

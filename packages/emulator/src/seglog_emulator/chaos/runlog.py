@@ -12,7 +12,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from seglog_emulator.faults.kinds import CHUNK_CELLS_ENV
@@ -45,35 +44,32 @@ class RunLog:
     mixed_version: dict[str, int] = field(default_factory=dict)
 
 
-def read_run_log(path: Path) -> RunLog:
-    """Tally the run's log at ``path`` (nothing when it does not exist)."""
+def tally(records: Iterable[dict[str, Any]]) -> RunLog:
+    """Tally a run's log lines (:func:`json_lines`)."""
     found = RunLog()
-    if not path.is_file():
-        return found
     invocations: dict[str, Counter[str]] = {}
     outcomes: Counter[str] = Counter()
     crashes: Counter[str] = Counter()
     versions: dict[str, str] = {}
     built: list[tuple[str, tuple[Any, Any, Any]]] = []
-    with open(path, errors="replace") as lines:
-        for record in json_lines(lines):
-            event = record.get("event")
-            if event == "invocation":
-                invocations.setdefault(record.get("function", "?"), Counter())[record.get("outcome", "?")] += 1
-                add_usage(found.usage, record.get("usage"))
-                chunk_cells = (record.get("environment") or {}).get(CHUNK_CELLS_ENV)
-                if chunk_cells is not None:
-                    versions[str(record.get("request_id"))] = str(chunk_cells)
-            elif event == "snapshot job":
-                outcomes[record.get("outcome", "?")] += 1
-                if record.get("outcome") in BUILD_OUTCOMES:
-                    built.append(_build(record))
-            elif event == CRASH_EVENT:
-                crashes[record.get("crash_point", "?")] += 1
-                if record.get("crash_point") in BUILD_CRASH_POINTS:
-                    built.append(_build(record))
-            elif event == "child exited: restarting":
-                found.child_restarts += 1
+    for record in records:
+        event = record.get("event")
+        if event == "invocation":
+            invocations.setdefault(record.get("function", "?"), Counter())[record.get("outcome", "?")] += 1
+            add_usage(found.usage, record.get("usage"))
+            chunk_cells = (record.get("environment") or {}).get(CHUNK_CELLS_ENV)
+            if chunk_cells is not None:
+                versions[str(record.get("request_id"))] = str(chunk_cells)
+        elif event == "snapshot job":
+            outcomes[record.get("outcome", "?")] += 1
+            if record.get("outcome") in BUILD_OUTCOMES:
+                built.append(_build(record))
+        elif event == CRASH_EVENT:
+            crashes[record.get("crash_point", "?")] += 1
+            if record.get("crash_point") in BUILD_CRASH_POINTS:
+                built.append(_build(record))
+        elif event == "child exited: restarting":
+            found.child_restarts += 1
     found.invocations = {f: dict(c) for f, c in sorted(invocations.items())}
     found.job_outcomes = dict(sorted(outcomes.items()))
     found.crash_points_hit = dict(sorted(crashes.items()))

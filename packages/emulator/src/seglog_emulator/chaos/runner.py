@@ -43,7 +43,7 @@ import structlog
 from seglog_core.verify import verify_log
 from seglog_emulator.chaos import timeline
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
-from seglog_emulator.chaos.runlog import read_run_log
+from seglog_emulator.chaos.runlog import tally
 from seglog_emulator.chaos.watch import SnapshotLife, SnapshotWatcher, percentile, queue_depth, quiescent
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_emulator.child import ready_marker
@@ -326,23 +326,23 @@ class ChaosRunner:
                           "statuses": dict(stats.statuses)}
         if runtime is not None:
             report.faults = runtime.counts()
-        self._read_log(Path(report.log_file), report)
+        records = timeline.log_records(Path(report.log_file))
+        self._tally(records, report)
         report.seconds = round(time.monotonic() - started, 1)
         report.log_ids = [str(i) for i in log_ids]
-        report.data = self._run_data(report, started_at, stats, lives, runtime)
+        report.data = self._run_data(report, records, started_at, stats, lives, runtime)
         stop_monitor.set()
         return report
 
-    def _run_data(self, report: RunReport, started_at: float, stats: ClientStats, lives: list[SnapshotLife],
-                  runtime: FaultRuntime | None) -> RunData | None:
-        """The run for the report; None (and a log line) if its files cannot be read — the run's verdict stands."""
+    @staticmethod
+    def _run_data(report: RunReport, records: list[dict[str, Any]], started_at: float, stats: ClientStats,
+                  lives: list[SnapshotLife], runtime: FaultRuntime | None) -> RunData | None:
+        """The run for the report; None (and a log line) if it cannot be drawn — the run's verdict stands."""
         try:
             return timeline.run_data(
-                kind="chaos", title="chaos run", run=report.run, seed=report.seed, started_at=started_at,
-                seconds=report.seconds, log_file=Path(report.log_file),
+                run=report.run, seed=report.seed, started_at=started_at, seconds=report.seconds, records=records,
                 fault_log=runtime.directory / LOG_FILE if runtime is not None else None, tries=list(stats.tries),
-                lives=lives, violations=report.violations, memory=timeline.function_memory(self.template),
-                quiescence=report.quiescence_seconds, summary={}, replay="")
+                lives=lives, violations=report.violations, quiescence=report.quiescence_seconds)
         except Exception as exc:
             log.error("the run's timeline could not be read", run=report.run, error=str(exc), exc_info=True)
             return None
@@ -400,9 +400,9 @@ class ChaosRunner:
         return dlq
 
     @staticmethod
-    def _read_log(path: Path, report: RunReport) -> None:
+    def _tally(records: list[dict[str, Any]], report: RunReport) -> None:
         """Tally the run's log: invocations by function and outcome, job outcomes, crash points, usage."""
-        found = read_run_log(path)
+        found = tally(records)
         report.invocations, report.job_outcomes = found.invocations, found.job_outcomes
         report.crash_points_hit, report.usage = found.crash_points_hit, found.usage
         report.child_restarts, report.mixed_version = found.child_restarts, found.mixed_version

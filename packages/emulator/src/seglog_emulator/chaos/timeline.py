@@ -6,48 +6,46 @@ the process), the clients' tries (kept by :class:`.workload.ClientStats`) and th
 Snapshot entry's life. Invocations go on a lane per function worker process, tries on a lane per client, faults
 on the lane of the process they hit. The same lines are metered (:class:`seglog_report.model.Meter`) for the cost
 ledger: capacity and requests from each invocation's usage, the pollers' own requests from their "poller usage"
-lines, and billed duration (init included, as Lambda bills it) at the template's memory.
+lines, and billed duration (init included, as Lambda bills it) at the memory each invocation line names.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_emulator.chaos.runlog import json_lines
+from seglog_emulator.chaos.runlog import CRASH_EVENT, json_lines
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
+from seglog_report import events
 from seglog_report.metering import Metering
 from seglog_report.model import Marker, Meter, RunData, Span, Violation, outline
-from seglog_stack.template import load_template
 
 #: Where a violation's text names its log and entry: "I2 <uuid> at 0/5: ..." (:meth:`ChaosRunner._verify`).
 _WHERE: Final = re.compile(r"^(?P<inv>I\d|SIM)\b.*?(?P<log>[0-9a-f]{8}-[0-9a-f-]{27})(?: at (?P<seg>\d+)/(?P<e>\d+))?")
-#: Ids shown on hover, as the log lines name them.
-_IDS: Final = ("request_id", "message_id", "attempt", "log_id", "segment", "entry", "shard_id", "pid", "source")
-CRASH_EVENT: Final = "crash point reached: killing this process"
 
 
-def function_memory(template: Path) -> dict[str, int]:
-    """MemorySize of every function in ``template`` (its own, else the Globals', else Lambda's 128 MB)."""
-    parsed = load_template(template)
-    default = parsed.body.get("Globals", {}).get("Function", {}).get("MemorySize", 128)
-    return {logical: int((res.get("Properties") or {}).get("MemorySize", default))
-            for logical, res in parsed.of_type("AWS::Serverless::Function").items()}
+def log_records(path: Path) -> list[dict[str, Any]]:
+    """The run's log lines that have a time, with it as Unix time in ``_at`` (none when there is no log): read
+    once, for both the run's tallies (:func:`.runlog.tally`) and its timeline."""
+    if not path.is_file():
+        return []
+    with open(path, errors="replace") as lines:
+        return [{**record, "_at": _epoch(record["timestamp"])} for record in json_lines(lines)
+                if "timestamp" in record]
 
 
-def run_data(*, kind: str, title: str, run: int, seed: int, started_at: float, seconds: float, log_file: Path,
+def run_data(*, run: int, seed: int, started_at: float, seconds: float, records: list[dict[str, Any]],
              fault_log: Path | None, tries: list[ClientTry], lives: list[SnapshotLife], violations: list[str],
-             memory: dict[str, int], quiescence: float | None, summary: dict[str, Any], replay: str) -> RunData:
-    lines = list(_records(log_file))
-    spans, lane_of_pid, meter = _invocations(lines, started_at, memory)
+             quiescence: float | None) -> RunData:
+    """The run drawn from its log's ``records`` (:func:`log_records`) and the rest it left."""
+    spans, lane_of_pid, meter = _invocations(records, started_at)
     spans += _tries(tries, started_at)
     spans += [_life(life, started_at, started_at + seconds) for life in lives]
-    markers = _markers(lines, _faults(fault_log), lane_of_pid, started_at)
+    markers = _markers(records, _faults(fault_log), lane_of_pid, started_at)
     meter.appends = sum(1 for t in tries if t.acknowledged)
     meter.api_requests = len(tries)
     found = [_violation(text) for text in violations]
@@ -55,22 +53,11 @@ def run_data(*, kind: str, title: str, run: int, seed: int, started_at: float, s
     latencies = {"append": _append_latencies(tries),
                  "snapshot": [round(s.end - s.start, 3) for s in spans if s.group == "snapshot"
                               and s.outcome == "completed"],
-                 "stream_hop": _stream_hops(lines),
+                 "stream_hop": _stream_hops(records),
                  "quiescence": [quiescence] if quiescence is not None else []}
-    return RunData(kind=kind, title=title, run=run, seed=seed, started_at=started_at, seconds=seconds,
-                   violations=found, spans=spans, markers=markers, meter=meter, summary=summary, replay=replay,
+    return RunData(kind="chaos", title="chaos run", run=run, seed=seed, started_at=started_at, seconds=seconds,
+                   violations=found, spans=spans, markers=markers, meter=meter,
                    latencies={k: v for k, v in latencies.items() if v})
-
-
-def _records(path: Path) -> Iterator[dict[str, Any]]:
-    """The log's JSON lines that have a time, with it as Unix time in ``_at``."""
-    if not path.is_file():
-        return
-    with open(path, errors="replace") as lines:
-        for record in json_lines(lines):
-            if "timestamp" in record:
-                record["_at"] = _epoch(record["timestamp"])
-                yield record
 
 
 def _epoch(stamp: Any) -> float:
@@ -80,12 +67,7 @@ def _epoch(stamp: Any) -> float:
         return 0.0
 
 
-def _ids(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: record[k] for k in _IDS if record.get(k) not in (None, "")}
-
-
-def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
-                 ) -> tuple[list[Span], dict[int, str], Meter]:
+def _invocations(lines: list[dict[str, Any]], t0: float) -> tuple[list[Span], dict[int, str], Meter]:
     # The lines a handler wrote carry its request id, and the log, segment and entry it worked on.
     jobs: dict[str, list[dict[str, Any]]] = {}
     context: dict[str, dict[str, Any]] = {}
@@ -96,7 +78,7 @@ def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
         if record.get("event") == "snapshot job":
             jobs.setdefault(request_id, []).append(record)
         into = context.setdefault(request_id, {})
-        into.update({k: v for k, v in _ids(record).items() if k not in into and k != "pid"})
+        into.update({k: v for k, v in events.ids(record).items() if k not in into and k != "pid"})
     spans: list[Span] = []
     lane_of_pid: dict[int, str] = {}
     metering = Metering()
@@ -108,7 +90,7 @@ def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
         if event != "invocation":
             continue
         function = str(record.get("function", "?"))
-        lane = f"{function} pid {record.get('pid', '?')}"
+        lane = events.function_lane(function, int(record.get("pid") or 0))
         lane_of_pid[int(record.get("pid") or 0)] = lane
         duration = float(record.get("duration_ms", 0.0)) / 1000
         end = record["_at"] - t0
@@ -116,27 +98,22 @@ def _invocations(lines: list[dict[str, Any]], t0: float, memory: dict[str, int]
         ran = jobs.get(str(record.get("request_id")), [])
         if outcome == "success" and ran:
             outcome = str(ran[-1].get("outcome", outcome))
-        ids = _ids(record)
+        ids = events.ids(record)
         ids.update({k: v for k, v in context.get(str(record.get("request_id")), {}).items() if k not in ids})
         extra = "cold start" if record.get("cold_start") else ""
         if record.get("error_type"):
             extra = f"{record['error_type']}: {str(record.get('error_message', ''))[:160]}"
         spans.append(Span(lane=lane, group="function", start=round(end - duration, 4), end=round(end, 4),
                           outcome=outcome, label=f"{function} {extra}".strip(), ids=ids))
-        # A line names the function's memory; an older log's does not, and the template then says.
-        metering.invocation({"memory_mb": memory.get(function), **record})
+        metering.invocation(record)
     return spans, lane_of_pid, metering.meter
 
 
 def _tries(tries: list[ClientTry], t0: float) -> list[Span]:
-    spans = []
-    for t in tries:
-        lane = "setup (creates the sheets)" if t.client == "MainThread" else t.client
-        spans.append(Span(lane=lane, group="client", start=round(t.start - t0, 4), end=round(t.end - t0, 4),
-                          outcome=t.outcome,
-                          label=f"{t.method} {t.path} try {t.number}: {t.status or t.error or 'no answer'}",
-                          ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number)) if v}))
-    return spans
+    return [Span(lane=events.client_lane(t.client), group="client", start=round(t.start - t0, 4),
+                 end=round(t.end - t0, 4), outcome=t.outcome,
+                 label=f"{t.method} {t.path} try {t.number}: {t.status or t.error or 'no answer'}",
+                 ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number)) if v}) for t in tries]
 
 
 def _life(life: SnapshotLife, t0: float, t_end: float) -> Span:
@@ -151,15 +128,7 @@ def _life(life: SnapshotLife, t0: float, t_end: float) -> Span:
 def _faults(path: Path | None) -> list[dict[str, Any]]:
     if path is None or not path.is_file():
         return []
-    found = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and "at" in record:
-            found.append(record)
-    return found
+    return [record for record in json_lines(path.read_text(errors="replace").splitlines()) if "at" in record]
 
 
 def _markers(lines: list[dict[str, Any]], faults: list[dict[str, Any]], lane_of_pid: dict[int, str],
@@ -171,7 +140,7 @@ def _markers(lines: list[dict[str, Any]], faults: list[dict[str, Any]], lane_of_
         pid = int(fault.get("pid") or 0)
         lane = lane_of_pid.get(pid) or f"{fault.get('process', '?')} (pid {pid})"
         group = "function" if pid in lane_of_pid else "operator"
-        ids = {"key": str(fault.get("key", "")), "pid": pid, **_ids(requests.get(str(fault.get("key")), {}))}
+        ids = {"key": str(fault.get("key", "")), "pid": pid, **events.ids(requests.get(str(fault.get("key")), {}))}
         params = fault.get("params") or {}
         markers.append(Marker(lane=lane, group=group, at=round(float(fault["at"]) - t0, 4),
                               kind=str(fault.get("kind", "?")),
@@ -181,7 +150,7 @@ def _markers(lines: list[dict[str, Any]], faults: list[dict[str, Any]], lane_of_
             pid = int(record.get("pid") or 0)
             markers.append(Marker(lane=lane_of_pid.get(pid, f"pid {pid}"), group="function",
                                   at=round(record["_at"] - t0, 4), kind=f"crash point {record.get('crash_point')}",
-                                  label="the worker kills itself here", ids=_ids(record)))
+                                  label="the worker kills itself here", ids=events.ids(record)))
     return markers
 
 
@@ -201,7 +170,7 @@ def _append_latencies(tries: Iterable[ClientTry]) -> list[float]:
     for t in sorted(tries, key=lambda t: t.start):
         if t.number == 1:
             first[t.client] = t.start
-        if t.acknowledged and t.method == "POST" and t.path.endswith("/entries"):
+        if t.acknowledged:
             found.append(round(t.end - first.get(t.client, t.start), 4))
     return found
 

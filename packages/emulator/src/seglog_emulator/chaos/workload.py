@@ -39,6 +39,7 @@ from seglog_client import (
     set_range,
 )
 from seglog_emulator import logfeed
+from seglog_report import events
 
 log = structlog.get_logger("seglog.chaos.client")
 
@@ -73,11 +74,13 @@ class ClientTry:
 
     @property
     def outcome(self) -> str:
-        if self.status is None:
-            return "lost"
-        if 200 <= self.status < 300:
-            return "acknowledged"
-        return "retried" if self.status >= 500 or self.status == 429 else "error"
+        return events.try_outcome(self.status)
+
+    def feed(self) -> dict[str, Any]:
+        """The try as the live console is sent it (its client lanes)."""
+        return {"event": "client try", "client": self.client, "start": self.start, "end": self.end,
+                "status": "lost" if self.status is None else str(self.status), "attempt": self.number,
+                "method": self.method, "path": self.path, "log_id": self.log_id}
 
 
 @dataclass
@@ -99,7 +102,7 @@ class ClientStats(Counters):
                          error=attempt.error, log_id=found.group(1) if found else None)
         with self._lock:
             self.tries.append(done)
-        logfeed.client_try(done.client, attempt)  # the live console's client lanes
+        logfeed.send(done.feed())  # the live console's client lanes
 
     def appended(self, log_id: uuid.UUID, answer: Appended) -> None:
         super().appended(log_id, answer)

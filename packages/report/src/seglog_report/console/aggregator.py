@@ -21,7 +21,7 @@ from typing import Any, Final
 import msgspec
 import structlog
 
-from seglog_report.console import events
+from seglog_report import events
 from seglog_report.console.window import MAX_AGE_SECONDS, MAX_ITEMS, Item, Window
 from seglog_report.metering import Metering, number
 from seglog_report.model import Marker, Span

@@ -1,7 +1,9 @@
-"""Reading fed events: values checked and cut to size, lanes put in their group, ids picked for hovers.
+"""Reading a run's log events — fed live to the console, or read from a run's log for its report: values checked
+and cut to size, lanes named and put in their group, ids picked for hovers, a client try's outcome. One set of
+rules, so the console and report.html name and colour the same run the same way.
 
-Everything a process sends is untrusted input here (a handler's log line carries whatever it bound): a value of
-the wrong type becomes a default, a long one is cut, so nothing fed can make the state large or fail to encode.
+Everything a process logs is untrusted input here (a handler's log line carries whatever it bound): a value of
+the wrong type becomes a default, a long one is cut, so nothing read can make the state large or fail to encode.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def text(value: Any, default: str) -> str:
     return str(value)[:MAX_TEXT] or default
 
 
-#: A worker process's lane, as the report names it (``seglog_emulator.chaos.timeline``).
+#: A worker process's lane (:func:`function_lane`).
 _FUNCTION_LANE: Final = re.compile(r".+ pid \d+$")
 
 
@@ -61,12 +63,13 @@ def ids(event: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> dict[
     return found
 
 
-def try_outcome(status: str) -> str:
-    """A client try's outcome, as the report has it (``seglog_emulator.chaos.workload.ClientTry``): no answer
+def try_outcome(status: int | str | None) -> str:
+    """A client try's outcome from its HTTP status (a number, its text, or None/"lost" for no answer): no answer
     "lost", answered 2xx "acknowledged", 5xx or 429 "retried", any other answer "error"."""
-    if not status.isdigit():
+    if isinstance(status, str):
+        status = int(status) if status.isdigit() else None
+    if status is None:
         return "lost"
-    code = int(status)
-    if 200 <= code < 300:
+    if 200 <= status < 300:
         return "acknowledged"
-    return "retried" if code >= 500 or code == 429 else "error"
+    return "retried" if status >= 500 or status == 429 else "error"
