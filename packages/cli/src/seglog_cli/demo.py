@@ -20,12 +20,13 @@ from rich.text import Text
 
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.context import reports_errors, settings
-from seglog_cli.reports import command_line, publish, report_directory, report_option
+from seglog_cli.reports import command_line, report_directory, report_option
 from seglog_core.sheet import render
 from seglog_emulator.chaos import Campaign, RunProgress, Workload, default_plan
 from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.child import read_statuses
 from seglog_emulator.faults.plan import FaultPlan
+from seglog_report.html import publish
 from seglog_stack import StackManager
 
 #: The demo's faults fire at this share of a chaos run's rates: visible, never in the way.

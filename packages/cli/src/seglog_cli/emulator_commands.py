@@ -12,13 +12,14 @@ import click
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
-from seglog_cli.reports import command_line, publish, report_directory, report_option
+from seglog_cli.reports import command_line, report_directory, report_option
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
+from seglog_report.html import publish
 from seglog_stack import local
 from seglog_stack.info import ENDPOINT_ENV
 from seglog_stack.template import default_template_path

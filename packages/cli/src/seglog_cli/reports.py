@@ -3,14 +3,11 @@ and ``report.json`` (what ``seglog cost`` reads) in a directory of their own, pr
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
 import click
-
-from seglog_report.html import publish
-
-__all__ = ["command_line", "publish", "report_directory", "report_option"]
 
 report_option = click.option(
     "--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -24,6 +21,4 @@ def report_directory(chosen: Path | None, run_dir: Path, kind: str) -> Path:
 
 def command_line(ctx: click.Context) -> str:
     """The command as typed (for the report's header)."""
-    import sys
-
     return " ".join(["seglog", *sys.argv[1:]]) if sys.argv else ctx.command_path

@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 
 from seglog_cli.context import settings
-from seglog_cli.reports import command_line, publish, report_directory, report_option
+from seglog_cli.reports import command_line, report_directory, report_option
 from seglog_report.cost import Ledger
+from seglog_report.html import publish
 from seglog_report.model import Report
 from seglog_sim import quiet_logs
 from seglog_sim.campaign import Campaign, run_campaign

@@ -24,16 +24,14 @@ from seglog_sim.run import SeedResult, execute
 from seglog_sim.scenario import Scenario
 from seglog_sim.world import Task
 
-KIND_NAMES = {"api": "ApiFunction", "router": "StreamRouterFunction", "worker": "SnapshotWorkerFunction",
-              "retention": "RetentionFunction"}
-
 
 def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None,
              replay: str = "") -> tuple[SeedResult, RunData]:
     """Run ``seed`` again and draw it."""
     run, result = execute(seed, scenario, only=only)
     start = run.world.start
-    spans, lane_of = _invocations(run.world.tasks, start, run.world.now)
+    names = {kind: getattr(run.topology, kind).logical_id for kind in FUNCTION_KINDS}
+    spans, lane_of = _invocations(run.world.tasks, names, start, run.world.now)
     spans += _client_tries(run.world.tasks, start)
     spans += _snapshot_lives(result.history, start, run.world.now)
     markers = [Marker(lane=lane_of.get(task, task), group=_group(task), at=round(at - start, 4), kind=kind,
@@ -74,7 +72,8 @@ def _outcome(task: Task) -> str:
     return "success"
 
 
-def _invocations(tasks: list[Task], start: float, now: float) -> tuple[list[Span], dict[str, str]]:
+def _invocations(tasks: list[Task], names: dict[str, str], start: float, now: float
+                 ) -> tuple[list[Span], dict[str, str]]:
     """Spans of every invocation, each kind's on the lowest-numbered slot free when it started (as a pool of
     execution environments would run them)."""
     spans: list[Span] = []
@@ -87,7 +86,7 @@ def _invocations(tasks: list[Task], start: float, now: float) -> tuple[list[Span
         if slot == len(slots):
             slots.append(end)
         slots[slot] = end
-        lane = f"{KIND_NAMES[task.kind]} #{slot + 1}"
+        lane = f"{names[task.kind]} #{slot + 1}"
         lane_of[task.name] = lane
         ids = _ids(task)
         label = task.name + (f" ({task.killed})" if task.killed else "")
