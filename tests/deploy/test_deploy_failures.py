@@ -2,16 +2,21 @@
 templates of their own (deployed through `--manifest` of an empty build, so no function is built): a rollback
 names the failing resource and CloudFormation's reason and exits 1; retained resources are listed with the
 command that removes them; a template over the inline limit goes by URL; the artifacts bucket is private,
-versioned, encrypted and TLS-only.
+versioned, encrypted and TLS-only, repaired when it is not, and used only when it is the caller's own.
+
+The bucket's tests deploy as an account of their own (LocalStack takes a 12-digit access key id as the account,
+"Multi-account setups" in its docs), so each gets its own predictable bucket name, and another account can squat it.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 import yaml
 from botocore.exceptions import ClientError
@@ -19,8 +24,8 @@ from click.testing import CliRunner, Result
 
 from seglog_cli.main import cli
 from seglog_deploy import deploy as deploying
-from seglog_deploy.artifacts import bucket_name, tls_only_policy
-from seglog_deploy.errors import DeployError
+from seglog_deploy.artifacts import ArtifactsBucket, bucket_name, tls_only_policy
+from seglog_deploy.errors import ArtifactsBucketError, DeployError
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.target import Target
 
@@ -147,3 +152,84 @@ def test_an_unknown_parameter_is_refused_before_anything_is_touched(small: Small
                          artifacts={}, parameters={"NoSuchThing": "1"}, records=small.workdir)
     with pytest.raises(ClientError, match="does not exist"):
         small.status()
+
+
+# ------------------------------------------------------------------------------- the artifacts bucket (issue 18)
+
+
+def as_account(target: Target, account: str) -> Target:
+    """The deploy target with credentials of ``account`` (LocalStack: the access key id names the account)."""
+    session = boto3.Session(aws_access_key_id=account, aws_secret_access_key="test", region_name=target.region)
+    return Target(session=session, region=target.region, endpoint_url=target.endpoint_url)
+
+
+def new_account() -> str:
+    return str(random.randrange(10**11, 10**12))
+
+
+def test_every_call_on_the_artifacts_bucket_names_the_callers_account_as_its_expected_owner(
+        small: Small) -> None:
+    """Creating the bucket, hardening it, and uploading an artifact and a template: every S3 call but CreateBucket
+    (which cannot carry it) carries ExpectedBucketOwner, recorded as botocore builds each request."""
+    account = new_account()
+    target = as_account(small.target, account)
+    calls: list[tuple[str, str | None]] = []
+
+    def record(params: dict[str, Any], model: Any, **kwargs: Any) -> None:
+        calls.append((model.name, params.get("ExpectedBucketOwner")))
+
+    target.client("s3").meta.events.register("provide-client-params.s3", record)
+    manifest = small.write({"Good": QUEUE})
+    code = small.workdir / "code.zip"
+    code.write_bytes(uuid.uuid4().bytes)
+    state, _ = deploying.deploy(target, stack_name=small.stack_name, template_path=manifest.with_suffix(".yaml"),
+                                artifacts={"Code": code}, inline_limit=0, records=small.workdir)
+    assert "CREATE_COMPLETE" == state.status
+    operations = {name for name, _ in calls}
+    assert {"HeadBucket", "CreateBucket", "PutBucketVersioning", "PutBucketPolicy", "PutObject"} <= operations
+    assert 2 == sum(name == "PutObject" for name, _ in calls)  # the artifact and the template
+    assert [] == [(name, owner) for name, owner in calls if name != "CreateBucket" and owner != account]
+
+
+def test_a_bucket_squatted_by_another_account_stops_the_deploy_before_any_code_is_uploaded(small: Small) -> None:
+    """Another account creates the predictable name first. S3 refuses every call that expects our account with
+    403 (Amazon S3 User Guide, "Verifying bucket ownership with bucket owner condition"); LocalStack 2026.3 checks
+    the expected owner on the bucket policy calls only, which the hardening makes before any upload."""
+    account, squatter = new_account(), new_account()
+    squatted = bucket_name(account, small.target.region)
+    theirs = as_account(small.target, squatter).client("s3")
+    theirs.create_bucket(Bucket=squatted)
+    manifest = small.write({"Good": QUEUE})
+    code = small.workdir / "code.zip"
+    code.write_bytes(b"the functions' code")
+    with pytest.raises(ArtifactsBucketError, match="--artifacts-bucket") as raised:
+        deploying.deploy(as_account(small.target, account), stack_name=small.stack_name,
+                         template_path=manifest.with_suffix(".yaml"), artifacts={"Code": code}, records=small.workdir)
+    assert (squatted, account) == (raised.value.bucket, raised.value.expected_owner)
+    assert [] == theirs.list_objects_v2(Bucket=squatted).get("Contents", [])
+    with pytest.raises(ClientError, match="does not exist"):
+        as_account(small.target, account).client("cloudformation").describe_stacks(StackName=small.stack_name)
+
+
+def test_a_bucket_that_exists_without_its_hardening_gets_it_and_keeps_its_other_policy_statements(
+        small: Small) -> None:
+    """A create interrupted after CreateBucket (or a bucket loosened since): the next deploy makes it private,
+    versioned, encrypted and TLS-only; a statement someone added to its policy stays."""
+    target = as_account(small.target, new_account())
+    name = bucket_name(target.account_id(), target.region)
+    s3 = target.client("s3")
+    s3.create_bucket(Bucket=name)
+    s3.delete_public_access_block(Bucket=name)  # what a new bucket has had by default since April 2023
+    s3.delete_bucket_encryption(Bucket=name)  # likewise (SSE-S3 for every new bucket since January 2023)
+    theirs = {"Sid": "TheirOwn", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteBucket",
+              "Resource": f"arn:aws:s3:::{name}"}
+    s3.put_bucket_policy(Bucket=name, Policy=json.dumps({"Version": "2012-10-17", "Statement": [theirs]}))
+    bucket = ArtifactsBucket(target)
+    assert bucket.ensure() is False  # it existed
+    assert "Enabled" == s3.get_bucket_versioning(Bucket=name)["Status"]
+    rule = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert "AES256" == rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"]
+    assert all(s3.get_public_access_block(Bucket=name)["PublicAccessBlockConfiguration"].values())
+    statements = json.loads(s3.get_bucket_policy(Bucket=name)["Policy"])["Statement"]
+    assert [theirs, *tls_only_policy(name)["Statement"]] == statements
+    assert [] == bucket.harden()  # nothing left to repair: a second deploy writes nothing

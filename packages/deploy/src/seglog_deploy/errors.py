@@ -39,7 +39,17 @@ class TargetError(DeployError):
 
 
 class ArtifactsBucketError(DeployError):
-    """The artifacts bucket cannot be created or used (its name is taken by another account, say)."""
+    """The artifacts bucket cannot be created or used (its name is taken by another account, say).
+
+    Attributes:
+        bucket: the bucket's name.
+        expected_owner: the account that must own it (the credentials' own, from STS GetCallerIdentity).
+    """
+
+    def __init__(self, message: str, *, bucket: str, expected_owner: str) -> None:
+        super().__init__(message)
+        self.bucket = bucket
+        self.expected_owner = expected_owner
 
 
 class ChangeSetError(DeployError):
@@ -71,3 +81,4 @@ class StackNotFoundError(DeployError):
         super().__init__(f"no stack {stack_name} {where}: deploy it first with `seglog deploy --stack-name "
                          f"{stack_name}`, or check --region and --profile")
         self.stack_name = stack_name
+
