@@ -2,7 +2,8 @@
 templates of their own (deployed through `--manifest` of an empty build, so no function is built): a rollback
 names the failing resource and CloudFormation's reason and exits 1; retained resources are listed with the
 command that removes them; a template over the inline limit goes by URL; the artifacts bucket is private,
-versioned, encrypted and TLS-only, repaired when it is not, and used only when it is the caller's own.
+versioned, encrypted and TLS-only, repaired when it is not, and used only when it is the caller's own; a deploy
+over a failed first create stops and lists what that create retained, unless asked to replace it.
 
 The bucket's tests deploy as an account of their own (LocalStack takes a 12-digit access key id as the account,
 "Multi-account setups" in its docs), so each gets its own predictable bucket name, and another account can squat it.
@@ -25,7 +26,7 @@ from click.testing import CliRunner, Result
 from seglog_cli.main import cli
 from seglog_deploy import deploy as deploying
 from seglog_deploy.artifacts import ArtifactsBucket, bucket_name, tls_only_policy
-from seglog_deploy.errors import ArtifactsBucketError, DeployError
+from seglog_deploy.errors import ArtifactsBucketError, DeployError, FailedCreateError
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.target import Target
 
@@ -152,6 +153,45 @@ def test_an_unknown_parameter_is_refused_before_anything_is_touched(small: Small
                          artifacts={}, parameters={"NoSuchThing": "1"}, records=small.workdir)
     with pytest.raises(ClientError, match="does not exist"):
         small.status()
+
+
+# ------------------------------------------------------------------------------ a failed first create (issue 18)
+
+
+def test_a_deploy_over_a_failed_first_create_stops_and_lists_what_it_retained_unless_asked_to_replace(
+        small: Small) -> None:
+    """A ROLLBACK_COMPLETE stack can only be deleted; deleting it silently would orphan the retained table, and
+    the new create would make another beside it. The refusal names the table and the command that removes it;
+    --replace-failed-stack deletes the failed stack, creates the new one and lists the table again."""
+    failed = small.deploy({"Kept": KEPT_TABLE, "Broken": {**BROKEN, "DependsOn": "Kept"}})
+    assert 1 == failed.exit_code, failed.output
+    cfn = small.target.client("cloudformation")
+    (before,) = cfn.describe_stacks(StackName=small.stack_name)["Stacks"]
+    table = {r["LogicalResourceId"]: r.get("PhysicalResourceId") for r in cfn.describe_stack_resources(
+        StackName=small.stack_name)["StackResources"]}["Kept"]
+    manifest = small.write({"Good": QUEUE})
+    try:
+        with pytest.raises(FailedCreateError) as raised:
+            deploying.deploy(small.target, stack_name=small.stack_name, template_path=manifest.with_suffix(".yaml"),
+                             artifacts={}, records=small.workdir)
+        assert [("Kept", "AWS::DynamoDB::Table", table)] == [
+            (r.logical_id, r.resource_type, r.physical_id) for r in raised.value.retained]
+        refused = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest))
+        assert 1 == refused.exit_code, refused.output
+        assert f"aws dynamodb delete-table --table-name {table}" in refused.output
+        assert "--replace-failed-stack" in refused.output
+        (after,) = cfn.describe_stacks(StackName=small.stack_name)["Stacks"]
+        assert (before["StackId"], "ROLLBACK_COMPLETE") == (after["StackId"], after["StackStatus"])  # untouched
+
+        replaced = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest),
+                             "--replace-failed-stack")
+        assert 0 == replaced.exit_code, replaced.output
+        assert "CREATE_COMPLETE" == small.status()
+        assert table in replaced.output.split("what it retained stays")[1]
+        ddb = small.target.client("dynamodb")
+        assert "ACTIVE" == ddb.describe_table(TableName=table)["Table"]["TableStatus"]  # kept, as listed
+    finally:
+        small.target.client("dynamodb").delete_table(TableName=table)
 
 
 # ------------------------------------------------------------------------------- the artifacts bucket (issue 18)
