@@ -227,3 +227,18 @@ def test_completing_refuses_what_cannot_become_the_entry(api: Api) -> None:
     assert_error(complete(api, log_id, not_a_range["upload_id"], "setrng"), 400, "invalid_upload")
     assert_error(complete(api, log_id, bad_ref["upload_id"], "setrng"), 400, "invalid_cell_ref")
     assert {"segment": 0, "num": 0} == api.call("GET", f"/sheets/{log_id}").json["position"]
+
+
+def test_completing_another_upload_under_a_landed_entry_id_is_422_and_leaves_the_entry(api: Api) -> None:
+    log_id = api.create()
+    entry_id = str(uuid.uuid4())
+    first = upload(api, log_id, b"a,b\n1,2\n", "text/csv")
+    other = upload(api, log_id, b"a,b\n3,4\n", "text/csv")
+    landed = complete(api, log_id, first["upload_id"], "imp", entry_id=entry_id)
+    assert 200 == landed.status, landed.json
+
+    reused = complete(api, log_id, other["upload_id"], "imp", entry_id=entry_id)
+
+    assert_error(reused, 422, "entry_id_reused")
+    assert landed.json["position"] == reused.error["position"]
+    assert [["a", "b"], [1, 2]] == api.call("GET", f"/sheets/{log_id}").json["rows"]
