@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -21,10 +22,11 @@ from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline import SnapshotWorker
 from seglog_core.pipeline.fallback import reprocess
+from seglog_core.ports import BlobStore, LogStore
 from seglog_core.reader import LogReader
 from seglog_core.retention import RetentionPolicy, apply_retention, archive_key, read_archive
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, EntryType, SetCell, SetRange
+from seglog_core.schema import Entry, EntryType, Segment, SetCell, SetRange
 from seglog_core.verify import VerifyReport, verify_log
 from seglog_stack.local import LocalDeployment
 
@@ -34,15 +36,16 @@ FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
 class MemoryPipeline:
     """One log with a segment size policy, its snapshots built by the worker protocol as entries land."""
 
-    def __init__(self, *, edits: int = 40, large_threshold: int = 16 * 1024) -> None:
+    def __init__(self, *, edits: int = 40, large_threshold: int = 16 * 1024,
+                 stores: tuple[LogStore, BlobStore] | None = None) -> None:
         self.now = 1_000_000.0
-        self.store, self.blobs = InMemoryLogStore(), InMemoryBlobStore()
+        self.store, self.blobs = stores or (InMemoryLogStore(), InMemoryBlobStore())
         self.pending, self.queue = InMemoryPendingStore(), InMemoryJobQueue(clock=lambda: self.now)
+        self.document = SheetDocument(reader=LogReader(store=self.store), blobs=self.blobs)
         self.log = EventLog(store=self.store, blobs=self.blobs, retry=FAST, clock=lambda: self.now,
                             snapshot_every=3, segment_entries=6, large_threshold=large_threshold)
-        document = SheetDocument(reader=LogReader(store=self.store), blobs=self.blobs)
         self.worker = SnapshotWorker(store=self.store, blobs=self.blobs, pending=self.pending, queue=self.queue,
-                                     body_of=document.body, clock=lambda: self.now, chunk_cells=4)
+                                     body_of=self.document.body, clock=lambda: self.now, chunk_cells=4)
         self.log_id = self.log.create()
         self.acknowledged: list[uuid.UUID] = []
         for i in range(edits):
@@ -213,3 +216,145 @@ def test_segments_archived_while_the_pipeline_runs_verify_clean(driver: Pipeline
     segments = list(b.store.segments(log_id))
     assert len(segments) >= 4 and retired == [s.num for s in segments if s.archive is not None]
     assert report.archived > 0 and report.completed == report.snapshots
+
+
+# ------------------------------------------------------------------------------------- every retention pattern
+# Issue 18: verify judged only a deleted prefix right, and rebuild folded from an empty sheet past retired
+# history, writing the result over completed snapshots. Each pattern is built through apply_retention and the
+# store calls, on every backend (memory, the adapters on the simulated services, the local stack).
+
+
+class RetiringView:
+    """The store as a reader sees it while retention works on it, without the store's cooperation: entries of a
+    segment below ``hidden[segment]`` already deleted (a run that died half way), and ``tombstones`` in the form
+    retention leaves them (the item marked ``D``, only the EndSegment left; seglog_core.retention)."""
+
+    def __init__(self, store: LogStore, *, hidden: dict[int, int] | None = None,
+                 tombstones: frozenset[int] = frozenset()) -> None:
+        self._store, self._hidden, self._tombstones = store, hidden or {}, tombstones
+
+    def segments(self, log_id: uuid.UUID) -> Iterator[Segment]:
+        for s in self._store.segments(log_id):
+            yield msgspec.structs.replace(s, retired=1_000_000) if s.num in self._tombstones else s
+
+    def entries(self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *,
+                page_size: int = 500) -> Iterator[Entry]:
+        for e in self._store.entries(log_id, segment, start, end, page_size=page_size):
+            if e.num >= self._hidden.get(segment, 0) and (segment not in self._tombstones
+                                                          or e.type is EntryType.END_SEGMENT):
+                yield e
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _segment_count(p: MemoryPipeline) -> int:
+    return len(list(p.store.segments(p.log_id)))
+
+
+def _retire(p: MemoryPipeline, *, archive_below: int = 0, delete_below: int = 0) -> None:
+    """Archive segments 0..archive_below-1, then delete the next ones up to delete_below-1 (two runs)."""
+    if archive_below:
+        apply_retention(p.store, p.blobs, p.log_id, RetentionPolicy(keep=_segment_count(p) - archive_below))
+    if delete_below:
+        apply_retention(p.store, p.blobs, p.log_id,
+                        RetentionPolicy(keep=_segment_count(p) - delete_below, archive=False))
+
+
+def _delete_objects_of(p: MemoryPipeline, segment: int) -> None:
+    """What a deleting retention run does first: the segment's snapshot objects and large bodies go."""
+    for key in list(p.blobs.keys(f"snapshots/{p.log_id}/{segment}/")):
+        p.blobs.delete(key)
+    for e in p.store.entries(p.log_id, segment):
+        if e.external is not None:
+            p.blobs.delete(e.external)
+
+
+def _half_deleted(p: MemoryPipeline, segment: int, *, archived: bool) -> RetiringView:
+    """Segment ``segment`` as a retention run that died half way leaves it: its archive written (an archiving run)
+    or its objects deleted (a deleting run), then its first entries deleted, and no mark on its item yet."""
+    entries = list(p.store.entries(p.log_id, segment))
+    if archived:
+        p.blobs.put(archive_key(p.log_id, segment), msgspec.msgpack.encode(entries))
+    else:
+        _delete_objects_of(p, segment)
+    return RetiringView(p.store, hidden={segment: len(entries) // 2})
+
+
+def _ids(p: MemoryPipeline, store: LogStore, segments: range) -> list[uuid.UUID]:
+    return [e.entry_id for s in segments for e in store.entries(p.log_id, s) if e.entry_id is not None]
+
+
+@pytest.fixture
+def grown(stores: tuple[LogStore, BlobStore]) -> MemoryPipeline:
+    """A log of at least seven segments on each backend, every snapshot complete."""
+    p = MemoryPipeline(edits=56, large_threshold=128, stores=stores)
+    assert _segment_count(p) >= 7
+    return p
+
+
+def test_verify_after_archiving_older_and_deleting_later_segments_is_clean(grown: MemoryPipeline) -> None:
+    """Archived 0-1, deleted 2-3, live 4..: the issue's 11 false violations (I1 "segment 1 is followed by 4", I2
+    ids of 2-3 missing, I3 the fold skipping the gap). The fold restarts after the gap; the archives still fold."""
+    deleted = _ids(grown, grown.store, range(2, 4))
+    _retire(grown, archive_below=2, delete_below=4)
+    report = grown.verify()
+    assert [] == report.violations
+    assert [(4, 0)] == report.unchecked
+    assert deleted == report.unaccounted
+    assert report.archived > 0
+
+
+def test_a_wrong_snapshot_after_a_gap_is_still_reported(grown: MemoryPipeline) -> None:
+    """Where the fold is known again after the gap (from the oldest retained snapshot on), a snapshot whose state
+    differs from it is I3."""
+    _retire(grown, archive_below=2, delete_below=4)
+    older, latest = grown.retained_snapshots()[-2:]
+    assert older.snapshot_root is not None
+    grown.store.set_snapshot_root(grown.log_id, latest.segment, latest.num, older.snapshot_root)
+    assert [(latest.segment, latest.num)] == [(v.segment, v.entry) for v in grown.verify().violations
+                                               if v.invariant == "I3"]
+
+
+def test_a_missing_segment_after_a_live_one_is_still_i1(grown: MemoryPipeline) -> None:
+    """Retention retires oldest first: a segment gone between two live ones is a loss, not retention."""
+    grown.store.delete_segment(grown.log_id, 2)
+    report = grown.verify()
+    assert ("I1", 3) in [(v.invariant, v.segment) for v in report.violations]
+
+
+def test_verify_judges_a_half_done_archive_by_its_archive(grown: MemoryPipeline) -> None:
+    """An archiving run died after writing segment 1's archive and deleting part of its entries (retention's
+    completeness rule: the archive holds the whole segment): verify folds the archive, nothing is missing."""
+    _retire(grown, archive_below=1)
+    view = _half_deleted(grown, 1, archived=True)
+    report = verify_log(view, grown.log_id, acknowledged=grown.acknowledged, blobs=grown.blobs,
+                        pending=grown.pending, quiescent=True)
+    assert [] == report.violations
+    assert ([], [], []) == (report.unchecked, report.unaccounted, report.retiring)
+
+
+def test_verify_lists_a_half_done_deletion_as_retiring(grown: MemoryPipeline) -> None:
+    """A deleting run died half way through segment 2 (objects gone, first entries gone, no mark): no violation;
+    the segment is listed as retiring, its lost ids unaccounted, the fold restarts after it."""
+    _retire(grown, delete_below=2)
+    gone = _ids(grown, grown.store, range(2, 3))[:3]
+    view = _half_deleted(grown, 2, archived=False)
+    report = verify_log(view, grown.log_id, acknowledged=grown.acknowledged, blobs=grown.blobs,
+                        pending=grown.pending, quiescent=True)
+    assert [] == report.violations
+    assert [2] == report.retiring
+    assert [(3, 0)] == report.unchecked
+    assert set(gone) <= set(report.unaccounted)
+
+
+def test_verify_accepts_tombstones(grown: MemoryPipeline) -> None:
+    """The tombstone form (item marked D, its EndSegment kept) of deleted segments 2-3 after archived 0-1."""
+    for segment in (2, 3):
+        _delete_objects_of(grown, segment)
+    view = RetiringView(grown.store, tombstones=frozenset({2, 3}))
+    _retire(grown, archive_below=2)
+    report = verify_log(view, grown.log_id, acknowledged=grown.acknowledged, blobs=grown.blobs,
+                        pending=grown.pending, quiescent=True)
+    assert [] == report.violations
+    assert [(4, 0)] == report.unchecked
