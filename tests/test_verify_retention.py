@@ -21,12 +21,13 @@ from seglog_core.document import SheetDocument
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline import SnapshotWorker
-from seglog_core.pipeline.fallback import reprocess
+from seglog_core.pipeline.fallback import RebuildReport, rebuild, reprocess
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.reader import LogReader
 from seglog_core.retention import RetentionPolicy, apply_retention, archive_key, read_archive
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, EntryType, Segment, SetCell, SetRange
+from seglog_core.schema import Entry, EntryType, PendingSnapshot, Segment, SetCell, SetRange
+from seglog_core.snapshot import ChunkRow, decode_chunk, encode_chunk, load_root
 from seglog_core.verify import VerifyReport, verify_log
 from seglog_stack.local import LocalDeployment
 
@@ -358,3 +359,129 @@ def test_verify_accepts_tombstones(grown: MemoryPipeline) -> None:
                         pending=grown.pending, quiescent=True)
     assert [] == report.violations
     assert [(4, 0)] == report.unchecked
+
+
+# ------------------------------------------------------------------------------------------------ rebuild
+
+
+def _objects(p: MemoryPipeline) -> dict[str, bytes]:
+    return {key: p.blobs.get(key) for key in p.blobs.keys(f"snapshots/{p.log_id}/")}
+
+
+def _rebuild(p: MemoryPipeline, store: LogStore | None = None, *, chunk_cells: int = 4) -> RebuildReport:
+    return rebuild(store or p.store, p.blobs, p.pending, p.log_id, body_of=p.document.body, chunk_cells=chunk_cells)
+
+
+RETENTION_PATTERNS = {
+    "deleted prefix": {"delete_below": 3},
+    "archived then deleted (a gap)": {"archive_below": 2, "delete_below": 4},
+    "archived prefix": {"archive_below": 3},
+}
+
+
+@pytest.mark.parametrize("pattern", RETENTION_PATTERNS)
+def test_rebuild_after_retention_rewrites_no_completed_snapshot(grown: MemoryPipeline, pattern: str) -> None:
+    """rebuild after `log retain --delete` folded from an empty sheet at the first remaining segment (after a gap:
+    past it) and wrote that over every completed snapshot under the same keys, losing the deleted history for
+    loads too. Now every stored object is left byte for byte, the fold starts at the oldest retained snapshot
+    where history is gone, and verify still finds nothing."""
+    _retire(grown, **RETENTION_PATTERNS[pattern])
+    before = _objects(grown)
+    report = _rebuild(grown)
+    assert before == _objects(grown)
+    assert ([], [], [], []) == (report.completed, report.restored, report.refused, report.unbuildable)
+    first = _segment_count(grown) and min(s.num for s in grown.store.segments(grown.log_id)
+                                          if s.archive is None and s.retired is None)
+    assert ([] if pattern == "archived prefix" else [(first, 0)]) == report.started_from
+    assert [] == grown.verify().violations
+
+
+def test_rebuild_across_tombstones_and_a_half_done_deletion_writes_nothing(grown: MemoryPipeline) -> None:
+    """Tombstones of 0-1 and segment 2 half deleted by a run that died: rebuild starts at 3/0 and writes nothing."""
+    for segment in (0, 1):
+        _delete_objects_of(grown, segment)
+    entries = list(grown.store.entries(grown.log_id, 2))
+    _delete_objects_of(grown, 2)
+    view = RetiringView(grown.store, hidden={2: len(entries) // 2}, tombstones=frozenset({0, 1}))
+    before = _objects(grown)
+    report = _rebuild(grown, view)  # type: ignore[arg-type]
+    assert before == _objects(grown)
+    assert [(3, 0)] == report.started_from
+    assert [0, 1, 2] == report.gone
+    assert report.ok
+
+
+def test_rebuild_restores_lost_objects_with_the_state_they_were_completed_with(grown: MemoryPipeline) -> None:
+    """The bucket lost every snapshot object (retention kept the archives): rebuild folds from the log's creation
+    through the archives and writes each snapshot again, byte for byte what the worker wrote."""
+    _retire(grown, archive_below=2)
+    before = _objects(grown)
+    for key in before:
+        grown.blobs.delete(key)
+    report = _rebuild(grown)
+    assert before == _objects(grown)
+    assert len(report.restored) == report.snapshots > 0
+    assert [] == grown.verify().violations
+
+
+def test_rebuild_refuses_to_write_over_a_snapshot_that_differs_from_the_fold(grown: MemoryPipeline) -> None:
+    """A completed snapshot whose stored state is not the fold's is reported and left as it is (never given
+    another state under its keys); the fold is unknown after it, so the next one is taken as stored."""
+    first, *_ = snapshots = [e for e in grown.retained_snapshots() if e.snapshot_root not in (None, "empty")]
+    assert first.snapshot_root is not None and len(snapshots) > 2
+    root = load_root(grown.blobs, first.snapshot_root)
+    assert root is not None
+    ref = root.chunks[0]
+    chunk = decode_chunk(grown.blobs.get(ref.key))
+    row = chunk.rows[0]
+    tampered = [ChunkRow(row=row.row, cells=[(row.cells[0][0], "tampered"), *row.cells[1:]]), *chunk.rows[1:]]
+    grown.blobs.put(ref.key, encode_chunk(tampered))
+    before = _objects(grown)
+    report = _rebuild(grown)
+    assert before == _objects(grown)
+    assert [(first.segment, first.num)] == [(s, n) for s, n, _ in report.refused]
+    assert [(snapshots[1].segment, snapshots[1].num)] == report.started_from
+
+
+def test_rebuild_never_builds_from_empty_past_retired_history(grown: MemoryPipeline) -> None:
+    """History deleted and the retained snapshots' objects lost: the incomplete snapshot at the end cannot be
+    built (it would be built from an empty sheet); it is reported, nothing is written, it stays incomplete."""
+    _retire(grown, delete_below=3)
+    for key in list(grown.blobs.keys(f"snapshots/{grown.log_id}/")):
+        grown.blobs.delete(key)
+    grown.log.append(grown.log_id, SetCell(row=1, col=1, value="late"))
+    tail = grown.log.append_snapshot(grown.log_id)
+    report = _rebuild(grown)
+    assert [] == list(grown.blobs.keys(f"snapshots/{grown.log_id}/"))
+    assert (tail.segment, tail.num) in report.unbuildable
+    stored = grown.store.get_entry(grown.log_id, tail.segment, tail.num)
+    assert stored is not None and stored.snapshot_root is None
+
+
+def test_rebuild_cuts_a_build_in_progress_as_its_first_claim_pinned(grown: MemoryPipeline) -> None:
+    """A worker claimed the last snapshot with chunk_cells=2 and wrote its first chunk: rebuild (asked for 50)
+    cuts the same chunks, so both write the same bytes under each key."""
+    grown.log.append(grown.log_id, SetRange(row=1, col=1, values=[["a", "b", "c"], ["d", "e", "f"]]))
+    tail = grown.log.append_snapshot(grown.log_id)
+    pinned = msgspec.msgpack.encode({"next_chunk": 0, "chunk_cells": 2})
+    grown.pending.create(PendingSnapshot(log_id=grown.log_id, segment=tail.segment, entry=tail.num,
+                                         created=0, modified=0, claimer="m1"))
+    assert grown.pending.claim(grown.log_id, tail.segment, tail.num, "m1", now=0, takeover_after=60,
+                               initial_state=pinned) is not None
+    report = _rebuild(grown, chunk_cells=50)
+    assert [(tail.segment, tail.num)] == report.completed
+    stored = grown.store.get_entry(grown.log_id, tail.segment, tail.num)
+    assert stored is not None and stored.snapshot_root is not None
+    root = load_root(grown.blobs, stored.snapshot_root)
+    assert root is not None and len(root.chunks) > 1 and all(ref.cells <= 3 for ref in root.chunks)
+    assert [] == grown.verify().violations
+
+
+def test_reprocess_sends_no_job_into_a_segment_being_deleted(grown: MemoryPipeline) -> None:
+    """A deleting run died in segment 2 (its bodies and objects gone, half its entries left): reprocess neither
+    touches its bodies (they are gone: it failed on them) nor enqueues anything there."""
+    _retire(grown, delete_below=2)
+    view = _half_deleted(grown, 2, archived=False)
+    report = reprocess(view, grown.blobs, grown.queue, since=0, log_ids=[grown.log_id])  # type: ignore[arg-type]
+    assert [] == [s for _, s, _ in report.enqueued if s <= 2]
+    assert not [k for k in report.kept if k in {e.external for e in grown.store.entries(grown.log_id, 2)}]
