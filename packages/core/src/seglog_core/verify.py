@@ -127,6 +127,10 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
                                                            f"segment {segment.num}"))
         if segment.retired is not None:
             read = _Read(segment, None)  # deleted by retention: its tombstone (item, EndSegment) is no segment to judge
+            if not retired_prefix:  # retention retires oldest first: never one after a live segment
+                report.violations.append(Violation(invariant="I1", segment=segment.num,
+                                                   message=f"segment {segment.num} was deleted while an older "
+                                                           "segment is live: its entries are lost"))
         else:
             read = _read_segment(report, store, blobs, log_id, segment)
             if (retired_prefix and segment.archive is None and index < len(segments) - MIN_KEEP
