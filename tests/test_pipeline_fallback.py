@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from click.testing import CliRunner
 
 from pipeline_support import PipelineDriver
 from seglog_aws.events.dynamodb_stream import stream_event
 from seglog_aws.events.sqs import sqs_event
+from seglog_cli.main import cli
 from seglog_core.pipeline.fallback import rebuild, reprocess
 from seglog_core.schema import SetCell, SetRange
 from seglog_core.verify import verify_log
@@ -119,3 +122,34 @@ def test_the_deployed_handlers_run_on_real_lambda_events(deployment: LocalDeploy
     assert done
     runtime.backend.cache_clear()
     _verified(driver, log_id)
+
+
+def test_cli_rebuild_after_retain_delete_keeps_every_snapshot_and_verify_is_clean(
+        deployment: LocalDeployment, driver: PipelineDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`seglog log retain --delete`, then `seglog rebuild`: it folded from an empty sheet at the first remaining
+    segment and wrote that over every completed snapshot (issue 18). Now nothing is written, the fold starts at the
+    oldest retained snapshot, and `seglog log verify` finds nothing after deleted, then archived history."""
+    log_id = driver.create_log()
+    log = driver.event_log(snapshot_every=3, segment_entries=6)
+    for i in range(24):
+        log.append(log_id, SetCell(row=i % 5 + 1, col=i % 3 + 1, value=i))
+        driver.drain()
+    for key, value in deployment.env().items():
+        monkeypatch.setenv(key, value)
+    runner = CliRunner()
+    b = driver.backend
+    segments = [s.num for s in b.store.segments(log_id)]
+    assert len(segments) >= 4
+    retained = runner.invoke(cli, ["log", "retain", str(log_id), "--keep", str(len(segments) - 1), "--delete"])
+    assert (0, "deleted segments [0]") == (retained.exit_code, retained.stdout.strip())
+    archived = runner.invoke(cli, ["log", "retain", str(log_id), "--keep", "2"])
+    assert 0 == archived.exit_code
+    before = {key: b.blobs.get(key) for key in b.blobs.keys(f"snapshots/{log_id}/")}
+    rebuilt = runner.invoke(cli, ["rebuild", str(log_id), "--json"])
+    assert 0 == rebuilt.exit_code, rebuilt.stdout
+    report = json.loads(rebuilt.stdout)
+    assert (True, [[1, 0]], [0], []) == (report["ok"], report["started_from"], report["gone"], report["completed"])
+    assert before == {key: b.blobs.get(key) for key in b.blobs.keys(f"snapshots/{log_id}/")}
+    verified = runner.invoke(cli, ["log", "verify", str(log_id), "--json", "--quiescent"])
+    assert (0, [], [[1, 0]]) == (verified.exit_code, json.loads(verified.stdout)["violations"],
+                                 json.loads(verified.stdout)["unchecked_snapshots"])

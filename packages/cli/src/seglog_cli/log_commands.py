@@ -61,6 +61,11 @@ def verify(ctx: click.Context, log: str, as_json: bool, quiescent: bool) -> None
         click.echo(f"{'ok' if report.ok else 'VIOLATIONS'}: {report.entries} entries in {report.segments} segments, "
                    f"{report.completed}/{report.snapshots} snapshots complete, {len(report.pending)} pending, "
                    f"{report.objects} snapshot objects, queue depth {data['queue_depth']}")
+        if report.unchecked or report.retiring:
+            click.echo(f"  history retired: snapshots {report.unchecked} taken as stored, {len(report.unaccounted)} "
+                       f"acknowledged ids not found (maybe retired)"
+                       + (f"; segments {report.retiring} half retired: run `seglog log retain` again"
+                          if report.retiring else ""))
         for v in report.violations:
             click.echo(f"  {v.invariant} segment {v.segment} entry {v.entry}: {v.message}")
     if not report.ok:

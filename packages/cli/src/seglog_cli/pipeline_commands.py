@@ -52,17 +52,32 @@ def reprocess(ctx: click.Context, since: str, logs: tuple[str, ...], as_json: bo
 @click.pass_context
 @reports_errors
 def rebuild(ctx: click.Context, log: str, as_json: bool) -> None:
-    """Recreate every snapshot of a log from the log, in order (safe while the pipeline runs)."""
+    """Recreate the snapshots of a log from the log, in order (safe while the pipeline runs).
+
+    Completed snapshots are checked against the fold and never written over (only restored when their objects are
+    gone); where retention deleted the history, the fold starts at the oldest retained completed snapshot. Exit 1
+    when a snapshot differs from the fold or cannot be built."""
     backend = settings(ctx).backend()
     document = backend.document()
     chunk_cells = int(os.environ.get("SEGLOG_CHUNK_CELLS", DEFAULT_CHUNK_CELLS))
     report = rebuild_log(backend.store, backend.blobs, backend.pending, parse_log_id(log), body_of=document.body,
                          chunk_cells=chunk_cells)
     if as_json:
-        echo_json({"snapshots": report.snapshots, "completed": report.completed, "strays": report.strays})
-        return
-    click.echo(f"rebuilt {report.snapshots} snapshots; completed {len(report.completed)} that were not; "
-               f"{len(report.strays)} stray objects (from another chunk size) left for review")
+        echo_json(report.to_dict())
+    else:
+        click.echo(f"checked {report.snapshots} snapshots against the log; completed {len(report.completed)} that "
+                   f"were not; restored {len(report.restored)} whose objects were gone; {len(report.strays)} stray "
+                   "objects (from another chunk size) left for review")
+        if report.gone:
+            click.echo(f"  segments {report.gone} are retired (deleted): the fold started again at "
+                       f"{report.started_from or 'no completed snapshot'}")
+        for segment, entry, reason in report.refused:
+            click.echo(f"  snapshot {segment}/{entry} left as it is: {reason}; run `seglog log verify {log}`")
+        if report.unbuildable:
+            click.echo(f"  snapshots {report.unbuildable} cannot be built: the history before them is gone and no "
+                       "completed snapshot since; restore the deleted segments from a backup to build them")
+    if not report.ok:
+        ctx.exit(1)
 
 
 @click.command()

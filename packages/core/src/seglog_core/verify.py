@@ -15,6 +15,15 @@ segments deleted by retention, an archive missing or unreadable (an I1 violation
 no bucket given to read them — the fold starts again from the next completed snapshot, whose stored state is
 taken as given (listed in ``unchecked``), and acknowledged ids not found are listed in ``unaccounted`` instead
 of reported missing: they may have lived in what is gone.
+
+Every retention pattern is judged (issue 18: archiving older segments and deleting later ones gave 11 false
+I1/I2/I3 violations on a healthy log). Retention retires segments oldest first, so what it leaves is a *retired
+prefix*: every segment before the first live one is archived (``A``), deleted (a tombstone: ``D`` and its
+EndSegment; or, before tombstones, no item at all — a missing num), or half retired by a run that died (no mark
+yet, entries missing: read from its archive when one holds the whole segment, as retention's own completeness
+rule does, else listed in ``retiring``). A missing num or a segment with entries missing *after* a live segment,
+or in the two latest segments, is still an I1 violation. The I3 fold restarts after every gone segment, and
+acknowledged ids are declared missing only when the whole history from segment 0 was read.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import msgspec
 
 from seglog_core.errors import BlobNotFoundError, SeglogError
 from seglog_core.ports import BlobStore, LogStore, PendingStore
-from seglog_core.retention import read_archive
+from seglog_core.retention import MIN_KEEP, archive_key, is_complete_segment, read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, Segment
 from seglog_core.sheet import Sheet
 from seglog_core.snapshot import read_sheet, snapshot_keys
@@ -63,6 +72,8 @@ class VerifyReport:
     unchecked: list[tuple[int, int]] = field(default_factory=list)
     #: Acknowledged entry ids not found where part of the history is gone (they may have been in it).
     unaccounted: list[uuid.UUID] = field(default_factory=list)
+    #: Segments a retention run left half deleted (entries gone, not yet marked, no whole archive): run it again.
+    retiring: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -73,15 +84,17 @@ class VerifyReport:
                 "entries": self.entries, "segments": self.segments, "snapshots": self.snapshots,
                 "completed_snapshots": self.completed, "pending": self.pending, "objects": self.objects,
                 "archived_entries": self.archived, "unchecked_snapshots": [list(u) for u in self.unchecked],
-                "unaccounted": [str(u) for u in self.unaccounted]}
+                "unaccounted": [str(u) for u in self.unaccounted], "retiring": self.retiring}
 
 
 @dataclass(frozen=True)
 class _Read:
-    """One segment as verify read it: ``entries`` is None when they are gone (an archive that cannot be read)."""
+    """One segment as verify read it: ``entries`` is None when they are gone (retired by deletion, an archive that
+    cannot be read); ``leftover`` holds what a half-deleted segment still stores (its ids count for I2)."""
 
     segment: Segment
     entries: list[Entry] | None
+    leftover: tuple[Entry, ...] = ()
 
 
 def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uuid.UUID] = (),
@@ -101,19 +114,39 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
     if not segments:
         report.violations.append(Violation(invariant="I1", message="the log has no segments"))
         return report
-    reads = [_read_segment(report, store, blobs, log_id, segment) for segment in segments]
+    reads: list[_Read] = []
     # Retention removes the oldest segments first: a first segment above 0 means 0..n-1 were deleted.
-    whole = segments[0].num == 0 and all(r.entries is not None for r in reads)
+    whole = segments[0].num == 0
+    retired_prefix = True  # every segment so far is retired: retention may still be at work on this one
+    for index, segment in enumerate(segments):
+        if index > 0 and segment.num != segments[index - 1].num + 1:
+            whole = False
+            if not retired_prefix:  # deleted before tombstones: only ever below the first live segment
+                report.violations.append(Violation(invariant="I1", segment=segment.num,
+                                                   message=f"segment {segments[index - 1].num} is followed by "
+                                                           f"segment {segment.num}"))
+        if segment.retired is not None:
+            read = _Read(segment, None)  # deleted by retention: its tombstone (item, EndSegment) is no segment to judge
+            if not retired_prefix:  # retention retires oldest first: never one after a live segment
+                report.violations.append(Violation(invariant="I1", segment=segment.num,
+                                                   message=f"segment {segment.num} was deleted while an older "
+                                                           "segment is live: its entries are lost"))
+        else:
+            read = _read_segment(report, store, blobs, log_id, segment)
+            if (retired_prefix and segment.archive is None and index < len(segments) - MIN_KEEP
+                    and read.entries is not None and not is_whole_segment(read.entries, final=False)):
+                read = _retiring(report, blobs, log_id, read)
+        retired_prefix = retired_prefix and (segment.archive is not None or segment.retired is not None
+                                             or read.segment.num in report.retiring)
+        whole = whole and read.entries is not None
+        reads.append(read)
     everything = [e for r in reads for e in r.entries or ()]
     report.entries = len(everything)
-    ids: Counter[uuid.UUID] = Counter(e.entry_id for e in everything if e.entry_id is not None)
+    ids: Counter[uuid.UUID] = Counter(e.entry_id for r in reads for e in (*(r.entries or ()), *r.leftover)
+                                      if e.entry_id is not None)
     for index, r in enumerate(reads):
         if r.entries is not None:
             _check_segment(report, r.segment, r.entries, final=index == len(reads) - 1)
-        if index > 0 and r.segment.num != segments[index - 1].num + 1:
-            report.violations.append(Violation(invariant="I1", segment=r.segment.num,
-                                               message=f"segment {segments[index - 1].num} is followed by "
-                                                       f"segment {r.segment.num}"))
     for entry_id, count in ids.items():
         if count > 1:
             report.violations.append(Violation(invariant="I2", message=f"entry id {entry_id} appears {count} times"))
@@ -132,15 +165,18 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
         report.violations += [Violation(invariant="I5", segment=p.segment, entry=p.entry,
                                         message=f"snapshot blocked: {p.blocked}") for p in items if p.blocked]
     if quiescent:
+        live = {r.segment.num for r in reads if r.segment.archive is None}
         for e in everything:
-            if e.type is EntryType.SNAPSHOT and e.snapshot_root is None:
+            # An archived segment's incomplete snapshot can never complete (its entries left the table): not I5.
+            if e.type is EntryType.SNAPSHOT and e.snapshot_root is None and e.segment in live:
                 report.violations.append(Violation(invariant="I5", segment=e.segment, entry=e.num,
                                                    message="Snapshot entry not complete after quiescence"))
         if report.pending:
             report.violations.append(Violation(invariant="I5", message=f"pending items left: {report.pending}"))
     if blobs is not None:
-        _check_snapshots(report, blobs, reads, from_creation=segments[0].num == 0)
-        lost = {r.segment.num for r in reads if r.entries is None}
+        _check_snapshots(report, blobs, reads)
+        # Deleted segments' objects went first (retention._delete_objects): any left under them are orphans.
+        lost = {r.segment.num for r in reads if r.entries is None and r.segment.retired is None}
         _check_objects(report, blobs, log_id, everything, quiescent=quiescent, lost=lost)
     return report
 
@@ -169,6 +205,37 @@ def _read_segment(report: VerifyReport, store: LogStore, blobs: BlobStore | None
     return _Read(segment, entries)
 
 
+def is_whole_segment(entries: list[Entry], *, final: bool) -> bool:
+    """Whether a stored segment holds every one of its entries: nums 0..n in order, the last its EndSegment unless
+    it is the log's latest segment (``final``)."""
+    if final:
+        return bool(entries) and [e.num for e in entries] == list(range(len(entries)))
+    return is_complete_segment(entries)
+
+
+def finished_archive(blobs: BlobStore | None, log_id: uuid.UUID, segment: int) -> list[Entry] | None:
+    """The whole segment from the archive a retention run writes before it deletes any entry, for a segment that
+    run left half deleted and unmarked (it died, or runs now); None when no archive holds the whole segment (a
+    deletion, not an archive, was under way). The same completeness rule as retention._archive."""
+    if blobs is None:
+        return None
+    try:
+        entries = read_archive(blobs, archive_key(log_id, segment))
+    except (BlobNotFoundError, msgspec.DecodeError):
+        return None
+    return entries if is_complete_segment(entries) else None
+
+
+def _retiring(report: VerifyReport, blobs: BlobStore | None, log_id: uuid.UUID, read: _Read) -> _Read:
+    """A segment of the retired prefix with entries missing and no mark: a retention run stopped half way."""
+    entries = finished_archive(blobs, log_id, read.segment.num)
+    if entries is not None:
+        report.archived += len(entries)
+        return _Read(read.segment, entries)
+    report.retiring.append(read.segment.num)
+    return _Read(read.segment, None, tuple(read.entries or ()))
+
+
 def _check_order(report: VerifyReport, segments: list[Segment], entries: list[Entry]) -> None:
     """I4: no snapshot completes before its predecessor; a segment's S is its latest completed snapshot."""
     snapshots = [e for e in entries if e.type is EntryType.SNAPSHOT]
@@ -189,17 +256,23 @@ def _check_order(report: VerifyReport, segments: list[Segment], entries: list[En
                                                message=f"S={seg.last_snapshot} names no completed snapshot"))
 
 
-def _check_snapshots(report: VerifyReport, blobs: BlobStore, reads: list[_Read], *, from_creation: bool) -> None:
+def _check_snapshots(report: VerifyReport, blobs: BlobStore, reads: list[_Read]) -> None:
     """I3: each completed snapshot's state equals the plain fold of every document entry before it.
 
-    The fold starts from the empty sheet at the log's creation; where entries are gone (deleted segments, a lost
-    archive) it starts again from the next completed snapshot's stored state, recorded in ``report.unchecked``.
+    The fold starts from the empty sheet at the log's creation; where entries are gone (deleted segments — a
+    tombstone, a missing num, one half deleted — or a lost archive) it starts again from the next completed
+    snapshot's stored state, recorded in ``report.unchecked``.
     """
-    state: Sheet | None = Sheet() if from_creation else None
+    state: Sheet | None = None
+    expected = 0
     for read in reads:
-        if read.entries is None:
+        if read.entries is None or read.segment.num != expected:
             state = None
+        expected = read.segment.num + 1
+        if read.entries is None:
             continue
+        if read.segment.num == 0:
+            state = Sheet()  # the log's creation
         for e in read.entries:
             if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
                 try:

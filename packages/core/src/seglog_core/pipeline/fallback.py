@@ -2,21 +2,45 @@
 
 Both are safe while the pipeline runs: reprocess only adds jobs (duplicates are absorbed by the worker) and
 removes the discardable tag only from bodies an entry references; rebuild writes the same deterministic
-chunk keys and bytes the worker writes (with the same chunk size) and completes snapshots in log order.
+chunk keys and bytes the worker writes (with the chunk size a build in progress pinned) and completes snapshots
+in log order.
+
+Both respect retention (DESIGN §3, §5). Reprocess sends no job for a retired segment (archived, deleted, or half
+deleted by a run that stopped). Rebuild folds the history that is left, segment by segment, and never writes a
+state it does not know (issue 18: it folded from an empty sheet past deleted segments, and past a gap, and wrote
+that over every completed snapshot under the same keys — the deleted history lost for loads too):
+
+* A completed snapshot is never written over. Where the fold before it is known, its stored state is compared
+  with the fold, a row at a time (memory of one chunk, as a build): equal, it is the base of the next; different,
+  or unreadable by this code, it is reported and left as it is, and the fold is unknown from there. Only a
+  completed snapshot whose objects are gone (the bucket lost them) is written again, with the fold's state: the
+  state it was completed with.
+* Where the history before a snapshot is gone (deleted segments, a gap in the middle, a segment half deleted,
+  an archive lost), the fold starts again at the next completed snapshot whose stored state can be read, taken
+  as given (``started_from``). Incomplete snapshots before it cannot be built and are reported (``unbuildable``);
+  nothing is ever built from an empty sheet past retired history.
+* An incomplete snapshot is built and completed only in a live segment (its entries in the table); one whose
+  build is in progress is cut with the chunk size its first claim pinned (pending item checkpoint), so the
+  worker and rebuild write the same bytes under each chunk key.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
 import structlog
 
+from seglog_core.errors import BlobNotFoundError
+from seglog_core.pipeline.worker import pinned_chunk_cells
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore
 from seglog_core.retention import read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Body, Entry, EntryType, SnapshotJob
-from seglog_core.snapshot import DEFAULT_CHUNK_CELLS, build, stray_keys
+from seglog_core.snapshot import DEFAULT_CHUNK_CELLS, SnapshotBuild, SnapshotFormatError, iter_row_cells, stray_keys
+from seglog_core.verify import finished_archive, is_whole_segment
 
 log = structlog.get_logger("seglog.fallback")
 
@@ -30,20 +54,25 @@ class ReprocessReport:
 
 
 def _entries_since(store: LogStore, log_id: uuid.UUID, since: float) -> Iterator[Entry]:
-    segments = [s for s in store.segments(log_id) if s.archive is None]
+    segments = list(store.segments(log_id))
     for index, segment in enumerate(segments):
         following = segments[index + 1] if index + 1 < len(segments) else None
+        if segment.archive is not None or segment.retired is not None:
+            continue  # retired: a job would find nothing to build
         if following is not None and following.created < since:
             continue  # every entry of this segment predates the next segment's creation
-        for entry in store.entries(log_id, segment.num):
-            if entry.created >= since:
-                yield entry
+        entries = list(store.entries(log_id, segment.num))
+        if not is_whole_segment(entries, final=following is None):
+            # A retention run is deleting it (or died doing so): its snapshots are retired history.
+            log.info("segment being retired: no jobs for it", log_id=str(log_id), retiring_segment=segment.num)
+            continue
+        yield from (entry for entry in entries if entry.created >= since)
 
 
 def reprocess(store: LogStore, blobs: BlobStore, queue: JobQueue, *, since: float,
               log_ids: list[uuid.UUID] | None = None) -> ReprocessReport:
     """Re-enqueue every incomplete Snapshot entry created at or after ``since`` and untag every large body
-    such an entry references (what the stream router would have done)."""
+    such an entry references (what the stream router would have done); retired segments are left alone."""
     report = ReprocessReport()
     for log_id in log_ids if log_ids is not None else store.log_ids():
         report.logs += 1
@@ -61,39 +90,172 @@ def reprocess(store: LogStore, blobs: BlobStore, queue: JobQueue, *, since: floa
 
 @dataclass(kw_only=True)
 class RebuildReport:
+    """What a rebuild did; (segment, entry) pairs name Snapshot entries."""
+
+    #: Snapshots judged against the fold: compared, restored or built.
     snapshots: int = 0
+    #: Incomplete snapshots built and completed.
     completed: list[tuple[int, int]] = field(default_factory=list)
+    #: Completed snapshots whose objects were gone, written again with the fold's state.
+    restored: list[tuple[int, int]] = field(default_factory=list)
+    #: Completed snapshots taken as given where the history before them is gone: the fold starts again there.
+    started_from: list[tuple[int, int]] = field(default_factory=list)
+    #: Completed snapshots whose stored state differs from the fold, or that this code cannot read: left as they
+    #: are (never written over), with the reason.
+    refused: list[tuple[int, int, str]] = field(default_factory=list)
+    #: Incomplete snapshots that cannot be built: the history before them is gone and no completed snapshot since.
+    unbuildable: list[tuple[int, int]] = field(default_factory=list)
+    #: Segments whose entries are gone (retention deleted them, or is deleting them; an archive is lost).
+    gone: list[int] = field(default_factory=list)
     strays: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing refused and nothing left unbuildable."""
+        return not self.refused and not self.unbuildable
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ok": self.ok, "snapshots": self.snapshots, "completed": self.completed, "restored": self.restored,
+                "started_from": self.started_from, "refused": self.refused, "unbuildable": self.unbuildable,
+                "gone": self.gone, "strays": self.strays}
+
+
+@dataclass(frozen=True)
+class _Span:
+    """One segment of the history as rebuild reads it: ``entries`` None when they are gone; ``live`` when they are
+    the table's own (only there may a snapshot be completed)."""
+
+    num: int
+    entries: list[Entry] | None
+    live: bool = False
+
+
+def _history(store: LogStore, blobs: BlobStore, log_id: uuid.UUID) -> Iterator[_Span]:
+    segments = list(store.segments(log_id))
+    expected = 0
+    for index, segment in enumerate(segments):
+        if segment.num != expected:
+            yield _Span(expected, None)  # deleted by retention before tombstones: no item left
+        expected = segment.num + 1
+        if segment.retired is not None:
+            yield _Span(segment.num, None)
+        elif segment.archive is not None:
+            try:
+                yield _Span(segment.num, read_archive(blobs, segment.archive))
+            except (BlobNotFoundError, msgspec.DecodeError):
+                yield _Span(segment.num, None)  # `seglog log verify` reports the lost archive
+        else:
+            entries = list(store.entries(log_id, segment.num))
+            if is_whole_segment(entries, final=index == len(segments) - 1):
+                yield _Span(segment.num, entries, live=True)
+            else:  # half retired: the archive the run wrote first, if any
+                yield _Span(segment.num, finished_archive(blobs, log_id, segment.num))
+
+
+class _Lost(Exception):
+    """A stored snapshot's objects are gone."""
+
+
+def _stored_rows(blobs: BlobStore, root: str) -> Iterator[bytes]:
+    try:
+        for row in iter_row_cells(blobs, root):
+            yield _ROW_ENCODER.encode(row)
+    except BlobNotFoundError as exc:
+        raise _Lost(str(exc)) from exc
+
+
+_ROW_ENCODER = msgspec.msgpack.Encoder()
+
+
+def _differs(fold: SnapshotBuild, blobs: BlobStore, root: str) -> bool:
+    """Whether the stored snapshot at ``root`` holds another state than ``fold``, a row at a time. Rows compare as
+    encoded, so 1, 1.0, True and "1" are four different cells, as Sheet equality says.
+
+    Raises:
+        _Lost: an object of the stored snapshot is gone.
+        SnapshotFormatError: it cannot be read by this code.
+    """
+    folded = (_ROW_ENCODER.encode(row) for row in fold.rows())
+    return any(a != b for a, b in itertools.zip_longest(folded, _stored_rows(blobs, root)))
+
+
+def _readable(blobs: BlobStore, root: str) -> bool:
+    try:
+        for _ in _stored_rows(blobs, root):
+            pass
+    except (_Lost, SnapshotFormatError):
+        return False
+    return True
 
 
 def rebuild(store: LogStore, blobs: BlobStore, pending: PendingStore, log_id: uuid.UUID, *,
             body_of: Callable[[Entry], Body], chunk_cells: int = DEFAULT_CHUNK_CELLS) -> RebuildReport:
-    """Recreate every snapshot of a log from the log itself, in order, completing those not yet complete.
+    """Recreate the snapshots of a log from the log itself, in order, completing those not yet complete; see the
+    module for what it never does. Archived segments are read from their archives.
 
-    Archived segments are read from their archives. Objects under a snapshot's prefix that its rebuilt root
-    does not reference (a build with another chunk size) are reported, not deleted: a worker may be using them.
+    Objects under a snapshot's prefix that its root does not reference (a build with another chunk size) are
+    reported, not deleted: a worker may be using them.
     """
     report = RebuildReport()
-    previous = EMPTY_SNAPSHOT_ROOT
+    previous: str | None = None  # the root holding the fold so far; None: unknown, the history before is gone
     bodies: list[Body] = []
-    for segment in list(store.segments(log_id)):
-        entries = read_archive(blobs, segment.archive) if segment.archive else store.entries(log_id, segment.num)
-        for entry in entries:
-            if entry.type is EntryType.END_SEGMENT:
-                continue
-            if entry.type is not EntryType.SNAPSHOT:
+    for span in _history(store, blobs, log_id):
+        if span.entries is None:
+            report.gone.append(span.num)
+            previous, bodies = None, []
+            continue
+        for entry in span.entries:
+            if entry.type is EntryType.SNAPSHOT:
+                moved, previous = _snapshot(report, store, blobs, pending, entry, previous, bodies, live=span.live,
+                                            chunk_cells=chunk_cells)
+                if moved:
+                    bodies = []
+            elif entry.type is not EntryType.END_SEGMENT and previous is not None:
                 bodies.append(body_of(entry))
-                continue
-            if (entry.segment, entry.num) == (0, 0):
-                continue  # the empty document, complete at creation
-            root = build(blobs, log_id, entry.segment, entry.num, previous, bodies, chunk_cells=chunk_cells)
-            report.snapshots += 1
-            if entry.snapshot_root is None:
-                store.set_snapshot_root(log_id, entry.segment, entry.num, root)
-                store.advance_snapshot(log_id, entry.segment, entry.num)
-                pending.delete(log_id, entry.segment, entry.num)
-                report.completed.append((entry.segment, entry.num))
-            report.strays += stray_keys(blobs, root)
-            previous, bodies = root, []
-    log.info("rebuilt", log_id=str(log_id), snapshots=report.snapshots, completed=len(report.completed))
+    log.info("rebuilt", log_id=str(log_id), snapshots=report.snapshots, completed=len(report.completed),
+             restored=len(report.restored), started_from=report.started_from, refused=report.refused,
+             unbuildable=report.unbuildable, gone=report.gone)
     return report
+
+
+def _snapshot(report: RebuildReport, store: LogStore, blobs: BlobStore, pending: PendingStore, entry: Entry,
+              previous: str | None, bodies: Sequence[Body], *, live: bool, chunk_cells: int) -> tuple[bool, str | None]:
+    """Judge, build or skip one Snapshot entry. Returns whether the fold moved to it (its bodies are folded in)
+    and the root holding the fold from here (None: unknown)."""
+    log_id, at, root = entry.log_id, (entry.segment, entry.num), entry.snapshot_root
+    if at == (0, 0) and root == EMPTY_SNAPSHOT_ROOT:
+        return True, root  # the log's creation: the empty document, complete from the start
+    if previous is None:  # the history before is gone: only a stored state can start the fold again
+        if root is not None and _readable(blobs, root):
+            report.started_from.append(at)
+            return True, root
+        if root is None:
+            report.unbuildable.append(at)
+        else:
+            report.refused.append((*at, "its stored state cannot be read and the history before it is gone"))
+        return True, None
+    if root is None and not live:
+        return False, previous  # in retired history: it can never complete, and the fold goes on past it
+    report.snapshots += 1
+    pinned = pinned_chunk_cells(pending.get(log_id, *at)) if root is None else None
+    fold = SnapshotBuild(blobs, log_id, entry.segment, entry.num, previous, bodies, chunk_cells=pinned or chunk_cells)
+    if root is not None:
+        try:
+            if _differs(fold, blobs, root):
+                report.refused.append((*at, "its stored state differs from the fold of the log: left as it is"))
+                return True, None
+            report.strays += stray_keys(blobs, root)
+            return True, root
+        except SnapshotFormatError as exc:
+            report.refused.append((*at, f"this code cannot read its stored state ({exc}): left as it is"))
+            return True, None
+        except _Lost:
+            report.restored.append(at)  # its objects are gone: write them again with the state it was completed with
+    built = fold.run()
+    if root is None:
+        store.set_snapshot_root(log_id, entry.segment, entry.num, built)
+        store.advance_snapshot(log_id, entry.segment, entry.num)
+        pending.delete(log_id, entry.segment, entry.num)
+        report.completed.append(at)
+    report.strays += stray_keys(blobs, built)
+    return True, built

@@ -104,6 +104,14 @@ _CHECKPOINT_ENCODER = msgspec.msgpack.Encoder()
 _CHECKPOINT_DECODER = msgspec.msgpack.Decoder(_Checkpoint)
 
 
+def pinned_chunk_cells(item: PendingSnapshot | None) -> int | None:
+    """The chunk size a build in progress pinned in its pending item at the first claim (None: no claim yet).
+    Whoever writes that snapshot's chunks (a resumption, a takeover, ``seglog rebuild``) must cut them so."""
+    if item is None or not item.checkpoint:
+        return None
+    return _CHECKPOINT_DECODER.decode(item.checkpoint).chunk_cells or None
+
+
 @dataclass(kw_only=True)
 class SnapshotWorker:
     """Builds snapshots from queue messages, exactly once in effect however messages are delivered.
