@@ -27,6 +27,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
             404: "No such sheet (or upload)",
             409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
                  "no entry at `since` (load again)",
+            410: "`since_retired`: `since` is in history retention deleted and the entry is not in the retained "
+                 "log. If the entry's first try was less than `error.horizon_seconds` ago, send it again with the "
+                 "same `entry_id` and `since` = `error.position`; otherwise do not resend it (its outcome cannot "
+                 "be known)",
             413: "Payload too large", 415: "Content type not accepted",
             503: "Storage unavailable or contended: after `Retry-After` seconds send the identical request again"}
     return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
@@ -48,7 +52,11 @@ RETRY_PROTOCOL: Final = (
     "at any time — even while the first try may still run. The server reads the log forward from `since` with "
     "consistent reads and writes only with a conditional put after what it read, so two tries of one entry id can "
     "never both be stored; a retry whose first try landed answers `deduplicated: true`. A request without "
-    "`entry_id`, or without `since` (or `expected`), is refused with 400.")
+    "`entry_id`, or without `since` (or `expected`), is refused with 400. Retry horizon: retention keeps every "
+    "segment at least RetentionMinAgeSeconds (the deployment's template parameter, default 7 days) after it "
+    "closed, so any try that landed less than that ago is found. A retry whose `since` retention archived is "
+    "answered as above; one whose `since` it deleted is answered with the entry when the retained log holds it, "
+    "else refused with 410 `since_retired` (see that response): never a second copy.")
 
 SCHEMAS: Final[dict[str, Any]] = {
     "Error": {
@@ -201,7 +209,7 @@ PATHS: Final[dict[str, Any]] = {
             "parameters": [LOG_ID],
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("AppendRequest")}}},
             "responses": {"200": _json(_ref("Appended"), "Appended (or found already appended)"),
-                          **_errors(400, 404, 409, 413, 503)},
+                          **_errors(400, 404, 409, 410, 413, 503)},
         },
         "get": {
             "operationId": "syncEntries", "summary": "Sync: the entries after a position",
@@ -230,7 +238,8 @@ PATHS: Final[dict[str, Any]] = {
         "parameters": [LOG_ID, {"name": "upload_id", "in": "path", "required": True,
                                 "schema": {"type": "string", "format": "uuid"}}],
         "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("CompleteRequest")}}},
-        "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"), **_errors(400, 404, 413, 503)},
+        "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"),
+                      **_errors(400, 404, 409, 410, 413, 503)},
     }},
     "/openapi.json": {"get": {
         "operationId": "openapi", "summary": "This document",
