@@ -147,7 +147,9 @@ SCHEMAS: Final[dict[str, Any]] = {
                 "type": "object", "required": ["segment", "created", "last_snapshot"],
                 "properties": {"segment": NUM, "created": {"type": "integer"},
                                "last_snapshot": {"type": ["integer", "null"]},
-                               "archive": {"type": ["string", "null"]}}}},
+                               "archive": {"type": ["string", "null"]},
+                               "retired": {"type": ["integer", "null"],
+                                           "description": "When retention deleted its entries (epoch s)."}}}},
             "pending": {"type": "array", "items": {
                 "type": "object", "required": ["segment", "entry", "retries", "active", "modified"],
                 "properties": {"segment": NUM, "entry": NUM, "retries": NUM, "active": {"type": "boolean"},
