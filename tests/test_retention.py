@@ -13,6 +13,7 @@ from seglog_core import errors
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.ports import BlobStore, LogStore
+from seglog_core.reader import LogReader
 from seglog_core.retention import (
     CURSOR_KEY,
     RetentionPolicy,
@@ -22,7 +23,7 @@ from seglog_core.retention import (
     retain_logs,
 )
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, SetCell
+from seglog_core.schema import Entry, EntryType, SetCell
 from seglog_core.verify import verify_log
 
 FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
@@ -117,6 +118,28 @@ def test_retention_waits_for_close_not_creation(stores: tuple[LogStore, BlobStor
     assert [] == apply_retention(store, blobs, log_id, policy, clock=lambda: 5_999.0)  # created 4999 s ago
     assert [0] == apply_retention(store, blobs, log_id, policy, clock=lambda: 6_001.0)
     assert [1] == apply_retention(store, blobs, log_id, policy, clock=lambda: 6_101.0)
+
+
+@pytest.mark.parametrize("archive", [True, False], ids=["archived", "deleted"])
+def test_readers_step_over_tombstones(stores: tuple[LogStore, BlobStore], archive: bool) -> None:
+    """A retired segment keeps its item and its EndSegment (the tombstone): a load still reads the two latest
+    segments, an update from a retired position reloads, and a dump lists retained entries only (no lone
+    EndSegment of a segment whose other entries are gone)."""
+    store, blobs = stores
+    log_id = make_log(store, blobs, segments=4)
+    reader = LogReader(store=store)
+    old = reader.load(log_id)
+    old.segment, old.num = 0, 1
+
+    assert [0, 1] == apply_retention(store, blobs, log_id, RetentionPolicy(keep=2, archive=archive))
+
+    assert [EntryType.END_SEGMENT] == [e.type for e in store.entries(log_id, 0)]
+    view = reader.load(log_id)
+    reader.update(old)
+    assert [(3, 0), (3, 0)] == [(v.snapshot.segment, v.snapshot.num) for v in (view, old)]
+    assert [2, 3] == sorted({e.segment for e in reader.all_entries(log_id)})
+    tombstones = [(s.num, s.archive is not None, s.retired is not None) for s in store.segments(log_id)][:2]
+    assert [(0, archive, not archive), (1, archive, not archive)] == tombstones
 
 
 def test_stop_ends_a_log_between_segments_and_a_second_call_finishes_it(
