@@ -45,8 +45,9 @@ older version), means retention removed what the scan was to read — never anyt
    server scans from ``p``/0 to the tail for the entry id: found, it answers it (deduplicated). Not found, it
    refuses (410 ``since_retired``) with ``resend = p/0`` and ``H``: a client whose first try was less than ``H``
    ago resends with ``since = p/0``, any other must not resend. Why that cannot store a second copy: a try that
-   landed in a segment ``q' < p`` landed before ``q'`` closed, and some retention run decided ``q'' >= q'`` was
-   closed more than ``H`` ago before this answer, so ``t0 < now - H``: that client does not resend. A try that
+   landed in a segment ``q' < p`` landed before ``q'`` closed, and before this answer some retention run found
+   ``p - 1`` (closed no earlier than ``q'``) closed more than ``H`` ago, so ``t0 < now - H``: that client does
+   not resend. A try that
    landed (or will land) in ``p`` or later is read by the resend's own scan (steps 1-3). The resend whose ``p``
    is retired in turn meets step 5 again with a later ``p``: no dead end, and no read of retired history.
    A strict append refused this way is a version conflict (its position is long gone).
@@ -54,9 +55,15 @@ older version), means retention removed what the scan was to read — never anyt
 ::
 
     first try K (since=3/7)      retention                    retry K (since=3/7), later
-      read 3/7..  -> tail 5/2      segments 3, 4 closed > H ago    read 3/7 -> gone: 3 deleted
-      put 5/3 K                    delete 3 (EndSegment kept)       scan 5/0.. -> 5/3 holds K: deduplicated
+      read 3/7..  -> tail 5/2      segments 3, 4 closed > H ago    read 3/7 -> gone: 3 deleted, so is 4
+      put 5/3 K                    delete 3, 4 (EndSegments kept)   scan 5/0.. -> 5/3 holds K: deduplicated
                                                                     (not found: 410, resend since=5/0)
+
+What rests on what: steps 1-4 are exact whatever the horizon (a plain retry never needs it); only following a
+410 relies on (H), hence on RetentionMinAgeSeconds being what the API says (``seglog log retain`` defaults to the
+same 7 days), on the clocks of the writer (``C``) and of retention agreeing to within the client's margin, and on
+the client counting its age from the entry's *first* try (seglog_client does). A client that does not follow a
+410 stores nothing: the refusal wrote nothing.
 
 Cost: the normal path reads nothing more (the hole check compares nums it reads anyway). A retired ``since`` costs
 one consistent paged Query of the Segments table, one GET per archive read, and on the deleted path a consistent
