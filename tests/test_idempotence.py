@@ -16,6 +16,7 @@ import pytest
 from seglog_core import errors
 from seglog_core.idempotence import Position, append_after
 from seglog_core.log import EventLog
+from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.retention import RetentionPolicy, apply_retention, read_archive
 from seglog_core.retry import RetryPolicy
@@ -335,3 +336,27 @@ def test_a_retry_reading_a_segment_that_retention_retires_under_it_never_writes_
     # Deleting took the first try's copy with it (its client is past the horizon); no try wrote another.
     assert (1 if archive else 0) == _copies(store, blobs, log_id, entry_id)
     assert [EntryType.END_SEGMENT] == [e.type for e in store.entries(log_id, 0)]
+
+
+def test_a_since_an_older_version_deleted_with_its_item_is_treated_as_deleted() -> None:
+    """Before tombstones, retention deleted a segment's item with its entries: a segment num below the oldest
+    item is deleted history. A retry whose first try landed after it is answered; another is refused 410 with the
+    oldest retained segment's entry 0 (in memory: the legacy form is written by reaching into the store)."""
+    store, blobs = InMemoryLogStore(), InMemoryBlobStore()
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    for _ in range(3):
+        _next_segment(writer, store, log_id)
+    landed = append_after(writer, log_id, SetCell(row=1, col=1, value=1), entry_id=uuid.uuid4(), since=START)
+    store._segments[log_id].pop(0)  # what DynamoDBLogStore.delete_segment did before tombstones
+    store._entries.pop((log_id, 0))
+    store._nums.pop((log_id, 0))
+    assert landed.entry.entry_id is not None
+
+    again = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=landed.entry.entry_id,
+                         since=START)
+    with pytest.raises(errors.SinceRetiredError) as refused:
+        append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=2), entry_id=uuid.uuid4(), since=START)
+
+    assert (True, Position.of(landed.entry)) == (again.deduplicated, Position.of(again.entry))
+    assert (1, 0) == refused.value.resend
