@@ -159,13 +159,15 @@ def _retired(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int,
         if segment < segments[0].num:
             raise _Deleted(segment)  # deleted with its item by an older version
         raise errors.UnknownPositionError(log_id, segment, num)
-    key = item.archive or archive_key(log_id, segment)
-    if item.archive is None and (item.retired is not None or not hole):
-        if item.retired is not None:
-            raise _Deleted(segment)
+    if item.retired is not None:
+        raise _Deleted(segment)
+    if item.archive is None and not hole:
+        # Nothing at or after ``num``: past the segment's end, unless an older version is deleting the segment right
+        # now (it deleted the EndSegment too): its Snapshot entry 0 gone, its item not yet.
         if item is not segments[-1] and next(iter(store.entries(log_id, segment, 0, 0)), None) is None:
-            raise _Deleted(segment)  # an older version deleting it right now (Snapshot entry 0 gone, no mark yet)
+            raise _Deleted(segment)
         raise errors.UnknownPositionError(log_id, segment, num)
+    key = item.archive or archive_key(log_id, segment)
     try:
         archived = read_archive(blobs, key)
     except errors.BlobNotFoundError:
