@@ -18,6 +18,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from seglog_aws.events import http_api_event
+from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot, SetRange
 from seglog_services import runtime
 from seglog_services.api import app, handler, openapi
@@ -274,6 +275,51 @@ def test_the_same_entry_id_twice_is_one_entry(api: Api) -> None:
     nums = [e["num"] for e in api.call("GET", f"/sheets/{log_id}/entries",
                                        query={"segment": "0", "after": "0"}).json["entries"]]
     assert [1, 2] == nums
+
+
+@stack
+@pytest.mark.parametrize("archive", [True, False], ids=["archived", "deleted"])
+def test_a_retry_whose_since_retention_retired_is_answered_or_refused_never_stored_twice(
+        api: Api, deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch, archive: bool) -> None:
+    """Issue 18: since's segment retired between two tries. Archived: the retry reads the archive, exactly.
+    Deleted: a try that landed in the retained log is answered; one that did not is refused 410 with the
+    horizon and where to resend from, and the resend is stored once (a later retry with either since finds it)."""
+    use_deployment(deployment, monkeypatch, SEGLOG_RETENTION_MIN_AGE_SECONDS="3600")
+    log_id = api.create()
+    lid = uuid.UUID(log_id)
+    backend = deployment.backend()
+    writer = backend.event_log()
+    landed_id, lost_id = str(uuid.uuid4()), str(uuid.uuid4())
+    landed_entry, lost_entry = {"type": "set", "ref": "A1", "value": 1}, {"type": "set", "ref": "A2", "value": 2}
+    writer.start_segment(lid)
+    assert 200 == api.append(log_id, landed_entry, entry_id=landed_id, since=START).status  # lands at 1/1
+    for segment in (1, 2):
+        backend.store.complete_snapshot(lid, segment, 0, EMPTY_SNAPSHOT_ROOT)
+        writer.start_segment(lid)
+    policy = RetentionPolicy(keep=3, min_age=0, archive=archive)
+    assert [0] == apply_retention(backend.store, backend.blobs, lid, policy)
+
+    landed = api.append(log_id, landed_entry, entry_id=landed_id, since=START)
+    lost = api.append(log_id, lost_entry, entry_id=lost_id, since=START)
+
+    assert (200, True, {"segment": 1, "num": 1}) == (landed.status, landed.json["deduplicated"],
+                                                      landed.json["position"])
+    if archive:
+        assert (200, False, {"segment": 3, "num": 1}) == (lost.status, lost.json["deduplicated"],
+                                                           lost.json["position"])
+    else:
+        assert_error(lost, 410, "since_retired")
+        resend = lost.error["position"]
+        assert ({"segment": 1, "num": 0}, 3600, lost_id) == (resend, lost.error["horizon_seconds"],
+                                                             lost.error["entry_id"])
+        assert "less than 3600 s" in lost.error["message"]
+        stored = api.append(log_id, lost_entry, entry_id=lost_id, since=resend)
+        assert (200, False, {"segment": 3, "num": 1}) == (stored.status, stored.json["deduplicated"],
+                                                           stored.json["position"])
+    for since in (START, {"segment": 1, "num": 0}):
+        again = api.append(log_id, lost_entry, entry_id=lost_id, since=since)
+        assert (200, True, {"segment": 3, "num": 1}) == (again.status, again.json["deduplicated"],
+                                                          again.json["position"])
 
 
 @stack

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,9 +16,11 @@ import pytest
 from seglog_core import errors
 from seglog_core.idempotence import Position, append_after
 from seglog_core.log import EventLog
+from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.ports import BlobStore, LogStore
+from seglog_core.retention import RetentionPolicy, apply_retention, read_archive
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, SetCell
+from seglog_core.schema import Entry, EntryType, SetCell
 from seglog_core.verify import verify_log
 
 START = Position(segment=0, num=0)
@@ -183,3 +185,178 @@ def test_a_failed_put_at_the_tail_is_retried_after_reading_on_from_it(
 
     assert (1, fault == "lost") == (done.entry.num, done.deduplicated)
     assert [None, entry_id] == _ids(store, log_id)
+
+
+# ------------------------------------------------------------------------------------------------ retired since
+# Issue 18: once retention retired since's segment, a retry got 409 unknown_position and the answer's advice (load,
+# resend) stored the entry twice. Retention here runs with min_age 0 (a horizon of 0 s), the worst case.
+
+NOW_RETIRED = RetentionPolicy(keep=2, min_age=0)
+
+
+def _next_segment(writer: EventLog, store: LogStore, log_id: uuid.UUID) -> None:
+    """Close the current segment (its snapshot standing in as built) and start the next."""
+    writer.start_segment(log_id)
+    latest = store.latest_segments(log_id, 1, consistent=True)[0]
+    store.complete_snapshot(log_id, latest.num, 0, "empty")
+
+
+def _copies(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, entry_id: uuid.UUID) -> int:
+    """How many times the log holds ``entry_id``: retained segments and archives alike."""
+    count = 0
+    for segment in store.segments(log_id):
+        held = read_archive(blobs, segment.archive) if segment.archive else store.entries(log_id, segment.num)
+        count += sum(e.entry_id == entry_id for e in held)
+    return count
+
+
+@pytest.mark.parametrize("archive", [True, False], ids=["archived", "deleted"])
+def test_a_retry_whose_first_try_landed_after_a_since_retention_then_retired_is_deduplicated(
+        stores: tuple[LogStore, BlobStore], archive: bool) -> None:
+    """since is in segment 0; the first try landed in segment 1; segments 0 (and 1 when archiving) are retired
+    before the retry: it finds the entry (in the archive, or in the retained log) instead of a dead end."""
+    store, blobs = stores
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    entry_id = uuid.uuid4()
+    _next_segment(writer, store, log_id)
+    first = append_after(writer, log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+    for _ in range(2):
+        _next_segment(writer, store, log_id)
+    retired = apply_retention(store, blobs, log_id, RetentionPolicy(keep=2 if archive else 3, min_age=0,
+                                                                    archive=archive))
+    assert ([0, 1] if archive else [0]) == retired
+
+    retry = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+
+    assert (True, Position.of(first.entry)) == (retry.deduplicated, Position.of(retry.entry))
+    assert 1 == _copies(store, blobs, log_id, entry_id)
+
+
+def test_a_retry_after_archiving_whose_first_try_did_not_land_is_stored_once(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """An archive is exact: the retry reads it from since on, across its EndSegment, and writes at the tail."""
+    store, blobs = stores
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    entry_id = uuid.uuid4()
+    for _ in range(3):
+        _next_segment(writer, store, log_id)
+    assert [0, 1] == apply_retention(store, blobs, log_id, NOW_RETIRED)
+
+    retry = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+    again = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+
+    assert (False, True, 3, 1) == (retry.deduplicated, again.deduplicated, retry.entry.segment, retry.entry.num)
+    assert 1 == _copies(store, blobs, log_id, entry_id)
+
+
+def test_a_retry_after_deleting_is_refused_with_where_to_resend_and_the_resend_is_stored_once(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """Deleted history cannot be read: the entry is not in the retained log, so the answer says where to resend
+    from (the first retained segment's entry 0) and the horizon; the resend lands once, and resending it again
+    is deduplicated. The tries that landed in the deleted segment are refused the same way: never stored twice."""
+    store, blobs = stores
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    landed = append_after(writer, log_id, SetCell(row=1, col=1, value=0), entry_id=uuid.uuid4(), since=START)
+    for _ in range(3):
+        _next_segment(writer, store, log_id)
+    assert [0, 1] == apply_retention(store, blobs, log_id, RetentionPolicy(keep=2, min_age=0, archive=False))
+    entry_id = uuid.uuid4()
+
+    for eid in (entry_id, landed.entry.entry_id):
+        assert eid is not None
+        with pytest.raises(errors.SinceRetiredError) as refused:
+            append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=eid, since=START,
+                         horizon=60)
+        assert ((2, 0), 60) == (refused.value.resend, refused.value.horizon)
+    assert "less than 60 s (the retry horizon) ago, resend it with the same entry_id and since = 2/0" in str(
+        refused.value)
+    resend = Position(segment=2, num=0)
+    stored = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id,
+                          since=resend)
+    again = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+    assert (False, True, Position.of(stored.entry)) == (stored.deduplicated, again.deduplicated,
+                                                        Position.of(again.entry))
+    assert (1, 0) == (_copies(store, blobs, log_id, entry_id), _copies(store, blobs, log_id, landed.entry.entry_id))
+    with pytest.raises(errors.VersionConflictError):
+        append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=uuid.uuid4(),
+                     since=Position(segment=0, num=0), strict=True)
+
+
+class RetiredBetweenPages:
+    """A LogStore whose read of ``segment`` retires it (retention with ``policy``) right after the read returned
+    entry ``after``, then goes on as DynamoDB's next page would: a new Query from the following num."""
+
+    def __init__(self, inner: LogStore, blobs: BlobStore, segment: int, after: int, policy: RetentionPolicy) -> None:
+        self._inner, self._blobs, self._segment, self._after, self._policy = inner, blobs, segment, after, policy
+        self.retired: list[int] | None = None
+
+    def entries(self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *,
+                page_size: int = 500) -> Iterator[Entry]:
+        for entry in self._inner.entries(log_id, segment, start, end, page_size=page_size):
+            yield entry
+            if self.retired is None and (segment, entry.num) == (self._segment, self._after):
+                self.retired = apply_retention(self._inner, self._blobs, log_id, self._policy)
+                yield from self._inner.entries(log_id, segment, entry.num + 1, end, page_size=page_size)
+                return
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("archive", [True, False], ids=["archived", "deleted"])
+def test_a_retry_reading_a_segment_that_retention_retires_under_it_never_writes_a_second_copy(
+        stores: tuple[LogStore, BlobStore], archive: bool) -> None:
+    """The first try landed at 0/5; the retry reads segment 0 from since 0/1 and, after 0/3, retention retires
+    segment 0. The next page starts at 0/4: only the tombstone's EndSegment is left there. Without it the retry
+    took 0/3 for the tail and wrote a second copy into retired history; without noticing the hole it followed
+    the EndSegment and wrote one at the tail. It must answer the first try (from the archive) or refuse."""
+    store, blobs = stores
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    for value in range(4):
+        writer.append(log_id, SetCell(row=1, col=1, value=value))
+    entry_id = uuid.uuid4()
+    first = append_after(writer, log_id, SetCell(row=2, col=1, value=1), entry_id=entry_id, since=START)
+    assert (0, 5) == (first.entry.segment, first.entry.num)
+    for _ in range(2):
+        _next_segment(writer, store, log_id)
+    racing = RetiredBetweenPages(store, blobs, 0, 3, RetentionPolicy(keep=2, min_age=0, archive=archive))
+
+    try:
+        retry = append_after(_log(racing, blobs), log_id, SetCell(row=2, col=1, value=1), entry_id=entry_id,  # type: ignore[arg-type]
+                             since=Position(segment=0, num=1))
+        assert (True, Position.of(first.entry)) == (retry.deduplicated, Position.of(retry.entry))
+    except errors.SinceRetiredError as refused:
+        assert not archive  # an archive is read exactly: it must answer the entry
+        assert (1, 0) == refused.resend
+    assert [0] == racing.retired
+    # Deleting took the first try's copy with it (its client is past the horizon); no try wrote another.
+    assert (1 if archive else 0) == _copies(store, blobs, log_id, entry_id)
+    assert [EntryType.END_SEGMENT] == [e.type for e in store.entries(log_id, 0)]
+
+
+def test_a_since_an_older_version_deleted_with_its_item_is_treated_as_deleted() -> None:
+    """Before tombstones, retention deleted a segment's item with its entries: a segment num below the oldest
+    item is deleted history. A retry whose first try landed after it is answered; another is refused 410 with the
+    oldest retained segment's entry 0 (in memory: the legacy form is written by reaching into the store)."""
+    store, blobs = InMemoryLogStore(), InMemoryBlobStore()
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    for _ in range(3):
+        _next_segment(writer, store, log_id)
+    landed = append_after(writer, log_id, SetCell(row=1, col=1, value=1), entry_id=uuid.uuid4(), since=START)
+    store._segments[log_id].pop(0)  # what DynamoDBLogStore.delete_segment did before tombstones
+    store._entries.pop((log_id, 0))
+    store._nums.pop((log_id, 0))
+    assert landed.entry.entry_id is not None
+
+    again = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=landed.entry.entry_id,
+                         since=START)
+    with pytest.raises(errors.SinceRetiredError) as refused:
+        append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=2), entry_id=uuid.uuid4(), since=START)
+
+    assert (True, Position.of(landed.entry)) == (again.deduplicated, Position.of(again.entry))
+    assert (1, 0) == refused.value.resend

@@ -13,6 +13,7 @@ from seglog_core import errors
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.ports import BlobStore, LogStore
+from seglog_core.reader import LogReader
 from seglog_core.retention import (
     CURSOR_KEY,
     RetentionPolicy,
@@ -22,7 +23,7 @@ from seglog_core.retention import (
     retain_logs,
 )
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, SetCell
+from seglog_core.schema import Entry, EntryType, SetCell
 from seglog_core.verify import verify_log
 
 FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
@@ -54,10 +55,11 @@ class DeletingRunView:
         low = max(start, self._gone) if segment == self._segment else start
         return self._store.entries(log_id, segment, low, end, page_size=page_size)
 
-    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                       retired: int | None = None) -> int:
         if self._die:
             raise errors.TransientStoreError("the run died while deleting", outcome_unknown=True)
-        return self._store.delete_segment(log_id, segment, archive)
+        return self._store.delete_segment(log_id, segment, archive, retired=retired)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -96,6 +98,48 @@ def test_a_segment_missing_entries_without_a_complete_archive_is_left_alone(
     assert [] == list(blobs.keys(archive_key(log_id, 0)))
     assert left == list(store.entries(log_id, 0))[2:]
     assert [None, None, None] == [s.archive for s in store.segments(log_id)]
+
+
+def test_retention_waits_for_close_not_creation(stores: tuple[LogStore, BlobStore]) -> None:
+    """The retry horizon counts from when a segment was closed (the next segment's creation): a segment created
+    long ago but closed a moment ago may hold an entry that landed a moment ago, whose client may still retry
+    with a ``since`` inside it. Retiring it by its creation time is the dead end of issue 18."""
+    store, blobs = stores
+    now = [1_000.0]
+    log = EventLog(store=store, blobs=blobs, retry=FAST, clock=lambda: now[0])
+    log_id = log.create()  # segment 0 created at 1000
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    for segment, closed in enumerate((5_000.0, 5_100.0, 5_200.0), start=1):  # 0 closed at 5000, 1 at 5100, ...
+        now[0] = closed
+        log.start_segment(log_id)
+        store.complete_snapshot(log_id, segment, 0, "empty")
+    policy = RetentionPolicy(keep=2, min_age=1_000)
+
+    assert [] == apply_retention(store, blobs, log_id, policy, clock=lambda: 5_999.0)  # created 4999 s ago
+    assert [0] == apply_retention(store, blobs, log_id, policy, clock=lambda: 6_001.0)
+    assert [1] == apply_retention(store, blobs, log_id, policy, clock=lambda: 6_101.0)
+
+
+@pytest.mark.parametrize("archive", [True, False], ids=["archived", "deleted"])
+def test_readers_step_over_tombstones(stores: tuple[LogStore, BlobStore], archive: bool) -> None:
+    """A retired segment keeps its item and its EndSegment (the tombstone): a load still reads the two latest
+    segments, an update from a retired position reloads, and a dump lists retained entries only (no lone
+    EndSegment of a segment whose other entries are gone)."""
+    store, blobs = stores
+    log_id = make_log(store, blobs, segments=4)
+    reader = LogReader(store=store)
+    old = reader.load(log_id)
+    old.segment, old.num = 0, 1
+
+    assert [0, 1] == apply_retention(store, blobs, log_id, RetentionPolicy(keep=2, archive=archive))
+
+    assert [EntryType.END_SEGMENT] == [e.type for e in store.entries(log_id, 0)]
+    view = reader.load(log_id)
+    reader.update(old)
+    assert [(3, 0), (3, 0)] == [(v.snapshot.segment, v.snapshot.num) for v in (view, old)]
+    assert [2, 3] == sorted({e.segment for e in reader.all_entries(log_id)})
+    tombstones = [(s.num, s.archive is not None, s.retired is not None) for s in store.segments(log_id)][:2]
+    assert [(0, archive, not archive), (1, archive, not archive)] == tombstones
 
 
 def test_stop_ends_a_log_between_segments_and_a_second_call_finishes_it(

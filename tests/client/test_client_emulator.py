@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -19,12 +20,14 @@ from seglog_client import (
     ApiError,
     Appended,
     Credentials,
+    OutcomeUnknownError,
     Position,
     SeglogClient,
     insert_row,
     set_cell,
     set_range,
 )
+from seglog_core.retention import RetentionPolicy, apply_retention
 from signed_http import send
 
 pytestmark = pytest.mark.stack
@@ -141,3 +144,43 @@ def test_a_key_the_emulator_does_not_accept_is_refused_with_api_gateways_message
         client.create()
     assert (403, "InvalidSignatureException") == (raised.value.status, raised.value.code)
     assert raised.value.message.startswith("The request signature we calculated does not match")
+
+
+def _next_segment(emulator: Emulated, log_id: uuid.UUID) -> None:
+    """Close the current segment and start the next, once the pipeline has completed the current one's snapshot
+    (a segment closes only then, DESIGN §3)."""
+    backend = emulator.deployment.backend()
+    deadline = time.monotonic() + 60
+    while backend.store.latest_segments(log_id, 1, consistent=True)[0].last_snapshot is None:
+        assert time.monotonic() < deadline, "the pipeline did not complete the segment's snapshot in 60 s"
+        time.sleep(0.2)
+    backend.event_log().start_segment(log_id)
+
+
+def test_the_client_follows_a_retired_since_inside_the_horizon_and_never_resends_past_it(emulator: Emulated) -> None:
+    """Issue 18 through the gateway: retention deletes the segments holding since. A first try whose since is
+    that stale is answered 410 since_retired and the client resends it once from the answer's position; a retry
+    of an entry that landed in the deleted history, a horizon after its first try, is not resent: the outcome is
+    unknown, and the log never holds an entry twice. (Before: 409 unknown_position, and the advice to load and
+    resend stored the entry a second time.)"""
+    client = emulator.client()
+    log_id = client.create().log_id
+    landed = client.append(log_id, set_cell("A1", 1))  # at 0/1
+    for _ in range(3):
+        _next_segment(emulator, log_id)
+    backend = emulator.deployment.backend()
+    assert [0, 1] == apply_retention(backend.store, backend.blobs, log_id,
+                                     RetentionPolicy(keep=2, min_age=0, archive=False))
+
+    stale = emulator.client()
+    fresh = stale.append(log_id, set_cell("A2", 2), since=START)
+    again = emulator.client().append(log_id, set_cell("A2", 2), entry_id=fresh.entry_id, since=START)
+    with pytest.raises(OutcomeUnknownError) as unknown:
+        emulator.client().append(log_id, set_cell("A1", 1), entry_id=landed.entry_id, since=START,
+                                 first_try=time.time() - 604800)
+
+    assert (Position(segment=3, num=1), False) == (fresh.position, fresh.deduplicated)
+    assert (fresh.position, True) == (again.position, again.deduplicated)
+    assert 410 == unknown.value.refusal.status
+    held = Counter(emulator.entry_ids(log_id))
+    assert (1, 0) == (held[fresh.entry_id], held[landed.entry_id])

@@ -117,14 +117,41 @@ def test_complete_snapshot_sets_root_and_moves_segment_forward_only(log_store: L
         log_store.complete_snapshot(log_id, 0, 1, "not-a-snapshot")
 
 
-def test_delete_segment_removes_entries_or_archives(log_store: LogStore) -> None:
-    log_id = _new_log(log_store)
-    for num in range(1, 30):
-        log_store.put_entry(_entry(log_id, 0, num))
+def _closed_log(store: LogStore, entries: int) -> uuid.UUID:
+    """A log whose segment 0 holds nums 0..entries-1 and its EndSegment at ``entries``; segment 1 follows."""
+    log_id = _new_log(store)
+    for num in range(1, entries):
+        store.put_entry(_entry(log_id, 0, num))
+    store.new_segment(
+        Entry(log_id=log_id, segment=0, num=entries, created=2, type=EntryType.END_SEGMENT,
+              body=encode_body(EndSegment(next_segment=1))),
+        Segment(log_id=log_id, num=1, created=2),
+        Entry(log_id=log_id, segment=1, num=0, created=2, type=EntryType.SNAPSHOT))
+    return log_id
+
+
+def test_delete_segment_archives_and_keeps_the_item_and_end_segment_as_a_tombstone(log_store: LogStore) -> None:
+    log_id = _closed_log(log_store, 30)
     assert log_store.delete_segment(log_id, 0, archive="archive/x/0") == 30
-    assert list(log_store.entries(log_id, 0)) == []
-    assert [s.archive for s in log_store.segments(log_id)] == ["archive/x/0"]
-    assert log_store.delete_segment(log_id, 0) == 0
+    assert [(e.num, e.type) for e in log_store.entries(log_id, 0)] == [(30, EntryType.END_SEGMENT)]
+    assert [(s.num, s.archive, s.retired) for s in log_store.segments(log_id)] == [
+        (0, "archive/x/0", None), (1, None, None)]
+
+
+def test_delete_segment_deletes_and_marks_when_the_item_stays(log_store: LogStore) -> None:
+    log_id = _closed_log(log_store, 30)
+    assert log_store.delete_segment(log_id, 0, retired=1_800_000_000) == 30
+    assert [(e.num, e.type) for e in log_store.entries(log_id, 0)] == [(30, EntryType.END_SEGMENT)]
+    assert [(s.num, s.archive, s.retired) for s in log_store.segments(log_id)] == [
+        (0, None, 1_800_000_000), (1, None, None)]
+    # Again (an overlapping run): nothing left to delete, the tombstone unchanged but for its time.
+    assert log_store.delete_segment(log_id, 0, retired=1_800_000_001) == 0
+    assert [e.num for e in log_store.entries(log_id, 0)] == [30]
+
+
+def test_delete_segment_never_recreates_an_item_a_legacy_deletion_removed(log_store: LogStore) -> None:
+    log_id = uuid.uuid4()  # no item at all: a segment an older retention deleted with its item
+    assert log_store.delete_segment(log_id, 0, retired=1) == 0
     assert list(log_store.segments(log_id)) == []
 
 

@@ -16,6 +16,7 @@ from seglog_client import (
     Backoff,
     Counters,
     EntryIdReusedError,
+    OutcomeUnknownError,
     Position,
     ProtocolError,
     RetriesExhaustedError,
@@ -234,3 +235,71 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
 
     assert (7.0, 30.0, 0.0, None) == (of("7"), of("Sun, 22 Nov 2026 12:00:30 GMT"),
                                       of("Sun, 22 Nov 2026 11:00:00 GMT"), of("soon"))
+
+
+# ------------------------------------------------------------------------------------------------ retry horizon
+# Issue 18: a retry whose since retention deleted, whose entry is not in the retained log, is answered 410
+# since_retired with the horizon and a position to resend from. The client resends only while the entry's first
+# try is inside the horizon (less the margin): a resend later could store the entry a second time.
+
+HORIZON = 3600
+
+
+class Ticks:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def retired(resend: tuple[int, int] = (4, 0)) -> Reply:
+    return error(410, "since_retired", "resend within the horizon", position=position(*resend),
+                 since=position(0, 3), horizon_seconds=HORIZON, entry_id=ENTRY)
+
+
+def test_a_retired_since_inside_the_horizon_is_resent_from_the_position_the_answer_names(fake: FakeApi) -> None:
+    """A first try with a stale since (the client's position is older than what retention keeps) is refused 410;
+    the client resends it at once with the same entry id and since = the answer's position, and notes the entry."""
+    ticks = Ticks()
+    client = client_of(fake, monotonic=ticks)
+    client.note_position(LOG, Position(segment=0, num=3))
+    fake.script(retired(), Reply(200, appended(ENTRY, 5, 2)))
+    answer = client.append(LOG, set_cell("A1", 1), entry_id=ENTRY)
+    sent = [r.json() for r in fake.sent("POST")]
+    assert [position(0, 3), position(4, 0)] == [r["since"] for r in sent]
+    assert {ENTRY} == {r["entry_id"] for r in sent}
+    assert (Position(segment=5, num=2), Position(segment=5, num=2)) == (answer.position, client.position(LOG))
+
+
+def test_a_retired_since_past_the_horizon_is_not_resent_and_says_the_outcome_is_unknown(fake: FakeApi) -> None:
+    """The first try's answer was lost; the caller resends it (entry id and since of RetriesExhaustedError) a
+    horizon later, and retention has deleted since meanwhile. The first try may be in the deleted history: the
+    client must not resend (that could store it twice) but raise OutcomeUnknownError, timed from the first try."""
+    ticks = Ticks()
+    client = client_of(fake, monotonic=ticks, max_tries=1)
+    client.note_position(LOG, Position(segment=0, num=3))
+    fake.script(DROP, retired())
+    with pytest.raises(RetriesExhaustedError) as lost:
+        client.append(LOG, set_cell("A1", 1), entry_id=ENTRY)
+    ticks.now += HORIZON - 60  # inside the horizon, but not by the margin (120 s)
+    with pytest.raises(OutcomeUnknownError) as unknown:
+        client.append(LOG, set_cell("A1", 1), entry_id=lost.value.entry_id, since=lost.value.since)
+    assert 2 == len(fake.sent("POST"))
+    assert (uuid.UUID(ENTRY), Position(segment=0, num=3), HORIZON - 60) == (
+        unknown.value.entry_id, unknown.value.since, unknown.value.age)
+    assert lost.value.first_try is not None
+    assert abs(datetime.now(UTC).timestamp() - lost.value.first_try) < 60
+
+
+def test_a_resend_from_another_client_counts_the_horizon_from_the_first_try_it_is_given(fake: FakeApi) -> None:
+    """A fresh client knows nothing of the entry: ``first_try`` (RetriesExhaustedError.first_try of the client
+    that tried first) is what it times the horizon from, not its own first request."""
+    fake.script(retired(), retired())
+    client = client_of(fake)
+    with pytest.raises(OutcomeUnknownError):
+        client.append(LOG, set_cell("A1", 1), entry_id=ENTRY, since=Position(segment=0, num=3),
+                      first_try=datetime.now(UTC).timestamp() - HORIZON)
+    assert 1 == len(fake.sent("POST"))

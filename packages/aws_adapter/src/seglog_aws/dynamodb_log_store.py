@@ -9,6 +9,7 @@ and decides itself, knowing which failures leave a write's outcome unknown.
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,7 @@ from seglog_aws.items import entry_key, entry_to_item, item_to_entry, item_to_se
 from seglog_aws.meter import Meter
 from seglog_core import errors
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, Segment, segment_key
+from seglog_core.schema import Entry, EntryType, Segment, segment_key
 
 _NOT_EXISTS_ENTRY = "attribute_not_exists(N)"
 _NOT_EXISTS_SEGMENT = "attribute_not_exists(N)"
@@ -149,9 +150,12 @@ class DynamoDBLogStore:
                        ExpressionAttributeValues={":n": {"N": str(num)}},
                        on_condition=lambda _: errors.ItemExistsError("a later snapshot"))
 
-    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                       retired: int | None = None) -> int:
         count = 0
-        keys = [entry_key(log_id, segment, e.num) for e in self.entries(log_id, segment)]
+        # The EndSegment stays (a tombstone with the item): a reader paging through meanwhile still finds the end.
+        keys = [entry_key(log_id, segment, e.num) for e in self.entries(log_id, segment)
+                if e.type is not EntryType.END_SEGMENT]
         for i in range(0, len(keys), 25):
             batch = [{"DeleteRequest": {"Key": k}} for k in keys[i : i + 25]]
             while batch:  # deletes: repeating one that landed changes nothing
@@ -160,11 +164,15 @@ class DynamoDBLogStore:
                 batch = response.get("UnprocessedItems", {}).get(self.entries_table, [])
             count += min(25, len(keys) - i)
         seg_key = {"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}
-        if archive is not None:
+        mark = {":m": {"S": archive}} if archive is not None else {
+            ":m": {"N": str(int(time.time()) if retired is None else retired)}}
+        # Only on an existing item: UpdateItem would otherwise create one without C ("UpdateItem", DynamoDB API
+        # Reference: "creates a new item if it does not already exist"); a legacy deletion removed it for good.
+        with contextlib.suppress(errors.ItemExistsError):
             self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table, Key=seg_key,
-                       UpdateExpression="SET A = :a", ExpressionAttributeValues={":a": {"S": archive}})
-        else:
-            self._call("DeleteItem", write=True, retry_unknown=True, TableName=self.segments_table, Key=seg_key)
+                       UpdateExpression=f"SET {'A' if archive is not None else 'D'} = :m",
+                       ConditionExpression="attribute_exists(N)", ExpressionAttributeValues=mark,
+                       on_condition=lambda _: errors.ItemExistsError(f"segment {segment} (gone)"))
         return count
 
     def _pages(self, **params: Any) -> Iterator[dict[str, Any]]:

@@ -75,7 +75,9 @@ def verify(ctx: click.Context, log: str, as_json: bool, quiescent: bool) -> None
 @log_group.command()
 @click.argument("log")
 @click.option("--keep", default=3, show_default=True, help="Segments to keep (at least 2).")
-@click.option("--min-age-days", default=0.0, show_default=True, help="Keep segments younger than this.")
+@click.option("--min-age-days", default=7.0, show_default=True,
+              help="Keep segments closed less than this long ago: the retry horizon, keep it at least the "
+                   "deployment's RetentionMinAgeSeconds, or a client's retry within it may be stored twice.")
 @click.option("--delete", is_flag=True, help="Delete old segments instead of archiving them to S3.")
 @click.pass_context
 @reports_errors

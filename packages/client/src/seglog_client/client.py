@@ -10,6 +10,12 @@ conditional put, so the entry id is stored once. This client
   automatic; for a sheet it has not seen, it asks for the latest completed snapshot's position first;
 * encodes each request once, with sorted keys, and sends those bytes on every try;
 * never retries another 4xx: it raises :class:`~seglog_client.errors.ApiError` with the API's code;
+* follows a 410 ``since_retired`` (``since`` was deleted by retention and the entry is not in the retained log):
+  it times each entry's first try (monotonic clock) and resends with the answer's ``position`` only while that
+  first try is younger than the answer's ``horizon_seconds`` minus ``horizon_margin`` — no earlier try can then
+  be in the deleted history (seglog_core.idempotence, "Retired positions"); past it the entry's outcome cannot be
+  known and it raises :class:`~seglog_client.errors.OutcomeUnknownError` without resending. An entry id this
+  client has not sent counts as first tried now unless ``first_try`` says when;
 * signs every try with AWS Signature Version 4 (the API requires IAM authorization, locally too): credentials
   from :mod:`seglog_client.credentials`, a fresh date each try.
 
@@ -32,7 +38,7 @@ import structlog
 from seglog_client import sigv4
 from seglog_client.credentials import CredentialsProvider, region_for, resolve
 from seglog_client.entries import EntryBody
-from seglog_client.errors import ApiError, EntryIdReusedError, ProtocolError, RetriesExhaustedError
+from seglog_client.errors import ApiError, EntryIdReusedError, OutcomeUnknownError, ProtocolError, RetriesExhaustedError
 from seglog_client.hooks import Attempt, ClientHooks, NoHooks
 from seglog_client.models import (
     ENCODER,
@@ -95,6 +101,10 @@ class SeglogClient:
         region: the region to sign for when the URL does not say it (a custom domain, the local emulator).
         sign: False sends requests unsigned (an API deployed without IAM authorization).
         clock: the signing time (tests skew it).
+        horizon_margin: seconds kept short of the retry horizon before a 410 ``since_retired`` is followed: the
+            resend's own time on the server (the API's timeout, 29 s at most) and clock differences between the
+            functions that write segments and the one that retires them.
+        monotonic: the clock that times each entry's first try (tests drive it).
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10,
@@ -102,7 +112,8 @@ class SeglogClient:
                  hooks: ClientHooks | None = None, headers: Mapping[str, str] | None = None,
                  credentials: sigv4.Credentials | CredentialsProvider | None = None, profile: str | None = None,
                  region: str | None = None, sign: bool = True,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), horizon_margin: float = 120.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         if max_tries < 1:
             raise ValueError("max_tries must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -118,6 +129,11 @@ class SeglogClient:
         self._credentials, self._profile = credentials, profile
         self._provider: CredentialsProvider | None = None
         self._positions: dict[uuid.UUID, Position] = {}
+        self.horizon_margin = horizon_margin
+        self._monotonic = monotonic
+        #: When each entry id not yet acknowledged was first tried (``monotonic``): kept after a refusal or
+        #: RetriesExhaustedError, so a later resend is timed from the first try, never from itself.
+        self._first_tries: dict[uuid.UUID, float] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------- positions
@@ -154,7 +170,7 @@ class SeglogClient:
 
     def append(self, log_id: uuid.UUID | str, entry: EntryBody | Mapping[str, Any], *,
                entry_id: uuid.UUID | str | None = None, since: Position | None = None,
-               expected: Position | None = None) -> Appended:
+               expected: Position | None = None, first_try: float | None = None) -> Appended:
         """Append ``entry`` once, however often it must be tried.
 
         Args:
@@ -164,11 +180,15 @@ class SeglogClient:
             since: the position to look from (default: the latest this client has seen).
             expected: instead of ``since``: the exact position the entry must take (409 ``version_conflict``
                 with the holder when it is taken).
+            first_try: when this entry was first tried (epoch s), for a resend of an entry another client tried
+                (``RetriesExhaustedError.first_try``); this client remembers its own.
 
         Raises:
             ApiError: refused (400 bad entry, 404 no sheet, 409 conflict or unknown position, 413 too large).
             EntryIdReusedError: ``entry_id`` already names another entry (at its ``position``): never retried.
-            RetriesExhaustedError: no good answer after ``max_tries``; carries ``entry_id`` and ``since``.
+            RetriesExhaustedError: no good answer after ``max_tries``; carries ``entry_id``, ``since`` and
+                ``first_try``.
+            OutcomeUnknownError: ``since`` was retired and the first try is past the retry horizon: not resent.
         """
         if since is not None and expected is not None:
             raise ValueError("append takes since or expected, not both")
@@ -176,12 +196,10 @@ class SeglogClient:
         eid = uuid.uuid4() if entry_id is None else as_uuid(entry_id, "entry id")
         if expected is None and since is None:
             since = self._since(lid)
-        request = AppendRequest(entry=entry, entry_id=eid, since=since, expected=expected)
-        answer = self._call(Appended, "POST", f"/sheets/{lid}/entries", request, log_id=lid, entry_id=eid,
-                            since=since)
-        self.note_position(lid, answer.position)
-        self.hooks.appended(lid, answer)
-        return answer
+        return self._appending(lid, eid, since, first_try, lambda at: self._call(
+            Appended, "POST", f"/sheets/{lid}/entries", AppendRequest(entry=entry, entry_id=eid, since=at,
+                                                                     expected=expected),
+            log_id=lid, entry_id=eid, since=at))
 
     def load(self, log_id: uuid.UUID | str) -> Sheet:
         """The sheet: its latest snapshot folded with the entries after it, every page joined.
@@ -225,7 +243,7 @@ class SeglogClient:
 
     def upload(self, log_id: uuid.UUID | str, data: bytes, content_type: str,
                entry_type: Literal["imp", "setrng"], *, entry_id: uuid.UUID | str | None = None,
-               since: Position | None = None) -> Appended:
+               since: Position | None = None, first_try: float | None = None) -> Appended:
         """Append a large entry in three steps: a presigned URL, the PUT of ``data``, the completion.
 
         ``content_type`` is ``text/csv`` or the XLSX type for ``imp`` (an import), ``application/json``
@@ -240,12 +258,51 @@ class SeglogClient:
         presigned = self._call(Presigned, "POST", f"/sheets/{lid}/uploads",
                                UploadRequest(size=len(data), content_type=content_type), log_id=lid)
         self._send(presigned.method, presigned.url, data, dict(presigned.headers), log_id=lid)
-        answer = self._call(Appended, "POST", f"/sheets/{lid}/uploads/{presigned.upload_id}/complete",
-                            CompleteRequest(type=entry_type, entry_id=eid, since=since), log_id=lid, entry_id=eid,
-                            since=since)
-        self.note_position(lid, answer.position)
-        self.hooks.appended(lid, answer)
-        return answer
+        return self._appending(lid, eid, since, first_try, lambda at: self._call(
+            Appended, "POST", f"/sheets/{lid}/uploads/{presigned.upload_id}/complete",
+            CompleteRequest(type=entry_type, entry_id=eid, since=at or since), log_id=lid, entry_id=eid, since=at))
+
+    def _appending(self, log_id: uuid.UUID, entry_id: uuid.UUID, since: Position | None, first_try: float | None,
+                   send: Callable[[Position | None], Appended]) -> Appended:
+        """``send(since)`` (an append, or an upload's completion), following 410 ``since_retired`` within the
+        retry horizon; the answer noted and told to the hooks."""
+        with self._lock:
+            if first_try is not None:
+                given = self._monotonic() - max(0.0, time.time() - first_try)
+                self._first_tries[entry_id] = min(given, self._first_tries.get(entry_id, given))
+            started = self._first_tries.setdefault(entry_id, self._monotonic())
+        for _ in range(self.max_tries):
+            try:
+                answer = send(since)
+            except ApiError as refusal:
+                if refusal.code != "since_retired":
+                    raise
+                since = self._resend_from(refusal, entry_id, since, self._monotonic() - started)
+                continue
+            except RetriesExhaustedError as exc:
+                exc.first_try = time.time() - (self._monotonic() - started)
+                raise
+            with self._lock:
+                self._first_tries.pop(entry_id, None)
+            self.note_position(log_id, answer.position)
+            self.hooks.appended(log_id, answer)
+            return answer
+        raise RetriesExhaustedError("POST", f"/sheets/{log_id}", self.max_tries, 410, "since retired at every try",
+                                    entry_id=entry_id, since=since,
+                                    first_try=time.time() - (self._monotonic() - started))
+
+    def _resend_from(self, refusal: ApiError, entry_id: uuid.UUID, since: Position | None, age: float) -> Position:
+        """The ``since`` to resend with after a 410 ``since_retired``, if the first try is inside the horizon."""
+        horizon, at = refusal.details.get("horizon_seconds"), refusal.details.get("position")
+        if (not isinstance(horizon, int | float) or not isinstance(at, dict)
+                or age >= horizon - self.horizon_margin):
+            log.warning("outcome unknown: not resent", entry_id=str(entry_id), since=str(since), age=round(age, 1),
+                        horizon=horizon)
+            raise OutcomeUnknownError(entry_id, since, age, horizon, refusal) from refusal
+        resend = Position(segment=int(at["segment"]), num=int(at["num"]))
+        log.info("since retired: resending within the retry horizon", entry_id=str(entry_id), since=str(since),
+                 resend=str(resend), age=round(age, 1), horizon=horizon)
+        return resend
 
     def snapshots(self, log_id: uuid.UUID | str) -> Snapshots:
         """The latest completed snapshot, each segment's, and the snapshot builds under way."""

@@ -6,6 +6,8 @@
   entry, at ``position``; give the new entry a new entry id.
 * :class:`RetriesExhaustedError` — no good answer after every try (lost answers, timeouts, 5xx, 429); for an
   append it carries the ``entry_id`` and ``since`` to send again, which stores the entry once.
+* :class:`OutcomeUnknownError` — an append the API refused with 410 ``since_retired`` past the retry horizon:
+  an earlier try may be in deleted history, so it is not resent.
 * :class:`ProtocolError` — a 2xx answer that is not what the API documents (a proxy, or a newer server).
 """
 
@@ -67,10 +69,14 @@ class RetriesExhaustedError(SeglogClientError):
         last_failure: what the last try got, in words.
         entry_id, since: for an append (or an upload's completion): send the same again, later, and the entry is
             stored once whether or not one of these tries landed.
+        first_try: when the entry's first try was sent (epoch s): pass it back with a resend from another client
+            (the same client remembers it), so the retry horizon is counted from it.
     """
 
     def __init__(self, method: str, path: str, tries: int, last_status: int | None, last_failure: str, *,
-                 entry_id: uuid.UUID | None = None, since: Position | None = None) -> None:
+                 entry_id: uuid.UUID | None = None, since: Position | None = None,
+                 first_try: float | None = None) -> None:
+        self.first_try = first_try
         self.method = method
         self.path = path
         self.tries = tries
@@ -84,6 +90,29 @@ class RetriesExhaustedError(SeglogClientError):
             advice = (f"the entry may or may not be stored: send it again with entry_id={entry_id}{where} "
                       "(it is stored once)")
         super().__init__(f"{method} {path}: no good answer after {tries} tries (last: {last_failure}); {advice}")
+
+
+class OutcomeUnknownError(SeglogClientError):
+    """An append whose ``since`` retention deleted, not found in the retained log, whose first try is older than
+    the retry horizon (410 ``since_retired``): an earlier try may have landed in the deleted history, so the
+    client did not resend it (a resend could store it twice). Load the sheet and decide whether to append again.
+
+    Attributes:
+        entry_id, since: the append's.
+        age: seconds since the entry's first try; horizon: the retry horizon the API named (None: unknown).
+    """
+
+    def __init__(self, entry_id: uuid.UUID, since: Position | None, age: float, horizon: float | None,
+                 refusal: ApiError) -> None:
+        self.entry_id = entry_id
+        self.since = since
+        self.age = age
+        self.horizon = horizon
+        self.refusal = refusal
+        super().__init__(
+            f"entry {entry_id}: its outcome is unknown, and it was not resent: since={since} was deleted by "
+            f"retention, the retained log does not hold the entry, and its first try was {age:.0f} s ago, not "
+            f"safely inside the retry horizon ({horizon} s). Load the sheet and decide whether to append it anew")
 
 
 class ProtocolError(SeglogClientError):

@@ -122,6 +122,8 @@ class SegmentStatus(Answer, frozen=True):
     created: int
     last_snapshot: int | None
     archive: str | None = None
+    #: When retention deleted the segment's entries (epoch s).
+    retired: int | None = None
 
 
 class PendingSnapshot(Answer, frozen=True):

@@ -159,6 +159,30 @@ class EntryIdReusedError(SeglogError):
         )
 
 
+class SinceRetiredError(SeglogError):
+    """An append's ``since`` lies in history retention deleted, and the entry id is not in the retained log.
+
+    Whether an earlier try landed in the deleted history cannot be known from the log; it can from the client's
+    clock: a try lands after its entry's first try, and retention keeps every segment ``horizon`` seconds after
+    it closed (seglog_core.idempotence, "Retired positions"). ``resend`` is the position to resend with.
+    """
+
+    def __init__(self, log_id: uuid.UUID, since: tuple[int, int], resend: tuple[int, int], entry_id: uuid.UUID,
+                 horizon: float | None) -> None:
+        self.log_id = log_id
+        self.since = since
+        self.resend = resend
+        self.entry_id = entry_id
+        self.horizon = horizon
+        within = "less than the retry horizon" if horizon is None else f"less than {horizon:g} s (the retry horizon)"
+        super().__init__(
+            f"log {log_id}: since {since[0]}/{since[1]} is in history retention has retired, and entry {entry_id} "
+            f"is not in the retained log. If this entry's first try was {within} ago, resend it with the same "
+            f"entry_id and since = {resend[0]}/{resend[1]}: no earlier try can have landed in retired history; "
+            "otherwise its outcome cannot be known: do not resend it (load the sheet and look)"
+        )
+
+
 class AppendContentionError(SeglogError):
     """Optimistic append gave up after its bounded attempts."""
 

@@ -128,16 +128,24 @@ class InMemoryLogStore:
             if seg is not None and (seg.last_snapshot is None or seg.last_snapshot < num):
                 self._segments[log_id][segment] = msgspec.structs.replace(seg, last_snapshot=num)
 
-    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                       retired: int | None = None) -> int:
+        key = (log_id, segment)
+        count = 0
+        # A page at a time, as the DynamoDB adapter deletes (a reader between two pages sees a part gone).
+        for entry in list(self.entries(log_id, segment)):
+            if entry.type is EntryType.END_SEGMENT:
+                continue
+            with self._lock:
+                self._entries[key].pop(entry.num)
+                self._nums[key].remove(entry.num)
+            count += 1
         with self._lock:
-            key = (log_id, segment)
-            count = len(self._entries.pop(key, {}))
-            self._nums.pop(key, None)
             segs = self._segments.get(log_id, {})
-            if archive is not None and segment in segs:
-                segs[segment] = msgspec.structs.replace(segs[segment], archive=archive)
-            else:
-                segs.pop(segment, None)
+            if segment in segs:
+                mark = {"archive": archive} if archive is not None else {
+                    "retired": int(time.time()) if retired is None else retired}
+                segs[segment] = msgspec.structs.replace(segs[segment], **mark)
             return count
 
 

@@ -92,9 +92,12 @@ class LogStore(Protocol):
         """Move the segment's ``S`` forward to ``num``; never back (idempotent)."""
         ...
 
-    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None) -> int:
-        """Delete a segment's entries (paged). With ``archive``, keep the segment item, recording ``A``;
-        otherwise delete it too. Returns the number of entries deleted."""
+    def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                       retired: int | None = None) -> int:
+        """Retire a segment: delete its entries (paged) but its EndSegment, then mark its item — ``A`` =
+        ``archive`` when archived, else ``D`` = ``retired`` (epoch s; default now). The item and the EndSegment
+        stay as a tombstone, so a reader paging through the segment meanwhile still finds where it ends
+        (seglog_core.retention). The mark is written only if the item exists. Returns the entries deleted."""
         ...
 
 

@@ -122,8 +122,11 @@ class LogReader:
         return list(self.store.entries(log_id, segment.num, start, page_size=self.page_size))
 
     def all_entries(self, log_id: uuid.UUID) -> list[Entry]:
-        """Every stored entry of every segment, in order (for dump and verify)."""
+        """Every stored entry of every retained segment, in order (for dump); a retired segment's tombstone
+        (its EndSegment, seglog_core.retention) is not shown."""
         out: list[Entry] = []
         for seg in self.store.segments(log_id):
+            if seg.archive is not None or seg.retired is not None:
+                continue
             out.extend(self.store.entries(log_id, seg.num, page_size=self.page_size))
         return out

@@ -4,6 +4,20 @@ An archive is the segment's entries as one msgpack object at ``archive/{log}/{se
 stays, with ``A`` pointing at it, so history remains readable and verify folds it (seglog_core.verify).
 Deleting a segment takes what only its entries reference with it: its snapshots' objects and its large bodies.
 
+Retired segments leave a tombstone: the segment item (``A`` = the archive key, or ``D`` = when it was deleted)
+and the segment's EndSegment entry stay; only the other entries go. A reader paging forward through a segment
+while it is retired (idempotence._scan) then still meets the EndSegment after a hole in the nums and knows the
+segment was retired under it; with the EndSegment gone it would take the last entry it read for the log's tail
+and write into retired history. Segments an older version deleted have no item at all (a segment num below the
+oldest item is deleted).
+
+The retry horizon (``min_age``, template RetentionMinAgeSeconds): a segment is retired only once it was *closed*
+more than ``min_age`` ago — closed when the next segment was created (its ``C``: the same transaction wrote the
+EndSegment) — never by its own creation time, which says nothing about when its last entry landed. Every entry
+lands before its segment's EndSegment, so an entry that landed at ``t`` is in the retained log until at least
+``t + min_age``: the idempotent append's retry protocol builds on that (seglog_core.idempotence, "Retired
+positions"). Rule checked by tests/test_retention.py::test_retention_waits_for_close_not_creation.
+
 Runs may overlap (a scheduled run still going when the next one starts, or ``seglog log retain`` beside it) and
 may die half-way (a function timeout). Either way a later reader of a segment can find some of its entries
 already deleted, and an archive written from what it read would overwrite the whole archive with a part. So an
@@ -17,6 +31,7 @@ stopped (``retention/cursor`` in the bucket) so the next call goes on from there
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -28,7 +43,7 @@ import structlog
 
 from seglog_core import errors
 from seglog_core.ports import BlobStore, LogStore
-from seglog_core.schema import Entry, EntryType
+from seglog_core.schema import Entry, EntryType, Segment
 
 log = structlog.get_logger("seglog.retention")
 
@@ -58,9 +73,15 @@ def is_complete_segment(entries: list[Entry]) -> bool:
             and [e.num for e in entries] == list(range(len(entries))))
 
 
+def is_retired(segment: Segment) -> bool:
+    """Whether retention archived or deleted the segment's entries (its item is then a tombstone)."""
+    return segment.archive is not None or segment.retired is not None
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetentionPolicy:
-    """Keep the ``keep`` latest segments and any younger than ``min_age`` seconds; archive or delete the rest."""
+    """Keep the ``keep`` latest segments and any closed less than ``min_age`` seconds ago (the retry horizon);
+    archive or delete the rest."""
 
     keep: int = 3
     min_age: float = 0.0
@@ -86,8 +107,9 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
     segments = list(store.segments(log_id))
     keep = max(policy.keep, MIN_KEEP)
     done: list[int] = []
-    for segment in segments[: max(0, len(segments) - keep)]:
-        if segment.archive is not None or clock() - segment.created < policy.min_age:
+    for segment, following in itertools.pairwise(segments[: max(0, len(segments) - keep) + 1]):
+        # ``following.created`` is when this segment was closed (see the module: the retry horizon).
+        if is_retired(segment) or clock() - following.created < policy.min_age:
             continue
         if stop():
             break
@@ -96,7 +118,7 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
         else:
             key = None
             _delete_objects(store, blobs, log_id, segment.num)
-        count = store.delete_segment(log_id, segment.num, archive=key)
+        count = store.delete_segment(log_id, segment.num, archive=key, retired=int(clock()))
         log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=key)
         done.append(segment.num)
     return done

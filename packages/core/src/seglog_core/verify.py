@@ -183,7 +183,10 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
 
 def _read_segment(report: VerifyReport, store: LogStore, blobs: BlobStore | None, log_id: uuid.UUID,
                   segment: Segment) -> _Read:
-    """A segment's entries from the Entries table, or from its archive once retention archived it."""
+    """A segment's entries from the Entries table, or from its archive once retention archived it (None once
+    retention deleted them: the tombstone's EndSegment alone is no segment to judge)."""
+    if segment.retired is not None:
+        return _Read(segment, None)
     if segment.archive is None:
         return _Read(segment, list(store.entries(log_id, segment.num)))
     if blobs is None:

@@ -27,6 +27,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
             404: "No such sheet (or upload)",
             409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
                  "no entry at `since` (load again)",
+            410: "`since_retired`: `since` is in history retention deleted and the entry is not in the retained "
+                 "log. If the entry's first try was less than `error.horizon_seconds` ago, send it again with the "
+                 "same `entry_id` and `since` = `error.position`; otherwise do not resend it (its outcome cannot "
+                 "be known)",
             413: "Payload too large", 415: "Content type not accepted",
             422: "`entry_id_reused`: the entry id already names another entry (other type, version or body), at "
                  "`error.position`; nothing was written. Do not retry: give a new entry a new entry id",
@@ -52,7 +56,11 @@ RETRY_PROTOCOL: Final = (
     "never both be stored; a retry whose first try landed answers `deduplicated: true`. An entry id names one "
     "entry: a request that reuses it with another entry is refused with 422 `entry_id_reused`, and a stored entry, "
     "its body in S3 included, never changes. A request without `entry_id`, or without `since` (or `expected`), is "
-    "refused with 400.")
+    "refused with 400. Retry horizon: retention keeps every "
+    "segment at least RetentionMinAgeSeconds (the deployment's template parameter, default 7 days) after it "
+    "closed, so any try that landed less than that ago is found. A retry whose `since` retention archived is "
+    "answered as above; one whose `since` it deleted is answered with the entry when the retained log holds it, "
+    "else refused with 410 `since_retired` (see that response): never a second copy.")
 
 SCHEMAS: Final[dict[str, Any]] = {
     "Error": {
@@ -147,7 +155,9 @@ SCHEMAS: Final[dict[str, Any]] = {
                 "type": "object", "required": ["segment", "created", "last_snapshot"],
                 "properties": {"segment": NUM, "created": {"type": "integer"},
                                "last_snapshot": {"type": ["integer", "null"]},
-                               "archive": {"type": ["string", "null"]}}}},
+                               "archive": {"type": ["string", "null"]},
+                               "retired": {"type": ["integer", "null"],
+                                           "description": "When retention deleted its entries (epoch s)."}}}},
             "pending": {"type": "array", "items": {
                 "type": "object", "required": ["segment", "entry", "retries", "active", "modified"],
                 "properties": {"segment": NUM, "entry": NUM, "retries": NUM, "active": {"type": "boolean"},
@@ -209,7 +219,7 @@ PATHS: Final[dict[str, Any]] = {
             "parameters": [LOG_ID],
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("AppendRequest")}}},
             "responses": {"200": _json(_ref("Appended"), "Appended (or found already appended)"),
-                          **_errors(400, 404, 409, 413, 422, 503)},
+                          **_errors(400, 404, 409, 410, 413, 422, 503)},
         },
         "get": {
             "operationId": "syncEntries", "summary": "Sync: the entries after a position",
@@ -239,7 +249,7 @@ PATHS: Final[dict[str, Any]] = {
                                 "schema": {"type": "string", "format": "uuid"}}],
         "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("CompleteRequest")}}},
         "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"),
-                      **_errors(400, 404, 413, 422, 503)},
+                      **_errors(400, 404, 409, 410, 413, 422, 503)},
     }},
     "/openapi.json": {"get": {
         "operationId": "openapi", "summary": "This document",

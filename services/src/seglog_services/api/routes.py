@@ -66,6 +66,8 @@ class Services:
     external_log: EventLog
     document: SheetDocument
     uploads: Uploads
+    #: The retry horizon retention keeps (RetentionMinAgeSeconds), named in a 410 ``since_retired``.
+    horizon: float
 
     @classmethod
     def build(cls, backend: Backend) -> Services:
@@ -80,6 +82,7 @@ class Services:
                                            large_threshold=0),
             document=backend.document(),
             uploads=Uploads(s3=presign_client(), bucket=backend.resources.bucket, blobs=backend.blobs),
+            horizon=float(os.environ.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")),
         )
 
 
@@ -229,9 +232,7 @@ def append_entry(log_id: str) -> Response[str]:
     entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
     structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
     svc = services()
-    # A repeated large entry needs no repair of its body's tag: EventLog.store_large_body never writes over an
-    # object (conditional put under a key holding the body's digest), so a body the router kept stays kept.
-    appended = append_after(svc.log, lid, body, entry_id=entry_id, since=since, strict=strict)
+    appended = append_after(svc.log, lid, body, entry_id=entry_id, since=since, strict=strict, horizon=svc.horizon)
     return json_response(200, appended_json(appended))
 
 
@@ -329,7 +330,7 @@ def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     check_upload_entry_id(uid, entry_id)
     svc = services()
     body = svc.uploads.read(lid, uid, request.type)
-    appended = append_after(svc.external_log, lid, body, entry_id=entry_id, since=since)
+    appended = append_after(svc.external_log, lid, body, entry_id=entry_id, since=since, horizon=svc.horizon)
     return json_response(200, {**appended_json(appended), "upload_id": str(uid)})
 
 
@@ -364,6 +365,13 @@ def failure(exc: Exception) -> Response[str]:
         case errors.UnknownPositionError():
             return error_response(HTTPStatus.CONFLICT, "unknown_position", str(exc),
                                   position={"segment": exc.segment, "num": exc.num})
+        case errors.SinceRetiredError():
+            # Not 409 "load again": resending after a load could store the entry twice (issue 18). The client
+            # resends with ``position`` only if its first try was less than ``horizon_seconds`` ago.
+            return error_response(HTTPStatus.GONE, "since_retired", str(exc),
+                                  position={"segment": exc.resend[0], "num": exc.resend[1]},
+                                  since={"segment": exc.since[0], "num": exc.since[1]},
+                                  horizon_seconds=exc.horizon, entry_id=str(exc.entry_id))
         case errors.VersionConflictError():
             held = entry_ref(exc.existing) or {"segment": exc.segment, "num": exc.num}
             return error_response(HTTPStatus.CONFLICT, "version_conflict", str(exc), entry=held)

@@ -187,7 +187,7 @@ def position_json(view: LogView | Entry) -> dict[str, int]:
 
 def segment_json(segment: Segment) -> dict[str, Any]:
     return {"segment": segment.num, "created": segment.created, "last_snapshot": segment.last_snapshot,
-            "archive": segment.archive}
+            "archive": segment.archive, "retired": segment.retired}
 
 
 def pending_json(item: PendingSnapshot) -> dict[str, Any]:
