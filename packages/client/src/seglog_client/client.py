@@ -52,7 +52,7 @@ from seglog_client.models import (
     UploadRequest,
 )
 from seglog_client.retry import FINAL_SERVER_CODES, Backoff, retry_after, retryable
-from seglog_client.transport import NoAnswer, Response, exchange
+from seglog_client.transport import NoAnswer, Response, Transport, exchange
 
 log = structlog.get_logger("seglog.client")
 
@@ -95,6 +95,8 @@ class SeglogClient:
         region: the region to sign for when the URL does not say it (a custom domain, the local emulator).
         sign: False sends requests unsigned (an API deployed without IAM authorization).
         clock: the signing time (tests skew it).
+        transport: how each try is sent: over HTTP by default; :class:`~seglog_client.transport.InProcess` hands
+            it to a server in this process (the simulator's).
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10,
@@ -102,7 +104,7 @@ class SeglogClient:
                  hooks: ClientHooks | None = None, headers: Mapping[str, str] | None = None,
                  credentials: sigv4.Credentials | CredentialsProvider | None = None, profile: str | None = None,
                  region: str | None = None, sign: bool = True,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), transport: Transport = exchange) -> None:
         if max_tries < 1:
             raise ValueError("max_tries must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -114,6 +116,7 @@ class SeglogClient:
         self.signs = sign
         self._sleep = sleep
         self._clock = clock
+        self._transport = transport
         self._headers = {**JSON_HEADERS, **(headers or {})}
         self._credentials, self._profile = credentials, profile
         self._provider: CredentialsProvider | None = None
@@ -296,7 +299,7 @@ class SeglogClient:
             started = time.monotonic()
             sent = self._signed(method, url, data, headers) if sign else headers
             try:
-                response: Response | None = exchange(method, url, data, sent, self.timeout)
+                response: Response | None = self._transport(method, url, data, sent, self.timeout)
             except NoAnswer as exc:
                 response, failure = None, f"no answer ({exc.reason})"
             status = None if response is None else response.status
