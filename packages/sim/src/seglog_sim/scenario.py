@@ -25,7 +25,7 @@ class Scenario:
     #: Readers of the HTTP API: paged loads and syncs (through seglog_client) while the others write.
     readers: int = 1
     #: Loads or syncs per reader: drawn in this range.
-    reads: tuple[int, int] = (2, 4)
+    reads: tuple[int, int] = (1, 3)
     #: The most a load page's body takes (the API's 4 MB, scaled down so a load takes several pages).
     page_bytes: int = 160
     #: Whether the API clients sign their requests (SigV4). The gateway in the world verifies no signature (the
