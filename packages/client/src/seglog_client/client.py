@@ -57,6 +57,8 @@ from seglog_client.transport import NoAnswer, Response, Transport, exchange
 log = structlog.get_logger("seglog.client")
 
 JSON_HEADERS: Final = {"content-type": "application/json", "accept": "application/json"}
+#: Times a load starts again from its first page when retention retired its state between two pages.
+LOAD_RESTARTS: Final = 3
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 
 
@@ -188,10 +190,24 @@ class SeglogClient:
     def load(self, log_id: uuid.UUID | str) -> Sheet:
         """The sheet: its latest snapshot folded with the entries after it, every page joined.
 
+        A load whose state retention retired between two of its pages (the next page answers 409
+        ``unknown_position``: the pinned snapshot's segment is gone) starts again from the first page, up to
+        :data:`LOAD_RESTARTS` times; a load is a read, so starting again is always safe.
+
         Raises:
             ProtocolError: the pages do not fit together (each continues where the previous one stopped).
         """
         lid = as_uuid(log_id)
+        for restart in range(LOAD_RESTARTS + 1):
+            try:
+                return self._load_once(lid)
+            except ApiError as exc:
+                if exc.code != "unknown_position" or "cursor=" not in exc.path or restart == LOAD_RESTARTS:
+                    raise
+                log.info("load restarted", log_id=str(lid), reason=exc.code, restart=restart + 1)
+        raise AssertionError("unreachable")
+
+    def _load_once(self, lid: uuid.UUID) -> Sheet:
         page = self._call(SheetPage, "GET", f"/sheets/{lid}", log_id=lid)
         first, pages = page, 1
         rows: list[list[Any]] = []
