@@ -16,6 +16,11 @@ request exactly as it would go out (the encoded body, the signed headers), from 
 So the handler's validation and status mapping, and the client's retry decisions (what it resends, when it gives
 up, which refusals it raises), are the code under test, not copies of it.
 
+One resolver serves the whole world, as one warm container would; unlike a container it answers many requests at
+once, interleaved at every storage call. Powertools keeps the request being answered in a class attribute
+(``BaseRouter.current_event``), so a route must read its event (path, query, body) before its first storage call,
+as every route of ``seglog_services.api.routes`` does; a route that read it later would see another request's.
+
 Not done here, as on AWS: the SigV4 signature is not verified (the client still signs every try, as it must for
 API Gateway; the emulator's gateway verifies signatures, and its tests cover that), throttling (429) is not
 simulated, and the event carries no ``requestContext.authorizer`` (no route reads it).
