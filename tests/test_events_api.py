@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from seglog_aws.events import http_api_event, http_api_response
+from seglog_aws.events import function_failure, http_api_event, http_api_response, match_route, request_event
 
 # The 2.0 example of "Payload format structure" on that page (without authentication/authorizer, which a
 # route without authorization does not get).
@@ -194,3 +195,29 @@ def test_a_json_api_call_round_trips_through_a_handler() -> None:
     status, headers, body = http_api_response(handler(event, None))
     assert (200, [("content-type", "application/json")]) == (status, headers)
     assert {"log": "L1", "got": {"type": "SetCell"}, "q": {"wait": "1"}} == json.loads(body)
+
+
+@dataclass(frozen=True)
+class _Route:
+    Path: str  # the template's property names
+    Method: str
+
+
+def test_a_request_takes_the_first_route_its_method_allows_and_a_greedy_proxy_takes_the_rest() -> None:
+    """What both gateways (the emulator's and the simulator's) route by: the template's HttpApi events."""
+    get, post = _Route("/{proxy+}", "GET"), _Route("/{proxy+}", "POST")
+    assert match_route([get, post], "POST", "/sheets/a/entries") == (post, "POST /{proxy+}",
+                                                                      {"proxy": "sheets/a/entries"})
+    assert match_route([get, post], "DELETE", "/sheets") is None
+    assert match_route([_Route("/openapi.json", "ANY")], "GET", "/openapi.json") == (
+        _Route("/openapi.json", "ANY"), "ANY /openapi.json", {})
+    event = request_event("GET", "/sheets/a?cursor=1.2", [("Host", "x")], None, route_key="GET /{proxy+}",
+                          path_parameters={"proxy": "sheets/a"}, request_id="r1")
+    assert (event["rawPath"], event["rawQueryString"], event["queryStringParameters"], event["pathParameters"],
+            "body" in event) == ("/sheets/a", "cursor=1.2", {"cursor": "1.2"}, {"proxy": "sheets/a"}, False)
+
+
+def test_a_function_that_did_not_return_is_answered_as_api_gateway_answers() -> None:
+    assert function_failure(timed_out=True)[0] == 503
+    assert function_failure(timed_out=False) == (500, [("content-type", "application/json")],
+                                                 b'{"message":"Internal Server Error"}')

@@ -52,6 +52,26 @@ def test_pages_that_do_not_continue_the_load_are_refused(fake: FakeApi, second: 
         client_of(fake).load(LOG)
 
 
+def test_a_load_whose_state_was_retired_between_pages_starts_again(fake: FakeApi) -> None:
+    """Retention retired the snapshot the first page pinned: the next page answers 409 unknown_position, and the
+    client loads again from the first page (found by the simulator: a reader's load failed during retention)."""
+    gone = Reply(409, {"error": {"code": "unknown_position", "message": "log has no entry 0/0",
+                                 "position": {"segment": 0, "num": 0}}})
+    fake.script(page([[1]], next="0.0.0.7.2.1"), gone, page([[5], [6]], at=(1, 3)))
+    sheet = client_of(fake).load(LOG)
+    assert ([[5], [6]], Position(segment=1, num=3)) == (sheet.rows, sheet.position)
+    assert [f"/sheets/{LOG}", f"/sheets/{LOG}?cursor=0.0.0.7.2.1", f"/sheets/{LOG}"] == [
+        r.target for r in fake.requests]
+
+
+def test_an_unknown_log_is_not_loaded_again(fake: FakeApi) -> None:
+    """Only a cursor page's 409 restarts a load: a first page's refusal is the answer."""
+    fake.script(Reply(409, {"error": {"code": "unknown_position", "message": "no"}}))
+    with pytest.raises(ApiError, match="unknown_position"):
+        client_of(fake).load(LOG)
+    assert len(fake.requests) == 1
+
+
 def test_sync_follows_more_from_each_pages_position(fake: FakeApi) -> None:
     """``more`` means ask again from the page's ``position``: every entry once, in order, across a segment."""
     entry = {"type": "set", "entry_id": ENTRY, "created": 1, "body": {"row": 1, "col": 1, "value": 1, "ref": "A1"}}

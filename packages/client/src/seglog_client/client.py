@@ -58,11 +58,13 @@ from seglog_client.models import (
     UploadRequest,
 )
 from seglog_client.retry import FINAL_SERVER_CODES, Backoff, retry_after, retryable
-from seglog_client.transport import NoAnswer, Response, exchange
+from seglog_client.transport import NoAnswer, Response, Transport, exchange
 
 log = structlog.get_logger("seglog.client")
 
 JSON_HEADERS: Final = {"content-type": "application/json", "accept": "application/json"}
+#: Times a load starts again from its first page when retention retired its state between two pages.
+LOAD_RESTARTS: Final = 3
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 
 
@@ -105,6 +107,8 @@ class SeglogClient:
             resend's own time on the server (the API's timeout, 29 s at most) and clock differences between the
             functions that write segments and the one that retires them.
         monotonic: the clock that times each entry's first try (tests drive it).
+        transport: how each try is sent: over HTTP by default; :class:`~seglog_client.transport.InProcess` hands
+            it to a server in this process (the simulator's).
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10,
@@ -113,7 +117,7 @@ class SeglogClient:
                  credentials: sigv4.Credentials | CredentialsProvider | None = None, profile: str | None = None,
                  region: str | None = None, sign: bool = True,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC), horizon_margin: float = 120.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, transport: Transport = exchange) -> None:
         if max_tries < 1:
             raise ValueError("max_tries must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -125,6 +129,7 @@ class SeglogClient:
         self.signs = sign
         self._sleep = sleep
         self._clock = clock
+        self._transport = transport
         self._headers = {**JSON_HEADERS, **(headers or {})}
         self._credentials, self._profile = credentials, profile
         self._provider: CredentialsProvider | None = None
@@ -204,10 +209,24 @@ class SeglogClient:
     def load(self, log_id: uuid.UUID | str) -> Sheet:
         """The sheet: its latest snapshot folded with the entries after it, every page joined.
 
+        A load whose state retention retired between two of its pages (the next page answers 409
+        ``unknown_position``: the pinned snapshot's segment is gone) starts again from the first page, up to
+        :data:`LOAD_RESTARTS` times; a load is a read, so starting again is always safe.
+
         Raises:
             ProtocolError: the pages do not fit together (each continues where the previous one stopped).
         """
         lid = as_uuid(log_id)
+        for restart in range(LOAD_RESTARTS + 1):
+            try:
+                return self._load_once(lid)
+            except ApiError as exc:
+                if exc.code != "unknown_position" or "cursor=" not in exc.path or restart == LOAD_RESTARTS:
+                    raise
+                log.info("load restarted", log_id=str(lid), reason=exc.code, restart=restart + 1)
+        raise AssertionError("unreachable")
+
+    def _load_once(self, lid: uuid.UUID) -> Sheet:
         page = self._call(SheetPage, "GET", f"/sheets/{lid}", log_id=lid)
         first, pages = page, 1
         rows: list[list[Any]] = []
@@ -354,7 +373,7 @@ class SeglogClient:
             started = time.monotonic()
             sent = self._signed(method, url, data, headers) if sign else headers
             try:
-                response: Response | None = exchange(method, url, data, sent, self.timeout)
+                response: Response | None = self._transport(method, url, data, sent, self.timeout)
             except NoAnswer as exc:
                 response, failure = None, f"no answer ({exc.reason})"
             status = None if response is None else response.status

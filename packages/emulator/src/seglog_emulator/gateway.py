@@ -1,7 +1,9 @@
 """Gateway: an HTTP server in front of the API function, speaking API Gateway HTTP API payload 2.0 (DESIGN §8).
 
-Each request becomes the event API Gateway sends (:func:`seglog_aws.events.api_gateway.http_api_event`), with
-the route key of the template's HttpApi event that matches; the handler's return value becomes the response
+Each request becomes the event API Gateway sends (:func:`seglog_aws.events.api_gateway.request_event`), with
+the route key of the template's HttpApi event that matches (:func:`~seglog_aws.events.api_gateway.match_route`;
+the simulator's in-process gateway builds its events with the same two); the handler's return value becomes the
+response
 (:func:`~seglog_aws.events.api_gateway.http_api_response`), as API Gateway makes it. A function error or a
 crash answers 500 ``{"message":"Internal Server Error"}`` and a timeout 503 ``{"message":"Service
 Unavailable"}``, API Gateway's own answers (Amazon API Gateway Developer Guide, http-api-troubleshooting-lambda);
@@ -28,7 +30,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from seglog_aws.events.api_gateway import http_api_event, http_api_response
+from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
 from seglog_client.sigv4 import header_map
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
@@ -48,23 +50,7 @@ _ERRORS = {
     404: b'{"message":"Not Found"}',
     413: b'{"message":"Request Entity Too Large"}',
     500: b'{"message":"Internal Server Error"}',
-    503: b'{"message":"Service Unavailable"}',
 }
-
-
-def route_key(routes: Sequence[HttpRoute], method: str, path: str) -> tuple[HttpRoute, str, dict[str, str]] | None:
-    """The matching route, its routeKey and its path parameters (a greedy ``{proxy+}`` takes the rest)."""
-    for route in routes:
-        if route.Path == "$default":
-            return route, "$default", {}
-        if route.Method.upper() not in ("ANY", method.upper()):
-            continue
-        prefix, _, last = route.Path.rpartition("/")
-        if last.startswith("{") and last.endswith("+}") and (path + "/").startswith(prefix + "/"):
-            return route, f"{route.Method.upper()} {route.Path}", {last[1:-2]: path[len(prefix) + 1:]}
-        if route.Path == path:
-            return route, f"{route.Method.upper()} {route.Path}", {}
-    return None
 
 
 class Gateway:
@@ -136,7 +122,7 @@ class Gateway:
         parts = urlsplit(target)
         path = parts.path or "/"
         fields = header_map(headers)
-        matched = route_key(self.routes, method, path)
+        matched = match_route(self.routes, method, path)
         if matched is None:
             if self.cors is not None and is_preflight(method, fields):
                 return PREFLIGHT_STATUS, self.cors.preflight(fields), b""
@@ -153,18 +139,16 @@ class Gateway:
                 return verdict.response()
             authorized = {"iam": verdict.iam_context()}
             context["identity.userArn"] = authorized["iam"]["userArn"]
-        event = http_api_event(method, path, query=parts.query, headers=headers, body=body or None,
-                               route_key=key, path_parameters=path_parameters or None, authorizer=authorized)
+        event = request_event(method, target, headers, body, route_key=key, path_parameters=path_parameters,
+                              authorizer=authorized)
         request = event["requestContext"]
         context.update({"requestId": request["requestId"], "routeKey": key,
                         "identity.sourceIp": request["http"]["sourceIp"]})
         result = self.invoker.invoke(event, source="api", log_fields={"method": method, "path": path})
         if not result.ok:
             context["integrationErrorMessage"] = result.error_message
-        if result.outcome is Outcome.TIMEOUT:
-            return 503, [("content-type", "application/json")], _ERRORS[503]
         if not result.ok:
-            return 500, [("content-type", "application/json")], _ERRORS[500]
+            return function_failure(timed_out=result.outcome is Outcome.TIMEOUT)
         if self._lose(method, path, body):
             return None
         status, answer_headers, payload = http_api_response(result.payload)

@@ -10,6 +10,10 @@ Two things the final state cannot show are read from the tables' streams, which 
 Liveness (I5): once the faults stopped, every Snapshot entry completed, the pending table emptied and both
 queues drained within the scenario's bound; and no correct client was refused (a 4xx for a request that followed
 the protocol).
+
+What clients were told, against the final log (:func:`check_clients`): an acknowledged entry's body never
+changes; every load succeeded and answered one state of the log — the plain fold of the log up to the position
+it answered (``LOAD``); every sync answered exactly the log's entries after its position (``SYNC``).
 """
 
 from __future__ import annotations
@@ -18,15 +22,22 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
 from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_aws.s3_blob_store import S3BlobStore
-from seglog_core.schema import split_segment_key
+from seglog_core.errors import SeglogError
+from seglog_core.ports import BlobStore, LogStore
+from seglog_core.retention import read_archive
+from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, split_segment_key
+from seglog_core.sheet import Sheet
+from seglog_core.snapshot import read_sheet
 from seglog_core.verify import verify_log
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.topology import Topology
-from seglog_sim.workload import Ledger
+from seglog_sim.workload import Ledger, Load, Synced
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +86,7 @@ def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uui
             found.append(Violation(invariant="I5", message=f"{name} holds {visible} visible and {in_flight} "
                                                            "in-flight messages after quiescence"))
     found += [Violation(invariant="I2", message=f"a correct request was refused: {r}") for r in ledger.refused]
+    found += check_clients(store, blobs, logs, ledger)
     return found
 
 
@@ -118,4 +130,109 @@ def _history(ddb: SimDynamoDB, topology: Topology) -> list[Violation]:
             found.append(Violation(invariant="I4", log_id=str(log_id), segment=position[0], entry=position[1],
                                    message=f"completed after the later snapshot {latest[0]}/{latest[1]}"))
         done[log_id] = max(position, latest or position)
+    return found
+
+
+# ------------------------------------------------------------------------------------- what clients were told
+
+
+def check_clients(store: LogStore, blobs: BlobStore, logs: list[uuid.UUID], ledger: Ledger) -> list[Violation]:
+    """What clients were told against the final log: bodies of acknowledged entries, loads and syncs."""
+    found = [Violation(invariant="I2", message=m) for m in ledger.accepted_wrongly]
+    found += [Violation(invariant="LOAD", message=f"a read failed: {m}") for m in ledger.failed_reads]
+    for log_id in logs:
+        try:
+            history = _history_of(store, blobs, log_id)
+        except SeglogError:
+            continue  # check_run reports a log that cannot be read back
+        found += bodies_unchanged(history, blobs, ledger)
+        found += loads_are_states(log_id, history, blobs, [x for x in ledger.loads if x.log_id == log_id])
+        found += syncs_are_slices(log_id, history, [x for x in ledger.syncs if x.log_id == log_id])
+    return found
+
+
+def _history_of(store: LogStore, blobs: BlobStore, log_id: uuid.UUID) -> list[list[Entry] | None]:
+    """Each segment's entries in order (archived ones from their archive), None where they are gone: a segment
+    deleted before the first one left, an archive that cannot be read."""
+    segments = list(store.segments(log_id))
+    out: list[list[Entry] | None] = [None] if segments and segments[0].num > 0 else []
+    for segment in segments:
+        if segment.archive is None:
+            out.append(list(store.entries(log_id, segment.num)))
+            continue
+        try:
+            out.append(read_archive(blobs, segment.archive))
+        except (SeglogError, ValueError):
+            out.append(None)  # verify reports the unreadable archive (I1)
+    return out
+
+
+def _body(entry: Entry, blobs: BlobStore) -> Any:
+    return entry.decoded(blobs.get(entry.external) if entry.external is not None else None)
+
+
+def bodies_unchanged(history: list[list[Entry] | None], blobs: BlobStore, ledger: Ledger) -> list[Violation]:
+    """An acknowledged entry's body never changes: each stored entry with an acknowledged id holds the body its
+    client sent (a large body read from its object)."""
+    found = []
+    for entries in history:
+        for e in entries or ():
+            sent = ledger.bodies.get(e.entry_id) if e.entry_id is not None else None
+            if sent is None:
+                continue
+            try:
+                stored = _body(e, blobs)
+            except SeglogError:
+                continue  # an object gone is verify's I6
+            if stored != sent:
+                found.append(Violation(invariant="I3", log_id=str(e.log_id), segment=e.segment, entry=e.num,
+                                       message=f"acknowledged entry {e.entry_id} holds {stored!r}, its client sent "
+                                               f"{sent!r}: an acknowledged entry's body changed"))
+    return found
+
+
+def loads_are_states(log_id: uuid.UUID, history: list[list[Entry] | None], blobs: BlobStore,
+                     loads: list[Load]) -> list[Violation]:
+    """Every load answered one state of the log: the plain fold of every entry up to the position it answered
+    (from the log's creation; past deleted history, from the next completed snapshot's stored state)."""
+    if not loads:
+        return []
+    wanted: dict[tuple[int, int], list[Load]] = {}
+    for load in loads:
+        wanted.setdefault(load.position, []).append(load)
+    found: list[Violation] = []
+    state: Sheet | None = Sheet()
+    for entries in history:
+        if entries is None:
+            state = None
+            continue
+        for e in entries:
+            if e.type is EntryType.SNAPSHOT:
+                if state is None and e.snapshot_root is not None:
+                    state = Sheet() if e.snapshot_root == EMPTY_SNAPSHOT_ROOT else read_sheet(blobs, e.snapshot_root)
+            elif e.type is not EntryType.END_SEGMENT and state is not None:
+                state.apply(_body(e, blobs))
+            for load in wanted.pop((e.segment, e.num), ()):
+                if state is not None and msgspec.json.encode(state.rows()) != msgspec.json.encode(load.rows):
+                    found.append(Violation(
+                        invariant="LOAD", log_id=str(log_id), segment=e.segment, entry=e.num,
+                        message=f"{load.client}'s load ({load.pages} pages) is not the state of the log at the "
+                                f"position it answered: rows {load.rows!r}, the fold {state.rows()!r}"))
+    return found
+
+
+def syncs_are_slices(log_id: uuid.UUID, history: list[list[Entry] | None], syncs: list[Synced]) -> list[Violation]:
+    """Every sync answered exactly the entries after its position up to the one it answered (ids in order)."""
+    if not syncs or any(entries is None for entries in history):
+        return []
+    ids = [((e.segment, e.num), str(e.entry_id)) for entries in history for e in entries or () if e.entry_id]
+    found = []
+    for sync in syncs:
+        expected = [i for position, i in ids if sync.since < position <= sync.position]
+        answered = [i for _, _, i in sync.entries if i is not None]
+        if answered != expected:
+            found.append(Violation(invariant="SYNC", log_id=str(log_id), segment=sync.position[0],
+                                   entry=sync.position[1],
+                                   message=f"{sync.client}'s sync after {sync.since} answered entries {answered}, "
+                                           f"the log holds {expected} up to {sync.position}"))
     return found

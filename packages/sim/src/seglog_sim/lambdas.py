@@ -22,13 +22,13 @@ from typing import Any
 from seglog_aws.backend import REQUEST_RETRY, Backend
 from seglog_aws.resources import Resources
 from seglog_core import retry
-from seglog_core.idempotence import Position, append_after
-from seglog_core.log import Appended, EventLog
+from seglog_core.log import EventLog
 from seglog_core.pipeline import Outcome
 from seglog_core.ports import QueueMessage
 from seglog_core.retention import retain_logs
-from seglog_core.schema import Body
-from seglog_services import retention, snapshot_worker, stream_router
+from seglog_services import api, retention, snapshot_worker, stream_router
+from seglog_services.api.routes import Services
+from seglog_services.api.uploads import Uploads
 from seglog_sim.cloud import Cloud
 from seglog_sim.faults import Fault, Faults
 from seglog_sim.scenario import Scenario
@@ -59,6 +59,8 @@ class Lambdas:
     rng: random.Random
     backend: Backend
     queue_url: str
+    #: The run's S3 client (the API's uploads untag landed bodies with it, as the route does with boto3's).
+    s3: Any = None
     invocations: Invocations = field(default_factory=Invocations)
     _counter: int = 0
 
@@ -73,7 +75,7 @@ class Lambdas:
         backend = Backend.over(resources, dynamodb=clients["dynamodb"], s3=clients["s3"], sqs=clients["sqs"],
                                retry=policy)
         return cls(world=world, cloud=cloud, faults=faults, topology=topology, scenario=scenario, rng=rng,
-                   backend=backend, queue_url=queue_url)
+                   backend=backend, queue_url=queue_url, s3=clients["s3"])
 
     def _name(self, function: str) -> str:
         self._counter += 1
@@ -173,22 +175,60 @@ class Lambdas:
 
     # ------------------------------------------------------------------------------------------------ API
 
-    def append(self, log_id: uuid.UUID, body: Body, *, entry_id: uuid.UUID, since: Position) -> Task:
-        """Invoke the API's append (POST /sheets/{id}/entries with entry_id and since) as its route runs it."""
-        scenario = self.scenario
+    def api_services(self) -> Services:
+        """What the API's routes use in this run: the run's backend, the scenario's sizes (a snapshot every few
+        entries, small segments, a small large-body threshold and small load pages), no tail cache as deployed.
+        Built once for the run, as one warm container would: retries jitter and new ids come from the generator of
+        the invocation running at the time, so each stays a function of the seed and the task."""
+        scenario, backend = self.scenario, self.backend
+        rng = _TaskRandom(self.world, self.faults)
+        policy = retry.RetryPolicy(rng=rng, sleep=self.world.sleep)
 
-        def run(task: Task) -> Appended:
-            policy = retry.RetryPolicy(rng=self.faults.rng(task), sleep=self.world.sleep)
-            ids = self.faults.rng(task)
-            event_log = EventLog(store=self.backend.append_store, blobs=self.backend.append_blobs, retry=policy,
-                                 clock=self.world.clock, id_factory=lambda: uuid.UUID(int=ids.getrandbits(128),
-                                                                                       version=4),
-                                 snapshot_every=scenario.snapshot_every, segment_entries=scenario.segment_entries,
-                                 cache_tail=False, large_threshold=scenario.large_threshold)
-            appended = append_after(event_log, log_id, body, entry_id=entry_id, since=since)
-            # As the route's keep_body: a deduplicated large entry's body was written again, tagged; keep it.
-            if appended.deduplicated and appended.entry.external is not None:
-                self.backend.blobs.keep(appended.entry.external)
-            return appended
+        def event_log(large_threshold: int) -> EventLog:
+            return EventLog(store=backend.append_store, blobs=backend.append_blobs, retry=policy,
+                            clock=self.world.clock, id_factory=lambda: uuid.UUID(int=rng.getrandbits(128), version=4),
+                            snapshot_every=scenario.snapshot_every, segment_entries=scenario.segment_entries,
+                            cache_tail=False, large_threshold=large_threshold)
 
-        return self._start("api", run, self.topology.api.Timeout, log_id=str(log_id), entry_id=str(entry_id))
+        # The simulated S3 client cannot presign (no simulated client takes the upload route).
+        uploads = Uploads(s3=self.s3, bucket=self.topology.bucket, blobs=backend.blobs)
+        return Services(backend=backend, log=event_log(scenario.large_threshold), external_log=event_log(0),
+                        document=backend.document(), uploads=uploads, page_bytes=scenario.page_bytes,
+                        horizon=float(self.topology.api.Environment.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")))
+
+    def api(self, event: dict[str, Any], **tags: Any) -> Task:
+        """Invoke the API function's handler on one payload 2.0 event (the gateway built it); its result is what the
+        handler returned, for the gateway to answer with."""
+
+        def run(task: Task) -> Any:
+            return api.handler(event, _Context(task.name, self._deadline(task)))
+
+        return self._start("api", run, self.topology.api.Timeout, **tags)
+
+
+class _TaskRandom(random.Random):
+    """A generator that draws from the running task's own (``Faults.rng``): shared objects built once per run
+    (the API's EventLog, its retry policy) still draw per invocation, so a task's draws do not depend on what
+    other tasks drew."""
+
+    def __init__(self, world: World, faults: Faults) -> None:
+        super().__init__(0)
+        self._world, self._faults = world, faults
+
+    def random(self) -> float:
+        return self._faults.rng(self._world.current).random()
+
+    def getrandbits(self, k: int, /) -> int:
+        return self._faults.rng(self._world.current).getrandbits(k)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """The Lambda context object a handler gets: its request id and the time left (AWS Lambda Developer Guide,
+    "Using the Lambda context object to retrieve Python function information")."""
+
+    aws_request_id: str
+    remaining: Callable[[], float]
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.remaining() * 1000)

@@ -2,8 +2,8 @@
 
 Phases of a run, all in simulated time:
 
-1. setup: the logs are created (through EventLog.create, faults on: a create with the client's own id is safe
-   to retry);
+1. setup: the logs are created (through the API with the client's own log id, faults on: a create whose answer
+   was lost is retried, and answered 200 the second time);
 2. faults: clients append, the pollers deliver, invocations run, and the operator task injects the run-level
    faults (supervisor restarts, DLQ redrives) until the clients are done and the fault window has passed;
 3. liveness: faults stop; the operator redrives the DLQ as an operator answering its alarm would (with the
@@ -22,15 +22,15 @@ from typing import Any
 
 from seglog_aws.redrive import redrive
 from seglog_core import errors
-from seglog_core.log import EventLog
-from seglog_core.retry import RetryPolicy
 from seglog_report.model import Meter
+from seglog_services.api.routes import hosting
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_sim.checks import Violation, check_run
 from seglog_sim.cloud import Call, Cloud
 from seglog_sim.faults import Fault, Faults, Profile
+from seglog_sim.gateway import Gateway
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.metering import meter_of
 from seglog_sim.pollers import Pollers
@@ -106,13 +106,10 @@ class _Run:
 
     def setup(self) -> None:
         world, rng = self.world, self.faults.rng(self.world.current)
-        backend = self.lambdas.backend
-        creator = EventLog(store=backend.append_store, blobs=backend.append_blobs,
-                           retry=RetryPolicy(rng=rng, sleep=world.sleep, max_attempts=1000), clock=world.clock)
         try:
             for _ in range(self.scenario.logs):
                 log_id = new_id(rng)
-                creator.create(log_id)
+                self.clients.create(log_id)
                 self.logs.append(log_id)
         except BaseException:
             self.setup_failed = True
@@ -125,6 +122,10 @@ class _Run:
             fn = self.clients.api_client if api else self.clients.library_client
             self.client_tasks.append(world.spawn(f"{'api' if api else 'lib'}-client-{index}", "client", fn, log_id,
                                                  count, delay=rng.uniform(0.0, 3.0)))
+        for index in range(scenario.readers):
+            log_id, count = self.logs[index % len(self.logs)], rng.randint(*scenario.reads)
+            self.client_tasks.append(world.spawn(f"reader-{index}", "client", self.clients.reader, log_id, count,
+                                                 delay=rng.uniform(0.0, 3.0)))
 
     def operator(self) -> None:
         world, faults, scenario = self.world, self.faults, self.scenario
@@ -218,6 +219,8 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     lambdas = Lambdas.build(world, cloud, faults, topology, scenario, random.Random(rng.getrandbits(64)), clients,
                             queue_url)
     pollers = Pollers(world=world, faults=faults, lambdas=lambdas, ddb=ddb, sqs=sqs, queue_url=queue_url)
+    routes = tuple(r for r in topology.config.http_routes if r.function == topology.api.logical_id)
+    gateway = Gateway(world=world, faults=faults, lambdas=lambdas, routes=routes)
 
     def on_write(service: str, operation: str, params: dict[str, Any]) -> None:
         if service == "sqs" and operation in _QUEUE_WRITES:
@@ -228,7 +231,7 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     cloud.on_write = on_write
     return _Run(seed=seed, scenario=scenario, topology=topology, world=world, faults=faults, ddb=ddb, sqs=sqs, s3=s3,
                 cloud=cloud, lambdas=lambdas, pollers=pollers, queue_url=queue_url, dlq_url=dlq_url,
-                clients=Clients(world=world, faults=faults, lambdas=lambdas, scenario=scenario))
+                clients=Clients(world=world, faults=faults, lambdas=lambdas, scenario=scenario, gateway=gateway))
 
 
 def run_seed(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None) -> SeedResult:
@@ -248,10 +251,11 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
         run.pollers.start()
         w.spawn("operator", "operator", run.operator)
 
-    try:
-        world.run(driver)
-    finally:
-        world.close()
+    with hosting(run.lambdas.api_services()):  # the API handler answers from this world
+        try:
+            world.run(driver)
+        finally:
+            world.close()
     ledger: Ledger = run.clients.ledger
     queues = {"the snapshot queue": run.sqs.depth(run.queue_url), "the DLQ": run.sqs.depth(run.dlq_url)}
     stuck = [t.name for t in run.client_tasks if not t.done]
@@ -268,8 +272,11 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
     snapshots = sum(1 for item in run.ddb.items(run.topology.entries_table, copy=False)
                     if item.get("T", {}).get("S") == "snap")
     stats = dict(run.pollers.stats)
-    stats.update({"client tries": ledger.tries, "client lost answers": ledger.lost_answers,
-                  "client gave up": ledger.gave_up, "supervisor restarts": run.pollers.restarts})
+    stats.update({"client tries": ledger.tries + ledger.counters.requests, "client lost answers": ledger.lost_answers,
+                  "client gave up": ledger.gave_up, "clients vanished": ledger.vanished,
+                  "loads": len(ledger.loads), "load pages": sum(load.pages for load in ledger.loads),
+                  "syncs": len(ledger.syncs), "supervisor restarts": run.pollers.restarts,
+                  **{f"refused as expected: {code}": n for code, n in ledger.expected_refusals.items()}})
     result = SeedResult(seed=seed, violations=violations, kinds=sorted(str(k) for k in run.faults.profile.rates),
                         fired=list(run.faults.fired), fault_counts=dict(run.faults.counts),
                         sites=dict(run.cloud.sites), operations=dict(run.cloud.operations),

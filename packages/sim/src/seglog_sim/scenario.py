@@ -22,6 +22,26 @@ class Scenario:
     api_clients: int = 3
     #: Clients using EventLog in their own process (the library's own retries and lost-answer handling).
     library_clients: int = 1
+    #: Readers of the HTTP API: paged loads and syncs (through seglog_client) while the others write.
+    readers: int = 1
+    #: Loads or syncs per reader: drawn in this range.
+    reads: tuple[int, int] = (1, 3)
+    #: The most a load page's body takes (the API's 4 MB, scaled down so a load takes several pages).
+    page_bytes: int = 160
+    #: Whether the API clients sign their requests (SigV4). The gateway in the world verifies no signature (the
+    #: emulator's does), so signing would check nothing here and costs about 90 us a try: off.
+    sign_requests: bool = False
+    #: Chance that an API client vanishes (its process ends) instead of waiting to try again after a try failed:
+    #: an entry it never heard back about may or may not be stored, and nothing is owed for it.
+    vanish_share: float = 0.02
+    #: Chance that an API client's next entry reuses the id of one of its acknowledged entries with another body.
+    #: The API must refuse it (422 entry_id_reused, issue 18); main answers ``deduplicated``, and a large body is
+    #: overwritten. Off until that fix is merged.
+    reuse_share: float = 0.0
+    #: Share of API clients that keep the ``since`` of their first answer for every entry, across retention, and
+    #: do what a 409 unknown_position says (load again, resend the entry). Main can store such an entry twice
+    #: (issue 18, the retry protocol's dead end). Off until the retry-horizon fix is merged.
+    stale_since_share: float = 0.0
     #: Appends per client: drawn in this range.
     appends: tuple[int, int] = (5, 9)
     #: Seconds a client thinks between appends: drawn in this range.

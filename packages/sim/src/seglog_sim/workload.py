@@ -1,13 +1,22 @@
-"""The clients: who appends what, and what they were told (the acknowledgements I2 checks).
+"""The clients: who appends and reads what, and what they were told (the acknowledgements I2 checks).
 
-Two kinds of client, each following its documented protocol:
+Three kinds of client, each following its documented protocol:
 
-* an HTTP API client sends every try of an entry with the same ``entry_id`` and ``since`` (the position of its
-  previous answer), and tries again when no answer comes within its timeout, when the answer is lost, or on a
-  5xx — while the earlier try may still be running (overlapping retries). Only an answer it received counts as
-  acknowledged. It backs off as :class:`seglog_client.retry.Backoff` says.
+* an HTTP API client is a :class:`seglog_client.SeglogClient` whose tries go through the world's
+  :class:`~seglog_sim.gateway.Gateway` (``InProcess`` transport) to the API handler: the library's own code
+  encodes and signs each request, sends every try of an entry with the same ``entry_id`` and ``since``, waits
+  ``client_timeout`` for an answer (the earlier try may still be running: overlapping retries), retries no answer,
+  5xx and 429 with its backoff, and raises a 4xx. Only an answer it received counts as acknowledged. Some clients
+  behave as clients really do (the scenario's shares): vanish between tries, reuse an acknowledged entry id with
+  another body, keep a ``since`` across retention and do what a 409 says.
 * a library client calls :meth:`EventLog.append` in its own process with an entry id; the log retries inside,
   reading forward after a lost answer.
+* a reader loads the sheet (paged: small pages, so a load spans other tasks' writes and workers' completion
+  steps) and syncs from where it is, through the same client library; what each load and sync answered is
+  kept for the checks (:func:`seglog_sim.checks.check_reads`).
+
+The logs are created through the API too, with the client's own log id, so a create whose answer was lost is
+retried as the library retries it.
 """
 
 from __future__ import annotations
@@ -15,23 +24,33 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
+from seglog_client import SeglogClient
+from seglog_client import entries as client_entries
+from seglog_client.errors import ApiError, ProtocolError, RetriesExhaustedError
+from seglog_client.hooks import Counters
+from seglog_client.models import START
+from seglog_client.models import Position as ClientPosition
 from seglog_client.retry import Backoff
+from seglog_client.transport import InProcess
 from seglog_core import errors
-from seglog_core.idempotence import Position
 from seglog_core.log import EventLog
 from seglog_core.retry import RetryPolicy
 from seglog_core.schema import Body, DeleteRow, InsertRow, SetCell, SetRange
-from seglog_sim.faults import Fault, Faults
+from seglog_core.sheet.refs import format_ref
+from seglog_sim.faults import Faults
+from seglog_sim.gateway import BASE_URL, CREDENTIALS, Gateway
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.scenario import Scenario
 from seglog_sim.world import World
 
-#: Errors the API answers with a 4xx: the client must not send the same request again.
-REFUSALS = (errors.InvalidInputError, errors.UnknownPositionError, errors.VersionConflictError,
-            errors.LogNotFoundError)
-#: Tries of one entry before a client gives up on it (it was never acknowledged, so nothing is owed).
+#: Tries of one request before a client gives up on it (an append never acknowledged: nothing is owed).
 MAX_TRIES = 40
+#: Refusals a client that misbehaves on purpose expects (issue 18): the reuse of an entry id with another body,
+#: and a ``since`` whose segment retention retired.
+EXPECTED_REFUSALS = frozenset({"entry_id_reused", "since_retired"})
 
 
 def new_id(rng: random.Random) -> uuid.UUID:
@@ -52,22 +71,85 @@ def body_of(rng: random.Random, scenario: Scenario) -> Body:
     return SetRange(row=rng.randint(1, 5), col=rng.randint(1, 3), values=[[rng.randint(0, 9)] * 2] * 2)
 
 
+def client_entry(body: Body) -> client_entries.EntryBody:
+    """The body as a client sends it (cells by A1 reference)."""
+    match body:
+        case SetCell(row=row, col=col, value=value):
+            return client_entries.set_cell(format_ref(row, col), value)
+        case SetRange(row=row, col=col, values=values):
+            return client_entries.set_range(format_ref(row, col), values)
+        case InsertRow(after=after, values=values):
+            return client_entries.insert_row(after, values)
+        case DeleteRow(row=row):
+            return client_entries.delete_row(row)
+    raise AssertionError(f"no client form for {body!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Load:
+    """What one load answered: the position it read to and the rows (every page joined)."""
+
+    client: str
+    at: float
+    log_id: uuid.UUID
+    position: tuple[int, int]
+    rows: list[list[Any]]
+    pages: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Synced:
+    """What one sync answered: the entries after ``since`` up to ``position`` (ids of document entries)."""
+
+    client: str
+    at: float
+    log_id: uuid.UUID
+    since: tuple[int, int]
+    position: tuple[int, int]
+    entries: list[tuple[int, int, str | None]]
+
+
 @dataclass(kw_only=True)
 class Ledger:
-    """What clients were told: acknowledged entry ids per log, and anything a correct client should never see."""
+    """What clients were told: acknowledged entry ids (and bodies) per log, what readers read, and anything a
+    correct client should never see."""
 
     acknowledged: dict[uuid.UUID, list[uuid.UUID]] = field(default_factory=dict)
+    #: The body each acknowledged entry was sent with, by entry id: an acknowledged entry's body never changes.
+    bodies: dict[uuid.UUID, Body] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
+    #: Requests answered as stored that should have been refused (an entry id reused with another body).
+    accepted_wrongly: list[str] = field(default_factory=list)
+    #: Refusals a misbehaving client expects, by code.
+    expected_refusals: dict[str, int] = field(default_factory=dict)
+    loads: list[Load] = field(default_factory=list)
+    syncs: list[Synced] = field(default_factory=list)
+    #: Reads that failed where no fault excuses it (a 4xx or a final 5xx, a load whose pages do not fit).
+    failed_reads: list[str] = field(default_factory=list)
     gave_up: int = 0
+    vanished: int = 0
+    #: Every try of every API request (seglog_client's own tally).
+    counters: Counters = field(default_factory=Counters)
     tries: int = 0
-    lost_answers: int = 0
 
-    def ack(self, log_id: uuid.UUID, entry_id: uuid.UUID) -> None:
+    def ack(self, log_id: uuid.UUID, entry_id: uuid.UUID, body: Body) -> None:
         self.acknowledged.setdefault(log_id, []).append(entry_id)
+        self.bodies[entry_id] = body
+
+    def expect(self, code: str) -> None:
+        self.expected_refusals[code] = self.expected_refusals.get(code, 0) + 1
 
     @property
     def appends(self) -> int:
         return sum(len(v) for v in self.acknowledged.values())
+
+    @property
+    def lost_answers(self) -> int:
+        return self.counters.statuses["lost"]
+
+
+class _Vanished(Exception):
+    """The client's process ended between two tries (it never learns what became of its request)."""
 
 
 @dataclass(kw_only=True)
@@ -76,39 +158,117 @@ class Clients:
     faults: Faults
     lambdas: Lambdas
     scenario: Scenario
+    gateway: Gateway
     ledger: Ledger = field(default_factory=Ledger)
 
+    def client(self, *, max_tries: int = MAX_TRIES, vanish: float = 0.0) -> SeglogClient:
+        """The running task's SeglogClient: its tries go to the world's gateway, its waits are simulated, its
+        jitter is the task's; with ``vanish``, the chance that it vanishes instead of waiting to retry."""
+        world = self.world
+        me = world.current
+        rng = self.faults.rng(me)
+
+        def pause(seconds: float) -> None:
+            if vanish and rng.random() < vanish:
+                raise _Vanished
+            world.sleep(seconds)
+
+        return SeglogClient(BASE_URL, timeout=self.scenario.client_timeout, max_tries=max_tries, sleep=pause,
+                            backoff=Backoff(rng=rng), hooks=self.ledger.counters, credentials=CREDENTIALS,
+                            sign=self.scenario.sign_requests,
+                            clock=lambda: datetime.fromtimestamp(world.now, UTC),
+                            transport=InProcess(self.gateway.serve))
+
+    def create(self, log_id: uuid.UUID) -> None:
+        """Create a log with the client's own id (a retried create is answered 200, not created twice)."""
+        self.client(max_tries=1000).create(log_id)
+
     def api_client(self, log_id: uuid.UUID, count: int) -> None:
-        world, faults, scenario = self.world, self.faults, self.scenario
+        world, faults, scenario, ledger = self.world, self.faults, self.scenario, self.ledger
         me = world.current
         rng = faults.rng(me)
-        backoff = Backoff(rng=rng)
-        since = Position(segment=0, num=0)  # the answer of the log's creation
+        client = self.client(vanish=scenario.vanish_share)
+        client.note_position(log_id, START)  # the answer of the log's creation
+        stale = rng.random() < scenario.stale_since_share
+        mine: list[tuple[uuid.UUID, Body]] = []
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
             body, entry_id = body_of(rng, scenario), new_id(rng)
-            for tries in range(1, MAX_TRIES + 1):
-                self.ledger.tries += 1
-                me.calls += 1  # one decision point per try (fault ids stay apart)
-                attempt = self.lambdas.append(log_id, body, entry_id=entry_id, since=since)
-                attempt.tags.update(client=me.name, attempt=tries, asked=world.now)
-                answered = world.join(attempt, timeout=scenario.client_timeout)
-                attempt.tags.update(answered=world.now, client_outcome="retried")
-                if answered and attempt.killed is None and attempt.error is None:
-                    if not faults.decide(me, Fault.LOST_RESPONSE):
-                        self.ledger.ack(log_id, entry_id)
-                        since = Position.of(attempt.result.entry)
-                        attempt.tags["client_outcome"] = "acknowledged"
-                        break
-                    self.ledger.lost_answers += 1
-                    attempt.tags["client_outcome"] = "lost"
-                elif answered and isinstance(attempt.error, REFUSALS):
-                    self.ledger.refused.append(f"{me.name}: {type(attempt.error).__name__}: {attempt.error}")
-                    attempt.tags["client_outcome"] = "error"
-                    break
-                world.sleep(backoff.delay(tries))
-            else:
-                self.ledger.gave_up += 1
+            reused = bool(mine) and rng.random() < scenario.reuse_share
+            if reused:
+                entry_id, before = mine[rng.randrange(len(mine))]
+                if body == before:
+                    continue
+            me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
+            since = START if stale else None
+            try:
+                answer = self._append(client, log_id, body, entry_id, since)
+            except _Vanished:
+                ledger.vanished += 1
+                return
+            except RetriesExhaustedError:
+                ledger.gave_up += 1  # never acknowledged: nothing is owed
+                continue
+            except ApiError as exc:
+                if exc.code in EXPECTED_REFUSALS and (reused or stale):
+                    ledger.expect(exc.code)
+                else:
+                    ledger.refused.append(f"{me.name}: {exc}")
+                continue
+            if reused:
+                ledger.accepted_wrongly.append(
+                    f"{me.name}: entry id {entry_id} reused with another body was answered as stored at "
+                    f"{answer.segment}/{answer.num} (deduplicated={answer.deduplicated}), not refused")
+                continue
+            ledger.ack(log_id, entry_id, body)
+            mine.append((entry_id, body))
+
+    def _append(self, client: SeglogClient, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID,
+                since: ClientPosition | None) -> Any:
+        """Append as the client does; a client holding an old ``since`` does what a 409 unknown_position says:
+        load again and send the entry again (with the same entry id) from the position the load answered."""
+        entry = client_entry(body)
+        try:
+            return client.append(log_id, entry, entry_id=entry_id, since=since)
+        except ApiError as exc:
+            if since is None or exc.code != "unknown_position":
+                raise
+        self.ledger.expect("unknown_position")  # what main answers once since's segment is retired
+        client.load(log_id)
+        return client.append(log_id, entry, entry_id=entry_id, since=client.position(log_id))
+
+    def reader(self, log_id: uuid.UUID, count: int) -> None:
+        """Load (paged) and sync while others write; what each answered is checked after the run."""
+        world, faults, scenario, ledger = self.world, self.faults, self.scenario, self.ledger
+        me = world.current
+        rng = faults.rng(me)
+        client = self.client()
+        held: ClientPosition | None = None
+        for _ in range(count):
+            world.sleep(rng.uniform(*scenario.think) * 4)
+            me.tags["log_id"] = str(log_id)
+            try:
+                if held is None or rng.random() < 0.5:
+                    sheet = client.load(log_id)
+                    held = sheet.position
+                    ledger.loads.append(Load(client=me.name, at=world.now, log_id=log_id,
+                                             position=(held.segment, held.num), rows=sheet.rows, pages=sheet.pages))
+                    continue
+                synced = client.sync(log_id, held, limit=rng.randint(1, 4))
+                if synced.reload:
+                    held = None
+                    continue
+                ledger.syncs.append(Synced(client=me.name, at=world.now, log_id=log_id,
+                                           since=(held.segment, held.num),
+                                           position=(synced.position.segment, synced.position.num),
+                                           entries=[(e.segment, e.num, None if e.entry_id is None else
+                                                     str(e.entry_id)) for e in synced.entries]))
+                held = synced.position
+            except RetriesExhaustedError:
+                held = None  # faults: every try failed; nothing was read
+            except (ApiError, ProtocolError) as exc:
+                ledger.failed_reads.append(f"{me.name} at {world.now - world.start:.3f} s: {exc}")
+                held = None
 
     def library_client(self, log_id: uuid.UUID, count: int) -> None:
         world, faults, scenario = self.world, self.faults, self.scenario
@@ -129,4 +289,5 @@ class Clients:
                 self.ledger.gave_up += 1  # not acknowledged: the library said so
                 event_log.forget(log_id)
                 continue
-            self.ledger.ack(log_id, entry_id)
+            self.ledger.ack(log_id, entry_id, body)
+

@@ -24,7 +24,7 @@ import structlog
 
 from seglog_core.errors import SeglogError
 from seglog_services import runtime
-from seglog_services.api.routes import app
+from seglog_services.api.routes import app, hosted
 
 log = structlog.get_logger("seglog.api")
 
@@ -36,8 +36,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # (repeat with the same entry id) instead of being killed mid-request.
     with runtime.invocation("api", context):
         # Configures logging on a cold start; a misconfiguration surfaces again (as a JSON 500) in the route.
-        with contextlib.suppress(SeglogError):
-            runtime.backend()
+        if not hosted():
+            with contextlib.suppress(SeglogError):
+                runtime.backend()
         started = time.perf_counter()
         response = app.resolve(event, context)
         bound = structlog.contextvars.get_contextvars()

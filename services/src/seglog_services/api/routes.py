@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -68,6 +70,9 @@ class Services:
     uploads: Uploads
     #: The retry horizon retention keeps (RetentionMinAgeSeconds), named in a 410 ``since_retired``.
     horizon: float
+    #: The most a load page's body takes (escaped, as Lambda counts it); the simulator makes it small so that its
+    #: loads take several pages while others write.
+    page_bytes: int = MAX_PAGE_BYTES
 
     @classmethod
     def build(cls, backend: Backend) -> Services:
@@ -87,15 +92,37 @@ class Services:
 
 
 _services: Services | None = None
+#: Services a host process installed in place of the container's (:func:`hosting`).
+_hosted: Services | None = None
 
 
 def services() -> Services:
-    """The container's services, rebuilt when the runtime's backend changes (tests clear its cache)."""
+    """The container's services, rebuilt when the runtime's backend changes (tests clear its cache); while a
+    host installed its own (:func:`hosting`), those."""
     global _services
+    if _hosted is not None:
+        return _hosted
     backend = runtime.backend()
     if _services is None or _services.backend is not backend:
         _services = Services.build(backend)
     return _services
+
+
+@contextlib.contextmanager
+def hosting(svc: Services) -> Iterator[None]:
+    """Answer every request with ``svc`` until the block ends: the simulator runs the handler in its world, on its
+    simulated backend, with its scenario's sizes (nothing read from the environment)."""
+    global _hosted
+    before, _hosted = _hosted, svc
+    try:
+        yield
+    finally:
+        _hosted = before
+
+
+def hosted() -> bool:
+    """Whether a host installed the services (then the handler builds no backend of its own)."""
+    return _hosted is not None
 
 
 # ----------------------------------------------------------------------------------------- input
@@ -241,7 +268,8 @@ def load_sheet(log_id: str) -> Response[str]:
     """Load, a page at a time: the first page reads the latest snapshot and the entries after it; ``next``
     (when not null) is the cursor of the following page, which reads the same state."""
     lid = log_id_of(log_id)
-    document = services().document
+    svc = services()
+    document = svc.document
     text = (app.current_event.query_string_parameters or {}).get("cursor")
     if text is None:
         sheet, view = document.load(lid)
@@ -251,7 +279,7 @@ def load_sheet(log_id: str) -> Response[str]:
     else:
         cursor = LoadCursor.parse(text)
         sheet, root = document.load_at(lid, cursor.snapshot, cursor.upto), None
-    page = page_rows(sheet.rows(), cursor.row, cursor.col)
+    page = page_rows(sheet.rows(), cursor.row, cursor.col, svc.page_bytes)
     following = None if page.next_row is None else LoadCursor(
         snapshot=cursor.snapshot, upto=cursor.upto, row=page.next_row, col=page.next_col)
     data: dict[str, Any] = {

@@ -12,7 +12,13 @@ AWS (DESIGN §9 item 10).
 
 from __future__ import annotations
 
-from seglog_aws.events.api_gateway import http_api_event, http_api_response
+from seglog_aws.events.api_gateway import (
+    function_failure,
+    http_api_event,
+    http_api_response,
+    match_route,
+    request_event,
+)
 from seglog_aws.events.dynamodb_stream import (
     ShardIteratorType,
     StreamReader,
@@ -27,10 +33,13 @@ from seglog_aws.events.sqs import sqs_event, sqs_record
 __all__ = [
     "ShardIteratorType",
     "StreamReader",
+    "function_failure",
     "http_api_event",
     "http_api_response",
     "lambda_stream_arn",
+    "match_route",
     "order_shards",
+    "request_event",
     "rule_arn",
     "scheduled_event",
     "sqs_event",

@@ -3,8 +3,10 @@
 Both halves follow "Create AWS Lambda proxy integrations for HTTP APIs in API Gateway"
 (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html),
 sections "Payload format differences", "Payload format structure" and "Lambda function response format".
-The local gateway of the emulator calls :func:`http_api_event` for each HTTP request and
-:func:`http_api_response` with the handler's return value.
+Both gateways of the API — the emulator's (an HTTP server in front of the function) and the simulator's (the
+client library's in-process transport, inside the simulated world) — call :func:`match_route` and
+:func:`request_event` for each request, :func:`http_api_response` with the handler's return value, and
+:func:`function_failure` when the function failed or timed out: one piece builds every event either sees.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from seglog_aws.events._wire import to_base64
 
@@ -46,6 +48,9 @@ LOCAL_API_ID = "seglog"
 #: which is why a form post (application/x-www-form-urlencoded) arrives base64-encoded on HTTP APIs.
 TEXT_CONTENT_TYPES = ("application/json", "application/javascript", "application/xml", "application/yaml")
 INTERNAL_SERVER_ERROR = (500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}')
+#: API Gateway's answer when the integration timed out (http-api-troubleshooting-lambda: "503 Service Unavailable"
+#: for a function that ran past the integration's timeout).
+SERVICE_UNAVAILABLE = (503, [("content-type", "application/json")], b'{"message":"Service Unavailable"}')
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -118,6 +123,50 @@ def http_api_event(method: str, path: str, *, query: Query | None = None, header
     if stage_variables:
         event["stageVariables"] = dict(stage_variables)
     return event
+
+
+class Route(Protocol):
+    """An HttpApi event of a function, as far as routing needs it: ``Path`` (``/sheets/{proxy+}``, or
+    ``$default``) and ``Method`` (``ANY`` or a method)."""
+
+    @property
+    def Path(self) -> str: ...  # the template's property names
+
+    @property
+    def Method(self) -> str: ...
+
+
+def match_route[R: Route](routes: Sequence[R], method: str, path: str) -> tuple[R, str, dict[str, str]] | None:
+    """The first route matching ``method path``, its routeKey and its path parameters (a greedy ``{proxy+}``
+    takes the rest of the path); None when no route matches (API Gateway answers 404)."""
+    for route in routes:
+        if route.Path == "$default":
+            return route, "$default", {}
+        if route.Method.upper() not in ("ANY", method.upper()):
+            continue
+        prefix, _, last = route.Path.rpartition("/")
+        if last.startswith("{") and last.endswith("+}") and (path + "/").startswith(prefix + "/"):
+            return route, f"{route.Method.upper()} {route.Path}", {last[1:-2]: path[len(prefix) + 1:]}
+        if route.Path == path:
+            return route, f"{route.Method.upper()} {route.Path}", {}
+    return None
+
+
+def request_event(method: str, target: str, headers: Headers, body: bytes | None, *, route_key: str,
+                  path_parameters: Mapping[str, str] | None = None, authorizer: Mapping[str, Any] | None = None,
+                  request_id: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """The event of one HTTP request (``target``: path and query as sent) to the route :func:`match_route` found."""
+    parts = urlsplit(target)
+    return http_api_event(method, parts.path or "/", query=parts.query, headers=headers, body=body or None,
+                          route_key=route_key, path_parameters=path_parameters or None, authorizer=authorizer,
+                          request_id=request_id, now=now)
+
+
+def function_failure(*, timed_out: bool) -> tuple[int, list[tuple[str, str]], bytes]:
+    """API Gateway's answer when the function did not return: 503 after a timeout, else 500 (a function error or
+    a crash)."""
+    status, headers, body = SERVICE_UNAVAILABLE if timed_out else INTERNAL_SERVER_ERROR
+    return status, list(headers), body
 
 
 def http_api_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -1,0 +1,97 @@
+"""The API's door inside the world: a client's request becomes an API Gateway payload 2.0 event, an invocation of
+the API function runs the real handler on it, and its return becomes the answer the client reads.
+
+``seglog_client``'s :class:`~seglog_client.transport.InProcess` transport calls :meth:`Gateway.serve` with the
+request exactly as it would go out (the encoded body, the signed headers), from the client's task:
+
+    client task (SeglogClient._send)      Gateway.serve                           api invocation task
+      | try n ------------------------->  match_route, request_event  (the emulator's gateway builds events alike)
+      |                                   spawn ------------------------------------> handler(event, context)
+      |                                   join(timeout = the client's)                 (storage calls: others run)
+      |                                   not done in time: no answer  (the invocation runs on: overlapping retry)
+      |                                   crashed / killed: 500, timed out: 503 (API Gateway's answers)
+      |                                   lost_response fault: no answer (the handler's work is done)
+      | <------- status, headers, body    http_api_response(result)
+
+So the handler's validation and status mapping, and the client's retry decisions (what it resends, when it gives
+up, which refusals it raises), are the code under test, not copies of it.
+
+One resolver serves the whole world, as one warm container would; unlike a container it answers many requests at
+once, interleaved at every storage call. Powertools keeps the request being answered in a class attribute
+(``BaseRouter.current_event``), so a route must read its event (path, query, body) before its first storage call,
+as every route of ``seglog_services.api.routes`` does; a route that read it later would see another request's.
+
+Not done here, as on AWS: the SigV4 signature is not verified (the client still signs every try, as it must for
+API Gateway; the emulator's gateway verifies signatures, and its tests cover that), throttling (429) is not
+simulated, and the event carries no ``requestContext.authorizer`` (no route reads it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
+from seglog_client.sigv4 import Credentials
+from seglog_emulator.config import HttpRoute
+from seglog_sim.faults import Fault, Faults
+from seglog_sim.lambdas import Lambdas
+from seglog_sim.world import World
+
+#: The API's URL as the clients know it (API Gateway's default endpoint: the region is read from it to sign).
+BASE_URL: Final = "https://sim.execute-api.us-east-1.amazonaws.com"
+#: What the simulated clients sign with (never checked: see the module's docstring).
+CREDENTIALS: Final = Credentials(access_key_id="AKIASIMULATEDCLIENT0", secret_access_key="simulated-secret")
+_NOT_FOUND: Final = (404, [("content-type", "application/json")], b'{"message":"Not Found"}')
+
+type Answer = tuple[int, list[tuple[str, str]], bytes]
+
+
+@dataclass(kw_only=True)
+class Gateway:
+    """Serves the API function's routes (the template's HttpApi events) inside the world."""
+
+    world: World
+    faults: Faults
+    lambdas: Lambdas
+    routes: tuple[HttpRoute, ...]
+    requests: int = 0
+    #: Tries per client task (the timeline's "try n").
+    _tries: dict[str, int] = field(default_factory=dict)
+
+    def serve(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
+              timeout: float) -> Answer | None:
+        """The answer to one try, or None when none reaches the client (lost, or not within ``timeout``)."""
+        world, faults = self.world, self.faults
+        me = world.current
+        me.calls += 1  # one decision point per try (fault ids stay apart)
+        path = target.partition("?")[0]
+        matched = match_route(self.routes, method, path)
+        if matched is None:
+            return _NOT_FOUND[0], list(_NOT_FOUND[1]), _NOT_FOUND[2]
+        _, key, parameters = matched
+        self.requests += 1
+        event = request_event(method, target, headers, body, route_key=key, path_parameters=parameters,
+                              request_id=f"sim-{self.requests}", now=datetime.fromtimestamp(world.now, UTC))
+        tags: dict[str, Any] = {k: me.tags[k] for k in ("log_id", "entry_id") if k in me.tags}
+        if method == "POST":  # a client's try of a write (the report's client lanes and append latencies)
+            tries = self._tries[me.name] = self._tries.get(me.name, 0) + 1
+            tags.update(client=me.name, attempt=tries, asked=world.now)
+        task = self.lambdas.api(event, **tags)
+        answered = world.join(task, timeout=timeout)
+        task.tags["answered"] = world.now
+        task.tags.setdefault("client_outcome", "retried")
+        if not answered:
+            return None
+        if task.killed is not None or task.error is not None:
+            return function_failure(timed_out=task.killed == "timeout")
+        if faults.decide(me, Fault.LOST_RESPONSE):
+            task.tags["client_outcome"] = "lost"
+            return None
+        status, answer_headers, payload = http_api_response(task.result)
+        if status < 300:
+            task.tags["client_outcome"] = "acknowledged"
+        elif status < 500:
+            task.tags["client_outcome"] = "error"
+        return status, answer_headers, payload
