@@ -22,7 +22,8 @@ from seglog_cli.main import cli
 from seglog_core.pipeline import Outcome
 from seglog_core.pipeline.fallback import reprocess
 from seglog_core.ports import QueueMessage
-from seglog_core.schema import Entry, EntryType, SetCell, SnapshotJob, encode_body
+from seglog_core.retention import RetentionPolicy, apply_retention
+from seglog_core.schema import Entry, EntryType, PendingSnapshot, SetCell, SnapshotJob, encode_body
 from seglog_core.verify import verify_log
 from seglog_emulator.status import read_status
 from seglog_stack.local import LocalDeployment
@@ -282,3 +283,21 @@ def test_a_body_version_from_newer_code_blocks_its_snapshot_until_newer_code_bui
     _verified(driver, log_id)
     state, _ = driver.document.load(log_id)
     assert ("v1", "v2") == (state.get(1, 1), state.get(2, 1))
+
+
+def test_a_late_job_for_a_segment_retention_deleted_ends_as_already_done(driver: PipelineDriver) -> None:
+    """`retain --delete` removed the segment of a snapshot whose job comes late (a redrive, a reprocess, the sweep):
+    done, its message deleted and its pending item gone. It once failed on every receive and after every redrive
+    (only archived segments counted as retired)."""
+    b = driver.backend
+    log_id = driver.create_log()
+    log = driver.event_log()
+    for segment in range(1, 4):
+        log.append(log_id, SetCell(row=1, col=1, value=segment))
+        log.start_segment(log_id)
+        b.store.complete_snapshot(log_id, segment, 0, "root")  # stands in for the pipeline's build
+    assert [0, 1] == apply_retention(b.store, b.blobs, log_id, RetentionPolicy(keep=2, archive=False))
+    b.pending.create(PendingSnapshot(log_id=log_id, segment=1, entry=0, created=1, modified=1))
+    driver.queue.send(SnapshotJob(log=str(log_id), segment=1, entry=0))
+    assert Outcome.ALREADY_DONE == driver.worker().process(driver.receive_one())
+    assert (0, None) == (driver.queue.depth(), b.pending.get(log_id, 1, 0))

@@ -25,6 +25,8 @@ def segment_to_item(segment: Segment) -> Item:
         item["S"] = _n(segment.last_snapshot)
     if segment.archive is not None:
         item["A"] = {"S": segment.archive}
+    if segment.retired is not None:
+        item["D"] = _n(segment.retired)
     return item
 
 
@@ -35,6 +37,7 @@ def item_to_segment(item: Item) -> Segment:
         created=int(item["C"]["N"]),
         last_snapshot=int(item["S"]["N"]) if "S" in item else None,
         archive=item["A"]["S"] if "A" in item else None,
+        retired=int(item["D"]["N"]) if "D" in item else None,
     )
 
 

@@ -165,6 +165,8 @@ class Segment(Record, frozen=True):
     created: int
     last_snapshot: int | None = None
     archive: str | None = None
+    #: When retention deleted the segment's entries (epoch s); its item and its EndSegment entry stay as a tombstone.
+    retired: int | None = None
 
 
 class Entry(Record, frozen=True):

@@ -162,9 +162,11 @@ class SnapshotWorker:
                  remaining: Callable[[], float], margin: float) -> Outcome:
         snapshot = self.store.get_entry(log_id, segment, entry)
         if snapshot is None and self._retired(log_id, segment):
-            # A late job (a redrive, a reprocess) for a segment retention archived: nothing to build; failing it on
-            # every receive would only park it in the DLQ.
+            # A late job (a redrive, a reprocess, the sweep) for a segment retention archived or deleted: nothing to
+            # build; failing it on every receive would only park it in the DLQ, and a redrive would bring it back to
+            # fail again. A pending item left for it would make the sweep send it for ever: it goes too.
             log.warning("job for a retired segment: nothing to build", retired_segment=segment)
+            self.pending.delete(log_id, segment, entry)
             self.queue.delete(message)
             return Outcome.ALREADY_DONE
         if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
@@ -323,7 +325,13 @@ class SnapshotWorker:
         return Outcome.DEFERRED
 
     def _retired(self, log_id: uuid.UUID, segment: int) -> bool:
-        return any(s.num == segment and s.archive is not None for s in self.store.segments(log_id))
+        """Whether retention retired ``segment``: archived (``A``), deleted with a tombstone left (``D``), or deleted
+        the legacy way, its item gone too, which leaves a num below the log's oldest segment item. Only the last
+        lasts: a deleted segment's job once failed on every receive, through the DLQ and after every redrive."""
+        segments = list(self.store.segments(log_id))
+        if segments and segment < segments[0].num:
+            return True
+        return any(s.num == segment and (s.archive is not None or s.retired is not None) for s in segments)
 
     def _bodies(self, plan: Plan) -> list[Body]:
         """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
