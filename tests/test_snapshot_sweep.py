@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from seglog_core import errors
+from seglog_core.document import SheetDocument
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
-from seglog_core.pipeline import Backoff, Outcome
+from seglog_core.pipeline import Backoff
 from seglog_core.reader import LogReader
 from seglog_core.schema import SNAPSHOT_JOB_DECODER, SNAPSHOT_JOB_ENCODER, PendingSnapshot, SetCell, SnapshotJob
 from seglog_services import runtime, snapshot_sweep, snapshot_worker
@@ -111,8 +113,20 @@ def test_a_job_deferred_past_its_patience_is_counted_as_a_metric(backend: FakeBa
 
 
 def test_a_blocked_job_is_counted_on_every_receive(backend: FakeBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_worker.SnapshotWorker, "process", lambda self, message, remaining: Outcome.BLOCKED)
-    event = {"Records": [_record(SnapshotJob(log=str(uuid.uuid4()), segment=0, entry=3), "m1", 1)]}
+    """An entry before the snapshot that this code cannot read (a body version from newer code): blocked, and
+    counted on each receive, the first one too."""
+    log = EventLog(store=backend.store, blobs=backend.blobs, clock=lambda: NOW)
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    ours = log.append_snapshot(log_id)
+
+    def newer(self: SheetDocument, entry: Any) -> Any:
+        raise errors.BodyVersionError("set", 2, 1)
+
+    monkeypatch.setattr(SheetDocument, "body", newer)
     with capture_logs() as lines:
-        snapshot_worker.handler(event, None)
-    assert [("SnapshotsBlocked", 1, "seglog")] == _metrics(lines)
+        for receives in (1, 2):
+            event = {"Records": [_record(SnapshotJob(log=str(log_id), segment=0, entry=ours.num), "m1", receives)]}
+            snapshot_worker.handler(event, None)
+    assert ["blocked", "blocked"] == [line["outcome"] for line in lines if line["event"] == "snapshot job"]
+    assert [("SnapshotsBlocked", 1, "seglog")] * 2 == _metrics(lines)

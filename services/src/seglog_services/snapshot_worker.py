@@ -58,6 +58,7 @@ def worker(backend: Backend | None = None, environ: Mapping[str, str] = os.envir
     options: dict[str, Any] = {
         "crash": should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
         "clock": clock,  # the real clock, unless the emulator's clock_skew fault runs it fast
+        "count": count,
     }
     options.update(seams)
     return SnapshotWorker(
@@ -87,10 +88,6 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             log.warning("snapshot job failed: the message will be delivered again", message_id=record.message_id,
                         error_type=type(exc).__name__, error=str(exc))
             raise
-        if outcome is Outcome.BLOCKED:
-            count("SnapshotsBlocked")
-        elif outcome is Outcome.DEFERRED and snapshots.backoff.waiting_long(message.receive_count):
-            count("SnapshotsDeferredLong")
         if outcome.keeps_message:
             raise MessageKept(outcome)
 

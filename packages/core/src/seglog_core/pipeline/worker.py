@@ -26,10 +26,10 @@ message comes back within 3 hours, or, parked in the DLQ meanwhile, the schedule
 
 How long a job waits (:class:`Backoff`, one rule for the worker, the template and its test): hides grow from
 half a second to 15 minutes over the first 20 receives, then double up to 3 hours, by the message's own receive
-count, so a job deferred or blocked on every receive reaches the DLQ no sooner than
-``Backoff().to_dead_letter(maxReceiveCount)`` (about 43 hours at the template's 50). Every hide stays far under
-SQS's 12 hours from the receive. Past the 20th receive the worker logs "snapshot deferred long", and the function
-counts it (and every blocked receive) as a CloudWatch metric an alarm can watch.
+count or the snapshot's deferrals, whichever is more, so a job deferred or blocked on every receive reaches the
+DLQ no sooner than ``Backoff().to_dead_letter(maxReceiveCount)`` (about 43 hours at the template's 50). Every
+hide stays far under SQS's 12 hours from the receive. Past the 20th the worker logs "snapshot deferred long",
+and counts it (and every blocked receive) as a metric the function sends to CloudWatch for an alarm.
 
 Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
 
@@ -192,6 +192,9 @@ class SnapshotWorker:
             seconds) per snapshot in a chain; a predecessor being built usually completes sooner.
         sleep: how the order wait sleeps (a seam for tests).
         crash: called with each crash point's name; raises (or kills the process) to inject a crash.
+        count: called with a metric's name to add 1 to it: ``SnapshotsBlocked`` on every blocked receive,
+            ``SnapshotsDeferredLong`` on a deferral past the backoff's patience (the function emits them to
+            CloudWatch for an alarm).
     """
 
     store: LogStore
@@ -211,6 +214,7 @@ class SnapshotWorker:
     order_wait: float = 0.0
     sleep: Callable[[float], None] = time.sleep
     crash: Callable[[str], None] = lambda point: None
+    count: Callable[[str], None] = lambda metric: None
     backoff: Backoff = field(init=False)
 
     def __post_init__(self) -> None:
@@ -400,13 +404,17 @@ class SnapshotWorker:
         except errors.ItemExistsError:  # completed meanwhile by the claimer: step 1 will say so
             retries = 0
         # The first deferrals come back in about a second (a predecessor usually completes in less, measured by
-        # bench_pipeline); a snapshot stuck behind a long one backs off, by the message's own receive count: the
-        # count SQS moves it to the DLQ by, so the template's least time to the DLQ holds (Backoff.to_dead_letter).
-        # It once backed off by the item's deferrals, capped at 15 minutes: a job parked after about 7.5 h.
-        hide = self.backoff.hide(message.receive_count, self.rng)
-        if self.backoff.waiting_long(message.receive_count):
+        # bench_pipeline); a snapshot stuck behind a long one backs off, by the later of the snapshot's deferrals
+        # (a new job for it, a takeover, goes on where the last left off) and the message's own receive count:
+        # the count SQS moves it to the DLQ by, so the template's least time to the DLQ holds
+        # (Backoff.to_dead_letter). It once backed off by deferrals alone, capped at 15 minutes: a job parked
+        # after about 7.5 h.
+        wait = max(message.receive_count, retries)
+        hide = self.backoff.hide(wait, self.rng)
+        if self.backoff.waiting_long(wait):
             log.warning("snapshot deferred long: an earlier snapshot is not completing", retries=retries,
                         receives=message.receive_count, retry_in=hide, action="see the earlier snapshot's job")
+            self.count("SnapshotsDeferredLong")
         self.queue.change_visibility(message, hide)
         return Outcome.DEFERRED
 
@@ -442,11 +450,12 @@ class SnapshotWorker:
         except errors.ItemExistsError:  # completed meanwhile (by newer code): step 1 will say so
             retries = 0
         cause = blocked.cause
-        hide = self.backoff.hide(message.receive_count, self.rng, blocked=True)
+        hide = self.backoff.hide(max(message.receive_count, retries), self.rng, blocked=True)
         log.error("snapshot blocked: an entry before it needs newer code", reason=str(blocked),
                   blocked_segment=blocked.segment, blocked_entry=blocked.entry, entry_type=str(cause.type),
                   body_version=getattr(cause, "version", None), known_version=getattr(cause, "known", None),
                   retries=retries, retry_in=hide, action="deploy newer code")
+        self.count("SnapshotsBlocked")
         self.queue.change_visibility(message, hide)
         return Outcome.BLOCKED
 
