@@ -19,10 +19,10 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
 6. complete        ``R`` on the entry, ``S`` on the segment, delete the pending item, delete the message.
 
 An entry this code cannot fold (an unknown type, a body version from newer code) blocks the snapshot: it is
-deferred at the blocked backoff (15 minutes, growing to 3 hours) with the reason logged and recorded on the pending
-item (``blocked``), never built wrong and never failed in a loop; the next deployment of newer code builds it: its
-message comes back within 3 hours, or, parked in the DLQ meanwhile, the scheduled sweep sends a new one
-(seglog_services.snapshot_sweep).
+deferred at the blocked backoff (hides of up to 15 minutes, growing to 3 hours) with the reason logged and
+recorded on the pending item (``blocked``), never built wrong and never failed in a loop; the next deployment of
+newer code builds it: its message comes back within 3 hours, or, parked in the DLQ meanwhile, the scheduled
+sweep sends a new one (seglog_services.snapshot_sweep).
 
 How long a job waits (:class:`Backoff`, one rule for the worker, the template and its test): hides grow from
 half a second to 15 minutes over the first 20 receives, then double up to 3 hours, by the message's own receive
@@ -40,7 +40,7 @@ Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
       dies (kill -9)                                    ... m1 comes back after the timeout, takes over
 
 Timing diagrams of the takeover of a stale claimer (T = ``takeover_after``). The claimer's message is the
-only one that must survive; a message is deleted as a duplicate only while the claim is live (M within T), and
+only one that must survive; a message is hidden as a duplicate only while the claim is live (M within T), and
 a stale claim passes to whichever message comes next, so a snapshot whose claimer's message is gone (the DLQ)
 completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a new messageId)::
 
@@ -70,12 +70,12 @@ a duplicate, never a lost job. A job that arrives while the claim is live is hid
 stale, not deleted (deleting it lost the only job when the claimer's message was gone and a fast clock had
 stamped M in the future: found by the simulator). A claimer's
 message reaches the DLQ one hiding period after the claimer last touched the item (the queue's visibility
-timeout after a claim, 360 s in the template; a backoff of ``longest`` after the many deferrals that use up
+timeout after a claim, 360 s in the template; at least half of ``longest`` after the many deferrals that use up
 maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ holds
 the message finds the claim stale. With shorter settings, wait T before running them. The same bound lets the
-sweep tell a parked claim from a live one: a live claimer's message touches its item at least every ``longest``
-plus the queue's visibility timeout, so an item untouched for longer has no live claimer, and the sweep's new job
-takes it over at once.
+sweep tell a parked claim from a live one: a live claimer's message touches its item at least once every
+``longest`` plus the queue's visibility timeout, so an item untouched for longer has no live claimer, and the
+sweep's new job takes it over at once.
 
 Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
 worker exactly there.
