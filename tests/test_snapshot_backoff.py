@@ -21,11 +21,22 @@ from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline import Backoff, Outcome, SnapshotWorker
 from seglog_core.pipeline.worker import LAMBDA_MAX_TIMEOUT, SQS_MAX_VISIBILITY
+from seglog_core.ports import QueueMessage
 from seglog_core.reader import LogReader
 from seglog_core.schema import Entry, PendingSnapshot, SetCell, SnapshotJob
 from seglog_stack.template import load_template
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+class HidingQueue(InMemoryJobQueue):
+    """The in-memory queue, remembering the last hide the worker asked for."""
+
+    hidden: int = 0
+
+    def change_visibility(self, message: QueueMessage, seconds: int) -> None:
+        self.hidden = seconds
+        super().change_visibility(message, seconds)
 
 
 class LowestDraw(random.Random):
@@ -53,7 +64,7 @@ def _hours_to_dead_letter(*, blocked: bool, rng: random.Random) -> float:
     hide's end; the hours until the receive that would move it to the DLQ (the one after maxReceiveCount)."""
     now = [1_000.0]
     store, blobs, pending = InMemoryLogStore(), InMemoryBlobStore(), InMemoryPendingStore()
-    queue = InMemoryJobQueue(clock=lambda: now[0])
+    queue = HidingQueue(clock=lambda: now[0])
     log = EventLog(store=store, blobs=blobs, clock=lambda: now[0])
     log_id = log.create()
     log.append(log_id, SetCell(row=1, col=1, value=1))
@@ -78,7 +89,7 @@ def _hours_to_dead_letter(*, blocked: bool, rng: random.Random) -> float:
     for _ in range(_max_receive_count()):
         message, = queue.receive()
         assert worker.process(message) is expected
-        now[0] = queue._messages[message.message_id][1]  # the end of its hide
+        now[0] += queue.hidden  # the end of its hide
     return (now[0] - start) / 3600
 
 
