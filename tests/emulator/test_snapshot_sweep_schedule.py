@@ -5,24 +5,21 @@ worker that died before deleting it — gets a new job, and the worker finishes 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from emulator.test_retention_schedule import log_lines
+from emulator.test_retention_schedule import log_lines, own_stack, scaled
 from emulator.test_supervisor import wait_for
 from seglog_aws.clients import client, local_session
 from seglog_aws.dynamodb_pending_store import pending_to_item
 from seglog_core.schema import PendingSnapshot
 from seglog_emulator.chaos import CHAOS_PARAMETERS
-from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
 
@@ -33,13 +30,8 @@ SCALE = 3600
 
 @pytest.fixture(scope="module")
 def sweep_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
-    """The template under a stack name of its own: the sweep reads every pending item of its table."""
-    base = stacks.deployment("dynamodb-local")  # type: ignore[attr-defined]
-    stack = f"swp-{uuid.uuid4().hex[:6]}"
-    deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack,
-                                 parameters=PARAMETERS)
-    yield deployment
-    local.deprovision(base.endpoints, region=base.region, stack_name=stack)
+    """The sweep reads every pending item of its table, so no other test's items may be there."""
+    yield from own_stack(stacks, "swp", PARAMETERS)
 
 
 def test_the_scheduled_sweep_resends_an_idle_pending_item_and_the_worker_finishes_it(
@@ -51,10 +43,8 @@ def test_the_scheduled_sweep_resends_an_idle_pending_item_and_the_worker_finishe
     ddb = client("dynamodb", session=local_session(deployment.region), endpoint_url=deployment.endpoints["dynamodb"])
     ddb.put_item(TableName=deployment.resources.pending_table, Item=pending_to_item(PendingSnapshot(
         log_id=log_id, segment=0, entry=0, created=1, modified=1, claimer="parked")))
-    stack = deployment.resources.entries_table.rsplit("-", 1)[0]
     state = tmp_path / "state"
-    settings = EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack,
-                                state_dir=state, parameters=PARAMETERS, schedule_scale=SCALE, artifact=lambda_artifact)
+    settings = scaled(deployment, state, PARAMETERS, SCALE, lambda_artifact)
     output = tmp_path / "emulator.log"
     with output.open("w") as sink:
         supervisor = Supervisor(settings, output=sink)
