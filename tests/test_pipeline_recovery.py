@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,9 +23,11 @@ from seglog_cli.main import cli
 from seglog_core.pipeline import Outcome
 from seglog_core.pipeline.fallback import reprocess
 from seglog_core.ports import QueueMessage
-from seglog_core.schema import Entry, EntryType, SetCell, SnapshotJob, encode_body
+from seglog_core.retention import RetentionPolicy, apply_retention
+from seglog_core.schema import Entry, EntryType, PendingSnapshot, SetCell, SnapshotJob, encode_body
 from seglog_core.verify import verify_log
 from seglog_emulator.status import read_status
+from seglog_services.snapshot_sweep import sweep
 from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
@@ -282,3 +285,58 @@ def test_a_body_version_from_newer_code_blocks_its_snapshot_until_newer_code_bui
     _verified(driver, log_id)
     state, _ = driver.document.load(log_id)
     assert ("v1", "v2") == (state.get(1, 1), state.get(2, 1))
+
+
+def test_a_late_job_for_a_segment_retention_deleted_ends_as_already_done(driver: PipelineDriver) -> None:
+    """`retain --delete` removed the segment of a snapshot whose job comes late (a redrive, a reprocess, the sweep):
+    done, its message deleted and its pending item gone. It once failed on every receive and after every redrive
+    (only archived segments counted as retired)."""
+    b = driver.backend
+    log_id = driver.create_log()
+    log = driver.event_log()
+    for segment in range(1, 4):
+        log.append(log_id, SetCell(row=1, col=1, value=segment))
+        log.start_segment(log_id)
+        b.store.complete_snapshot(log_id, segment, 0, "root")  # stands in for the pipeline's build
+    assert [0, 1] == apply_retention(b.store, b.blobs, log_id, RetentionPolicy(keep=2, archive=False))
+    b.pending.create(PendingSnapshot(log_id=log_id, segment=1, entry=0, created=1, modified=1))
+    driver.queue.send(SnapshotJob(log=str(log_id), segment=1, entry=0))
+    assert Outcome.ALREADY_DONE == driver.worker().process(driver.receive_one())
+    assert (0, None) == (driver.queue.depth(), b.pending.get(log_id, 1, 0))
+
+
+class _OneLog:
+    """The session's pending table as a sweep of one log's items sees it (other tests leave items there)."""
+
+    def __init__(self, pending: Any, log_id: uuid.UUID) -> None:
+        self._pending, self._log_id = pending, log_id
+
+    def scan(self) -> Iterator[PendingSnapshot]:
+        return (p for p in self._pending.scan() if p.log_id == self._log_id)
+
+
+def test_a_blocked_snapshot_whose_job_was_parked_is_built_by_newer_code_after_the_sweep(
+        dlq_driver: PipelineDriver, deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocked until its job reached the DLQ; newer code is deployed; nothing would build it until an operator
+    redrives. The scheduled sweep finds its pending item idle past the longest hide and sends a job, which takes
+    the stale claim over and completes the snapshot."""
+    driver = dlq_driver
+    log_id = driver.create_log()
+    driver.event_log().append(log_id, SetCell(row=1, col=1, value="v1"))
+    _put_raw(deployment, Entry(log_id=log_id, segment=0, num=2, created=int(time.time()), type=EntryType.SET_CELL,
+                               version=2, body=encode_body(SetCell(row=2, col=1, value="v2"))))
+    driver.event_log().append_snapshot(log_id)  # 0/3
+    driver.route_new()
+    message = driver.receive_one(visibility=1)
+    assert Outcome.BLOCKED == driver.worker(takeover_after=TAKEOVER).process(message)
+    _until_in_dlq(driver, message)
+    one_log: Any = _OneLog(driver.backend.pending, log_id)
+    assert [] == sweep(one_log, driver.queue, now=time.time(), idle=60).sent  # not idle long enough yet
+    monkeypatch.setattr(SetCell, "VERSION", 2)  # newer code deployed
+    run = sweep(one_log, driver.queue, now=time.time() + 61, idle=60)
+    assert [(str(log_id), 0, 3)] == run.sent
+    job = driver.receive_one()
+    assert message.message_id != job.message_id
+    _until_stale(driver, log_id, 3, TAKEOVER)
+    assert Outcome.COMPLETED == driver.worker(takeover_after=TAKEOVER).process(job)
+    _verified(driver, log_id)

@@ -23,7 +23,8 @@ from seglog_stack.template import Template, TemplateError, load_template
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("SegmentsTable", "EntriesTable", "PendingSnapshotsTable")
 QUEUES = ("SnapshotQueue", "SnapshotDeadLetterQueue", "StreamFailureQueue")
-FUNCTIONS = ("ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction")
+FUNCTIONS = ("ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction",
+             "SnapshotSweepFunction")
 
 
 @pytest.fixture(scope="module")

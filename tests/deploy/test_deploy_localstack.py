@@ -153,7 +153,8 @@ def test_every_function_runs_the_uploaded_artifact_as_the_template_says(deployed
     resolver = deployed.resolver()
     lam = deployed.target.client("lambda")
     functions = of_type(resolver, "AWS::Lambda::Function")
-    assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction"} <= set(functions)
+    assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction",
+            "SnapshotSweepFunction"} <= set(functions)
     for lid, resource in functions.items():
         props = resolver.resolve(resource["Properties"])
         live = lam.get_function_configuration(FunctionName=resolver.physical[lid])
@@ -322,21 +323,29 @@ def test_roles_carry_exactly_the_templates_inline_and_managed_policies(deployed:
     assert "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole" in router
 
 
-def test_the_retention_schedule_rule_invokes_the_retention_function(deployed: Deployed) -> None:
+def test_each_schedule_rule_invokes_its_function(deployed: Deployed) -> None:
+    """Retention on RetentionSchedule, the snapshot sweep hourly; each rule's target is its function, which lets
+    only that rule invoke it."""
     resolver = deployed.resolver()
     events = deployed.target.client("events")
-    (lid, rule), = of_type(resolver, "AWS::Events::Rule").items()
-    props = resolver.resolve(rule["Properties"])
-    live = events.describe_rule(Name=resolver.physical[lid])
-    assert (props["ScheduleExpression"], props.get("State", "ENABLED")) == (live["ScheduleExpression"], live["State"])
-    assert resolver.parameters["RetentionSchedule"] == live["ScheduleExpression"]
-    targets = events.list_targets_by_rule(Rule=resolver.physical[lid])["Targets"]
-    assert [t["Arn"] for t in props["Targets"]] == [t["Arn"] for t in targets]
-    assert resolver.get_att("RetentionFunction", "Arn") == targets[0]["Arn"]
-    policy = json.loads(deployed.target.client("lambda").get_policy(
-        FunctionName=resolver.physical["RetentionFunction"])["Policy"])
-    allowed = [s for s in policy["Statement"] if s["Principal"] == {"Service": "events.amazonaws.com"}]
-    assert [resolver.get_att(lid, "Arn")] == [s["Condition"]["ArnLike"]["AWS:SourceArn"] for s in allowed]
+    expected = {"RetentionFunction": resolver.parameters["RetentionSchedule"], "SnapshotSweepFunction": "rate(1 hour)"}
+    rules = of_type(resolver, "AWS::Events::Rule")
+    assert len(expected) == len(rules)
+    invoked = {}
+    for lid, rule in rules.items():
+        props = resolver.resolve(rule["Properties"])
+        live = events.describe_rule(Name=resolver.physical[lid])
+        assert (props["ScheduleExpression"], props.get("State", "ENABLED")) == (live["ScheduleExpression"],
+                                                                                 live["State"])
+        targets = events.list_targets_by_rule(Rule=resolver.physical[lid])["Targets"]
+        assert [t["Arn"] for t in props["Targets"]] == [t["Arn"] for t in targets]
+        function = next(f for f in expected if resolver.get_att(f, "Arn") == targets[0]["Arn"])
+        invoked[function] = live["ScheduleExpression"]
+        policy = json.loads(deployed.target.client("lambda").get_policy(
+            FunctionName=resolver.physical[function])["Policy"])
+        allowed = [s for s in policy["Statement"] if s["Principal"] == {"Service": "events.amazonaws.com"}]
+        assert [resolver.get_att(lid, "Arn")] == [s["Condition"]["ArnLike"]["AWS:SourceArn"] for s in allowed]
+    assert expected == invoked
 
 
 def test_the_http_api_is_in_the_processed_template(deployed: Deployed) -> None:

@@ -33,16 +33,27 @@ SCALE = 60
 SEGMENTS = 5
 
 
+def own_stack(stacks: object, prefix: str, parameters: dict[str, Any]) -> Iterator[local.LocalDeployment]:
+    """The template on the session's dynamodb-local stack under a name of its own, removed afterwards."""
+    base = stacks.deployment("dynamodb-local")  # type: ignore[attr-defined]
+    stack = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    yield local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack,
+                          parameters=parameters)
+    local.deprovision(base.endpoints, region=base.region, stack_name=stack)
+
+
+def scaled(deployment: local.LocalDeployment, state: Path, parameters: dict[str, Any], scale: float,
+           artifact: Path) -> EmulatorSettings:
+    """The emulator on ``deployment`` with its schedules' clocks ``scale`` times faster."""
+    stack = deployment.resources.entries_table.rsplit("-", 1)[0]
+    return EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack, state_dir=state,
+                            parameters=parameters, schedule_scale=scale, artifact=artifact)
+
+
 @pytest.fixture(scope="module")
 def retention_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
-    """The template on the session's dynamodb-local stack under a name of its own: retention scans every log
-    of its tables, so no other test's logs may be there."""
-    base = stacks.deployment("dynamodb-local")  # type: ignore[attr-defined]
-    stack = f"ret-{uuid.uuid4().hex[:6]}"
-    deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, stack_name=stack,
-                                 parameters=PARAMETERS)
-    yield deployment
-    local.deprovision(base.endpoints, region=base.region, stack_name=stack)
+    """Retention scans every log of its tables, so no other test's logs may be there."""
+    yield from own_stack(stacks, "ret", PARAMETERS)
 
 
 def append(api: SeglogClient, log_id: uuid.UUID, n: int) -> uuid.UUID:
@@ -62,10 +73,8 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
     once); GET /sheets/{id} still gives every cell and reads only the latest segment: its invocation made one
     Query for the segments and one for the one segment read (counted by the emulator's metering)."""
     deployment = retention_deployment
-    stack = deployment.resources.entries_table.rsplit("-", 1)[0]
     state = tmp_path / "state"
-    settings = EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack,
-                                state_dir=state, parameters=PARAMETERS, schedule_scale=SCALE, artifact=lambda_artifact)
+    settings = scaled(deployment, state, PARAMETERS, SCALE, lambda_artifact)
     output = tmp_path / "emulator.log"
     backend = deployment.backend()
     with output.open("w") as sink:

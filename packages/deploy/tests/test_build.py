@@ -52,11 +52,11 @@ def test_an_unchanged_tree_rebuilds_to_the_same_bytes(arm_builds: tuple[Manifest
 
 def test_every_function_shares_the_one_artifact_of_its_codeuri_runtime_and_architecture(
         arm_builds: tuple[Manifest, Manifest]) -> None:
-    """The template's four functions have one CodeUri, Runtime and architecture (Globals): one artifact."""
+    """The template's five functions have one CodeUri, Runtime and architecture (Globals): one artifact."""
     manifest = arm_builds[0]
 
-    assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction"} == set(
-        manifest.functions)
+    assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction",
+            "SnapshotSweepFunction"} == set(manifest.functions)
     assert {only_artifact(manifest).key} == {f.artifact for f in manifest.functions.values()}
     assert {("arm64", "python3.13")} == {(f.arch, f.runtime) for f in manifest.functions.values()}
 
@@ -148,7 +148,7 @@ def test_template_problems_are_refused_all_at_once() -> None:
     """What seglog build cannot make is named, every problem in one error."""
     body = json.loads(json.dumps(TEMPLATE.body))
     functions = {k: v for k, v in body["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
-    api, router, worker, retention = functions
+    api, router, worker, retention, _sweep = functions
     body["Resources"][api]["Properties"]["Runtime"] = "nodejs22.x"
     body["Resources"][router]["Properties"]["Architectures"] = ["arm64", "x86_64"]
     body["Resources"][worker]["Properties"]["PackageType"] = "Image"

@@ -87,6 +87,10 @@ def test_functions_come_from_the_template_with_globals_merged(config: EmulatorCo
             logical_id="RetentionFunction", Handler="seglog_services.retention.handler", Runtime="python3.13",
             Timeout=300, MemorySize=512,
             Environment={**GLOBAL_ENV, "SEGLOG_RETENTION_KEEP": "3", "SEGLOG_RETENTION_MIN_AGE_SECONDS": "604800"}),
+        "SnapshotSweepFunction": FunctionSpec(
+            logical_id="SnapshotSweepFunction", Handler="seglog_services.snapshot_sweep.handler",
+            Runtime="python3.13", Timeout=300, MemorySize=512,
+            Environment={**GLOBAL_ENV, "SEGLOG_QUEUE_VISIBILITY_SECONDS": "360"}),
     }
     assert expected == config.functions
     assert ("seglog_services.stream_router", "handler") == (

@@ -63,7 +63,8 @@ def roles() -> dict[str, FunctionPermissions]:
 
 
 def test_every_function_gets_its_role_with_lambdas_session_name(roles: dict[str, FunctionPermissions]) -> None:
-    assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction"} == set(roles)
+    assert {"ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction", "RetentionFunction",
+            "SnapshotSweepFunction"} == set(roles)
     session = roles["ApiFunction"].caller.session
     assert "arn:aws:sts::000000000000:assumed-role/st-ApiFunctionRole/ApiFunction" == session
 
@@ -77,6 +78,16 @@ def test_the_api_may_do_what_its_statements_say_and_nothing_else(roles: dict[str
     assert [Outcome.IMPLICIT_DENY] * 3 == [
         outcome(api, "dynamodb:PutItem", PENDING), outcome(api, "dynamodb:DeleteItem", ENTRIES),
         outcome(api, "sqs:SendMessage", QUEUE)]
+
+
+def test_the_sweep_may_read_the_pending_items_and_send_jobs_and_nothing_else(
+        roles: dict[str, FunctionPermissions]) -> None:
+    sweep = roles["SnapshotSweepFunction"]
+    assert [Outcome.ALLOWED] * 2 == [outcome(sweep, "dynamodb:Scan", PENDING), outcome(sweep, "sqs:SendMessage", QUEUE)]
+    assert Outcome.ALLOWED not in [
+        outcome(sweep, "dynamodb:Scan", ENTRIES), outcome(sweep, "dynamodb:PutItem", PENDING),
+        outcome(sweep, "dynamodb:DeleteItem", PENDING), outcome(sweep, "sqs:DeleteMessage", QUEUE),
+        outcome(sweep, "sqs:ReceiveMessage", QUEUE), outcome(sweep, "s3:GetObject", f"{BUCKET}/snapshots/a")]
 
 
 def test_event_source_mappings_add_the_managed_execution_roles(roles: dict[str, FunctionPermissions]) -> None:

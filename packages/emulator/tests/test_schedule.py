@@ -53,9 +53,11 @@ def test_the_templates_retention_schedule_is_read_from_its_parameter() -> None:
     config = EmulatorConfig.from_template(template, resolve)
     expected = ScheduleRule(function="RetentionFunction", event="Retention",
                             Schedule=RateExpression(text="rate(1 hour)", seconds=3600))
-    assert (expected,) == config.schedules
+    sweep = ScheduleRule(function="SnapshotSweepFunction", event="Sweep",
+                         Schedule=RateExpression(text="rate(1 hour)", seconds=3600))
+    assert (expected, sweep) == config.schedules
     assert "RetentionFunctionRetention" == config.schedules[0].logical_id
-    assert "schedule:RetentionFunction.Retention" in child_names(config)
+    assert {"schedule:RetentionFunction.Retention", "schedule:SnapshotSweepFunction.Sweep"} <= set(child_names(config))
     nightly = EmulatorConfig.from_template(template, resolve, parameters={"RetentionSchedule": "cron(0 3 * * ? *)"})
     cron = nightly.schedules[0].Schedule
     assert isinstance(cron, CronExpression)

@@ -8,13 +8,21 @@ services-sqs-errorhandling: ReportBatchItemFailures).
 A throttled or failed storage call is retried inside the invocation (the stores' RetryPolicy, up to the
 function's deadline), not by failing the message: that would cost a whole visibility timeout and a receive
 toward the DLQ.
+
+A snapshot that waits long (deferred past the backoff's patience, 20 receives: over an hour behind an earlier
+snapshot) or is blocked (an entry only newer code reads) is counted as a CloudWatch metric, ``SnapshotsDeferredLong``
+or ``SnapshotsBlocked`` in namespace ``seglog`` by FunctionName, for an alarm to watch: one log line in the
+embedded metric format, which CloudWatch Logs turns into the metric with no API call (Amazon CloudWatch User
+Guide, CloudWatch_Embedded_Metric_Format_Specification). Lambda sends the function's output lines to CloudWatch
+Logs as they are, and structlog writes each as one JSON object.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -28,6 +36,9 @@ from seglog_core.ports import QueueMessage
 from seglog_services import runtime
 
 log = structlog.get_logger("seglog.snapshot_worker")
+
+#: The CloudWatch namespace of the worker's metrics.
+METRIC_NAMESPACE: Final = "seglog"
 
 
 class MessageKept(Exception):
@@ -47,6 +58,7 @@ def worker(backend: Backend | None = None, environ: Mapping[str, str] = os.envir
     options: dict[str, Any] = {
         "crash": should_crash,  # armed only by the emulator's fault injector (DESIGN §7)
         "clock": clock,  # the real clock, unless the emulator's clock_skew fault runs it fast
+        "count": count,
     }
     options.update(seams)
     return SnapshotWorker(
@@ -83,3 +95,12 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     response = process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                         context=context)
     return dict(response)
+
+
+def count(metric: str) -> None:
+    """Add 1 to ``metric``: an embedded-metric-format line (its ``_aws`` member names the metric, its unit and
+    dimension; the root members hold the values)."""
+    log.warning("snapshot metric", FunctionName=os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "snapshot_worker"),
+                **{metric: 1}, _aws={"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [
+                    {"Namespace": METRIC_NAMESPACE, "Dimensions": [["FunctionName"]],
+                     "Metrics": [{"Name": metric, "Unit": "Count"}]}]})

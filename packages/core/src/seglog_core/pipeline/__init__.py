@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from seglog_core.pipeline.outcomes import InvalidJobError, Outcome
 from seglog_core.pipeline.router import RouteAction, route
-from seglog_core.pipeline.worker import CRASH_POINTS, SnapshotWorker
+from seglog_core.pipeline.worker import CRASH_POINTS, Backoff, SnapshotWorker
 
-__all__ = ["CRASH_POINTS", "InvalidJobError", "Outcome", "RouteAction", "SnapshotWorker", "route"]
+__all__ = ["CRASH_POINTS", "Backoff", "InvalidJobError", "Outcome", "RouteAction", "SnapshotWorker", "route"]

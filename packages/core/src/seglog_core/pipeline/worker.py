@@ -11,7 +11,7 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
                    taken over instead: our messageId becomes the claimer and goes on.
 3. order           an earlier pending item of this log, or an incomplete Snapshot entry between the previous
                    completed snapshot and ours (given a pending item and a job of its own): defer by
-                   visibility with exponential backoff and jitter, keep the message.
+                   visibility with a growing backoff and jitter (:class:`Backoff`), keep the message.
 4. claim           Active, X + 1, M = now, when not active or when M is older than the takeover timeout;
                    refused: hide the message for the time the active one has left.
 5. build           from the previous snapshot's chunks and the entries between; after each chunk checkpoint
@@ -19,8 +19,17 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
 6. complete        ``R`` on the entry, ``S`` on the segment, delete the pending item, delete the message.
 
 An entry this code cannot fold (an unknown type, a body version from newer code) blocks the snapshot: it is
-deferred at the longest backoff with the reason logged and recorded on the pending item (``blocked``), never
-built wrong and never failed in a loop; the next deployment of newer code builds it.
+deferred at the blocked backoff (hides of up to 15 minutes, growing to 3 hours) with the reason logged and
+recorded on the pending item (``blocked``), never built wrong and never failed in a loop; the next deployment of
+newer code builds it: its message comes back within 3 hours, or, parked in the DLQ meanwhile, the scheduled
+sweep sends a new one (seglog_services.snapshot_sweep).
+
+How long a job waits (:class:`Backoff`, one rule for the worker, the template and its test): hides grow from
+half a second to 15 minutes over the first 20 receives, then double up to 3 hours, by the message's own receive
+count or the snapshot's deferrals, whichever is more, so a job deferred or blocked on every receive reaches the
+DLQ no sooner than ``Backoff().to_dead_letter(maxReceiveCount)`` (about 43 hours at the template's 50). Every
+hide stays far under SQS's 12 hours from the receive. Past the 20th the worker logs "snapshot deferred long",
+and counts it (and every blocked receive) as a metric the function sends to CloudWatch for an alarm.
 
 Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
 
@@ -31,7 +40,7 @@ Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
       dies (kill -9)                                    ... m1 comes back after the timeout, takes over
 
 Timing diagrams of the takeover of a stale claimer (T = ``takeover_after``). The claimer's message is the
-only one that must survive; a message is deleted as a duplicate only while the claim is live (M within T), and
+only one that must survive; a message is hidden as a duplicate only while the claim is live (M within T), and
 a stale claim passes to whichever message comes next, so a snapshot whose claimer's message is gone (the DLQ)
 completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a new messageId)::
 
@@ -43,15 +52,15 @@ completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a 
                                        {Q: m2, A: true, X: 2}  <------ claim, build, complete
       (had m1 been only slow, its next checkpoint fails: X is 2)
 
-A deferred claimer is inactive, and its message hidden for up to ``defer_cap`` (900 s) while M stays at the
-time of the deferral, so past T its claim looks stale although its message will come back::
+A deferred claimer is inactive, and its message hidden for up to the backoff's ``longest`` (3 h) while M stays at
+the time of the deferral, so past T its claim looks stale although its message will come back::
 
     claimer m1 (deferred)              pending item                    m2 (a duplicate job)
       defer: R+1, M=t0, hide m1 for b  {Q: m1, A: false, M: t0}
-      (b up to defer_cap, > T)                                         t0 + T < t1 < t0 + b: take over
+      (b up to 3 h, often > T)                                         t0 + T < t1 < t0 + b: take over
                                        {Q: m2, A: false, M: t1} <----- then order, claim, build as usual
       t0 + b: m1 again, Q == m2:
-        M within T (m2 working or just deferred): m1 is the duplicate, deleted; m2's message carries the work
+        M within T (m2 working or just deferred): m1 is the duplicate, hidden until the claim would be stale
         M stale (m2 hidden long in turn):         m1 takes the claim back, m2 is the duplicate later
         snapshot done meanwhile:                  step 1, deleted
 
@@ -61,9 +70,12 @@ a duplicate, never a lost job. A job that arrives while the claim is live is hid
 stale, not deleted (deleting it lost the only job when the claimer's message was gone and a fast clock had
 stamped M in the future: found by the simulator). A claimer's
 message reaches the DLQ one hiding period after the claimer last touched the item (the queue's visibility
-timeout after a claim, 360 s in the template; a backoff near ``defer_cap`` after the many deferrals that use
-up maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ
-holds the message finds the claim stale. With shorter settings, wait T before running them.
+timeout after a claim, 360 s in the template; at least half of ``longest`` after the many deferrals that use up
+maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ holds
+the message finds the claim stale. With shorter settings, wait T before running them. The same bound lets the
+sweep tell a parked claim from a live one: a live claimer's message touches its item at least once every
+``longest`` plus the queue's visibility timeout, so an item untouched for longer has no live claimer, and the
+sweep's new job takes it over at once.
 
 Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
 worker exactly there.
@@ -76,6 +88,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 import msgspec
 import structlog
@@ -103,6 +116,67 @@ class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
 _CHECKPOINT_ENCODER = msgspec.msgpack.Encoder()
 _CHECKPOINT_DECODER = msgspec.msgpack.Decoder(_Checkpoint)
 
+#: The longest a message may stay hidden, counted from its receive: "You can continue to call
+#: ChangeMessageVisibility to extend the visibility timeout to the maximum allowed time. If you try to extend the
+#: visibility timeout beyond the maximum, your request is rejected" — 12 hours (Amazon SQS API Reference,
+#: ChangeMessageVisibility; Amazon SQS Developer Guide, sqs-visibility-timeout).
+SQS_MAX_VISIBILITY: Final = 43_200
+#: Lambda's longest function timeout: a hide is set at most this long after the poller received the message.
+LAMBDA_MAX_TIMEOUT: Final = 900
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backoff:
+    """How long a deferred or blocked job hides, by the receive it is on: the one rule the worker follows and the
+    template's SnapshotMaxReceiveCount figure (:meth:`to_dead_letter`, asserted by the tests) is computed from.
+
+    Receive n's hide is drawn between half its ceiling and the ceiling (jitter), the ceiling::
+
+        n <= patience:  min(cap, base * 2**(n-1))       0.5 s, 1 s, 2 s ... 900 s (a predecessor usually
+                                                        completes within the first seconds; bench_pipeline)
+        n >  patience:  min(longest, cap * 2**(n-patience))   1800 s, 3600 s, 7200 s, then 3 h on every receive
+
+    A blocked job (only newer code helps) starts at ``cap``. ``longest`` stays under SQS's 12 hours from the
+    receive, with a whole Lambda timeout to spare; each hide is a new ChangeMessageVisibility from *now*, and the
+    next receive starts the 12 hours again.
+    """
+
+    base: float = 0.5
+    cap: float = 900.0
+    patience: int = 20
+    longest: float = 10_800.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.cap <= self.longest <= SQS_MAX_VISIBILITY - LAMBDA_MAX_TIMEOUT:
+            raise ValueError(f"backoff cap {self.cap} s and longest {self.longest} s must satisfy 0 < cap <= longest "
+                             f"<= {SQS_MAX_VISIBILITY - LAMBDA_MAX_TIMEOUT} s (SQS hides a message at most 12 h from "
+                             "its receive, and the hide is set up to a Lambda timeout after it): lower them")
+
+    def ceiling(self, receive: int, *, blocked: bool = False) -> float:
+        """The longest hide of the ``receive``-th receive (1-based)."""
+        if receive > self.patience:
+            return min(self.longest, self.cap * 2.0 ** min(receive - self.patience, 40))
+        quick = min(self.cap, self.base * 2.0 ** min(max(receive - 1, 0), 40))
+        return self.cap if blocked else quick
+
+    def shortest(self, receive: int, *, blocked: bool = False) -> int:
+        """The least hide :meth:`hide` draws for the ``receive``-th receive."""
+        return max(1, int(self.ceiling(receive, blocked=blocked) / 2))
+
+    def hide(self, receive: int, rng: random.Random, *, blocked: bool = False) -> int:
+        """Seconds to hide the message on its ``receive``-th receive (whole seconds, as SQS takes them)."""
+        ceiling = self.ceiling(receive, blocked=blocked)
+        return max(1, int(rng.uniform(ceiling / 2, ceiling)))
+
+    def waiting_long(self, receive: int) -> bool:
+        """Past the patience: the job has waited over an hour and its hides now grow (the alarm's metric)."""
+        return receive > self.patience
+
+    def to_dead_letter(self, max_receive_count: int, *, blocked: bool = False) -> int:
+        """The least seconds a job deferred (or blocked) on every receive takes to reach the DLQ: SQS moves it on
+        the receive after ``max_receive_count``, so it hid after each of those receives."""
+        return sum(self.shortest(n, blocked=blocked) for n in range(1, max_receive_count + 1))
+
 
 def pinned_chunk_cells(item: PendingSnapshot | None) -> int | None:
     """The chunk size a build in progress pinned in its pending item at the first claim (None: no claim yet).
@@ -119,13 +193,16 @@ class SnapshotWorker:
     Args:
         takeover_after: seconds after which an active claim whose holder stopped checkpointing may be taken
             over; must exceed the longest time between two checkpoints (one chunk).
-        defer_base, defer_cap: the backoff of deferrals, in seconds (full jitter).
+        defer_base, defer_cap, defer_patience, defer_longest: the backoff of deferrals (:class:`Backoff`).
         handoff_margin: seconds before the function's time limit at which to hand off.
         order_wait: how long an early job waits in the invocation for its predecessors to complete before it
             defers by visibility (step 3). A deferral costs at least a second (SQS visibility is set in whole
             seconds) per snapshot in a chain; a predecessor being built usually completes sooner.
         sleep: how the order wait sleeps (a seam for tests).
         crash: called with each crash point's name; raises (or kills the process) to inject a crash.
+        count: called with a metric's name to add 1 to it: ``SnapshotsBlocked`` on every blocked receive,
+            ``SnapshotsDeferredLong`` on a deferral past the backoff's patience (the function emits them to
+            CloudWatch for an alarm).
     """
 
     store: LogStore
@@ -138,11 +215,19 @@ class SnapshotWorker:
     takeover_after: int = 60
     defer_base: float = 0.5
     defer_cap: float = 900.0
+    defer_patience: int = 20
+    defer_longest: float = 10_800.0
     handoff_margin: float = 10.0
     chunk_cells: int = 20_000
     order_wait: float = 0.0
     sleep: Callable[[float], None] = time.sleep
     crash: Callable[[str], None] = lambda point: None
+    count: Callable[[str], None] = lambda metric: None
+    backoff: Backoff = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.backoff = Backoff(base=self.defer_base, cap=self.defer_cap, patience=self.defer_patience,
+                               longest=max(self.defer_longest, self.defer_cap))
 
     def process(self, message: QueueMessage, remaining: Callable[[], float] = lambda: 900.0) -> Outcome:
         """Handle one message. ``remaining`` gives the seconds left before the function's time limit."""
@@ -170,9 +255,11 @@ class SnapshotWorker:
                  remaining: Callable[[], float], margin: float) -> Outcome:
         snapshot = self.store.get_entry(log_id, segment, entry)
         if snapshot is None and self._retired(log_id, segment):
-            # A late job (a redrive, a reprocess) for a segment retention archived: nothing to build; failing it on
-            # every receive would only park it in the DLQ.
+            # A late job (a redrive, a reprocess, the sweep) for a segment retention archived or deleted: nothing to
+            # build; failing it on every receive would only park it in the DLQ, and a redrive would bring it back to
+            # fail again. A pending item left for it would make the sweep send it for ever: it goes too.
             log.warning("job for a retired segment: nothing to build", retired_segment=segment)
+            self.pending.delete(log_id, segment, entry)
             self.queue.delete(message)
             return Outcome.ALREADY_DONE
         if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
@@ -325,13 +412,28 @@ class SnapshotWorker:
         except errors.ItemExistsError:  # completed meanwhile by the claimer: step 1 will say so
             retries = 0
         # The first deferrals come back in about a second (a predecessor usually completes in less, measured by
-        # bench_pipeline); a snapshot stuck behind a long one backs off exponentially.
-        ceiling = min(self.defer_cap, self.defer_base * 2 ** min(max(retries - 1, 0), 20))
-        self.queue.change_visibility(message, max(1, int(self.rng.uniform(ceiling / 2, ceiling))))
+        # bench_pipeline); a snapshot stuck behind a long one backs off, by the later of the snapshot's deferrals
+        # (a new job for it, a takeover, goes on where the last left off) and the message's own receive count:
+        # the count SQS moves it to the DLQ by, so the template's least time to the DLQ holds
+        # (Backoff.to_dead_letter). It once backed off by deferrals alone, capped at 15 minutes: a job parked
+        # after about 7.5 h.
+        wait = max(message.receive_count, retries)
+        hide = self.backoff.hide(wait, self.rng)
+        if self.backoff.waiting_long(wait):
+            log.warning("snapshot deferred long: an earlier snapshot is not completing", retries=retries,
+                        receives=message.receive_count, retry_in=hide, action="see the earlier snapshot's job")
+            self.count("SnapshotsDeferredLong")
+        self.queue.change_visibility(message, hide)
         return Outcome.DEFERRED
 
     def _retired(self, log_id: uuid.UUID, segment: int) -> bool:
-        return any(s.num == segment and s.archive is not None for s in self.store.segments(log_id))
+        """Whether retention retired ``segment``: archived (``A``), deleted with a tombstone left (``D``), or deleted
+        the legacy way, its item gone too, which leaves a num below the log's oldest segment item. Only the last
+        lasts: a deleted segment's job once failed on every receive, through the DLQ and after every redrive."""
+        segments = list(self.store.segments(log_id))
+        if segments and segment < segments[0].num:
+            return True
+        return any(s.num == segment and (s.archive is not None or s.retired is not None) for s in segments)
 
     def _bodies(self, plan: Plan) -> list[Body]:
         """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
@@ -348,7 +450,7 @@ class SnapshotWorker:
 
     def _blocked(self, message: QueueMessage, snapshot: Entry, blocked: SnapshotBlockedError, *,
                  now: int) -> Outcome:
-        """Defer a snapshot that this code cannot build, at the longest backoff (only a deployment helps), with
+        """Defer a snapshot that this code cannot build, at the blocked backoff (only a deployment helps), with
         the reason logged and recorded on its pending item for ``seglog log verify`` and ``emulate status``."""
         log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
         try:
@@ -356,11 +458,13 @@ class SnapshotWorker:
         except errors.ItemExistsError:  # completed meanwhile (by newer code): step 1 will say so
             retries = 0
         cause = blocked.cause
+        hide = self.backoff.hide(max(message.receive_count, retries), self.rng, blocked=True)
         log.error("snapshot blocked: an entry before it needs newer code", reason=str(blocked),
                   blocked_segment=blocked.segment, blocked_entry=blocked.entry, entry_type=str(cause.type),
                   body_version=getattr(cause, "version", None), known_version=getattr(cause, "known", None),
-                  retries=retries, retry_in=int(self.defer_cap), action="deploy newer code")
-        self.queue.change_visibility(message, max(1, int(self.defer_cap)))
+                  retries=retries, retry_in=hide, action="deploy newer code")
+        self.count("SnapshotsBlocked")
+        self.queue.change_visibility(message, hide)
         return Outcome.BLOCKED
 
     def _complete(self, message: QueueMessage, snapshot: Entry, root: str) -> None:
