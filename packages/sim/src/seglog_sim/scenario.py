@@ -34,14 +34,14 @@ class Scenario:
     #: Chance that an API client vanishes (its process ends) instead of waiting to try again after a try failed:
     #: an entry it never heard back about may or may not be stored, and nothing is owed for it.
     vanish_share: float = 0.02
-    #: Chance that an API client's next entry reuses the id of one of its acknowledged entries with another body.
-    #: The API must refuse it (422 entry_id_reused, issue 18); main answers ``deduplicated``, and a large body is
-    #: overwritten. Off until that fix is merged.
-    reuse_share: float = 0.0
+    #: Chance that an API client's next entry reuses the id of one of its acknowledged entries with another body,
+    #: from the position that entry's first try sent. The API must refuse it (422 entry_id_reused); before issue 18
+    #: it answered ``deduplicated``, and a large body was overwritten.
+    reuse_share: float = 0.05
     #: Share of API clients that keep the ``since`` of their first answer for every entry, across retention, and
-    #: do what a 409 unknown_position says (load again, resend the entry). Main can store such an entry twice
-    #: (issue 18, the retry protocol's dead end). Off until the retry-horizon fix is merged.
-    stale_since_share: float = 0.0
+    #: do what the API answers (a 410 since_retired is followed by seglog_client inside the retry horizon). Before
+    #: issue 18 a 409 unknown_position sent them to load and resend, which could store an entry twice.
+    stale_since_share: float = 0.2
     #: Appends per client: drawn in this range.
     appends: tuple[int, int] = (5, 9)
     #: Seconds a client thinks between appends: drawn in this range.

@@ -190,17 +190,21 @@ class Clients:
         client = self.client(vanish=scenario.vanish_share)
         client.note_position(log_id, START)  # the answer of the log's creation
         stale = rng.random() < scenario.stale_since_share
-        mine: list[tuple[uuid.UUID, Body]] = []
+        # Acknowledged entries with the position sent on their first try: a reuse of an id resends that position
+        # with another body, as a client whose retry changed its entry would. The API finds an id by reading forward
+        # from since (no index of entry ids: README "Appending exactly once"), so a reuse from a later position is
+        # outside what it promises.
+        mine: list[tuple[uuid.UUID, Body, ClientPosition]] = []
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
             body, entry_id = body_of(rng, scenario), new_id(rng)
             reused = bool(mine) and rng.random() < scenario.reuse_share
+            since = START if stale else client.position(log_id)
             if reused:
-                entry_id, before = mine[rng.randrange(len(mine))]
+                entry_id, before, since = mine[rng.randrange(len(mine))]
                 if body == before:
                     continue
             me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
-            since = START if stale else None
             try:
                 answer = self._append(client, log_id, body, entry_id, since)
             except _Vanished:
@@ -221,7 +225,8 @@ class Clients:
                     f"{answer.segment}/{answer.num} (deduplicated={answer.deduplicated}), not refused")
                 continue
             ledger.ack(log_id, entry_id, body)
-            mine.append((entry_id, body))
+            if since is not None:
+                mine.append((entry_id, body, since))
 
     def _append(self, client: SeglogClient, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID,
                 since: ClientPosition | None) -> Any:
