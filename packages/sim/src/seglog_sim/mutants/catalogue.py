@@ -157,8 +157,12 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
 )
 
 
+#: No edit at all: the code as it is, run over the same seeds for the waste figures a survivor is compared with.
+BASELINE: Final = Mutant(name="baseline", module="", old="", new="", breaks="nothing: the unmutated code")
+
+
 def by_name(name: str) -> Mutant:
-    for mutant in MUTANTS:
+    for mutant in (*MUTANTS, BASELINE):
         if mutant.name == name:
             return mutant
     raise KeyError(f"no mutant {name!r}; known: {', '.join(m.name for m in MUTANTS)}")
