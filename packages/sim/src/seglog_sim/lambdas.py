@@ -165,11 +165,13 @@ class Lambdas:
 
     # ---------------------------------------------------------------------------------------------- retention
 
-    def retention(self) -> Task:
-        """Invoke the scheduled retention function as its handler runs: the template's policy, its Deadline."""
+    def retention(self, *, min_age: float = 0.0) -> Task:
+        """Invoke the scheduled retention function as its handler runs: the template's policy (keeping segments
+        younger than ``min_age`` too), its Deadline."""
 
         def body(task: Task) -> dict[str, Any]:
             policy = retention.policy_from_env(self.topology.retention.Environment)
+            policy = dataclasses.replace(policy, min_age=max(policy.min_age, min_age))
             deadline = retention.Deadline(self._deadline(task), clock=self.world.clock)
             run = retain_logs(self.backend.store, self.backend.blobs, policy, stop=deadline, clock=self.world.clock)
             self.invocations.add("retention", "complete" if run.complete else "partial")

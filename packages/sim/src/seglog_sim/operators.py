@@ -87,9 +87,10 @@ class Operators:
                                       ("reprocess", s.reprocess), ("redrive", s.redrive), ("rebuild", s.rebuild))
                 if on]
 
-    def act(self, me: Task) -> Task | None:
-        """Start one of the enabled actions, drawn from the operator's generator; None when none is enabled."""
-        names = self.enabled()
+    def act(self, me: Task, *, min_age: float = 0.0, only: tuple[str, ...] = ()) -> Task | None:
+        """Start one of the enabled actions (of ``only``, when given), drawn from the operator's generator; None
+        when none is enabled. A retain keeps segments younger than ``min_age`` (the CLI's default keeps none)."""
+        names = [n for n in self.enabled() if not only or n in only]
         if not names or not self.logs:
             return None
         rng = self.faults.rng(me)
@@ -97,7 +98,7 @@ class Operators:
         log_id = self.logs[rng.randrange(len(self.logs))]
         if name.startswith("retain"):
             keep = max(2, int(dict(self.scenario.parameters).get("RetentionKeep", 3)))
-            return self.retain(Retain(log_id=log_id, policy=RetentionPolicy(keep=keep, min_age=0.0,
+            return self.retain(Retain(log_id=log_id, policy=RetentionPolicy(keep=keep, min_age=min_age,
                                                                              archive=name == "retain")))
         if name == "reprocess":
             return self._spawn("reprocess", self._reprocess, self.world.now - rng.uniform(0.0, 120.0))

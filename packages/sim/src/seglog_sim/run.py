@@ -119,6 +119,8 @@ class _Run:
     setup_failed: bool = False
     #: Jobs that reached the DLQ after the faults stopped.
     dlq_after_faults: int = 0
+    #: Messages of the DLQ already seen (each arrival after the faults stopped is counted once).
+    _dead_seen: set[str] = field(default_factory=set)
     #: Every run of the scheduled retention function.
     retention_runs: list[Task] = field(default_factory=list)
     #: Runs started, after the faults stopped, to finish retention cut short; and what could not be finished.
@@ -164,13 +166,26 @@ class _Run:
                 self._restart()
             if faults.decide(me, Fault.REDRIVE):
                 self._redrive()
+            horizon = self._horizon()
             if world.now >= next_retention:  # the schedule fires (EventBridge, asynchronously)
-                self.retention_runs.append(self.lambdas.retention())
+                self.retention_runs.append(self.lambdas.retention(min_age=horizon))
                 next_retention = world.now + faults.amount(me, 0.0, 2 * scenario.retention_every)
             if world.now >= next_action:  # an operator runs a command while clients write
-                self.operators.act(me)
+                self.operators.act(me, min_age=horizon)
                 next_action = world.now + faults.amount(me, 0.0, 2 * scenario.operator_every)
+        if not self.setup_failed and all(t.done for t in self.client_tasks):
+            # A last round under faults once the clients are done, free of the retry horizon: the schedule fires and
+            # an operator retains, so retention retires what the horizon kept, and may be cut short doing it.
+            scheduled = self.lambdas.retention()
+            self.retention_runs.append(scheduled)
+            retain = self.operators.act(me, only=("retain", "retain --delete"))
+            for task in (scheduled, retain):
+                if task is not None:
+                    world.join(task, timeout=scenario.liveness_bound)
         faults.active = False
+        # What is in the DLQ now got there under faults (some of it may be hidden: an operator's redrive that
+        # failed half-way leaves its messages in flight there for a while); only later arrivals count.
+        self._dead_seen.update(m["MessageId"] for m in self.sqs.messages(self.dlq_url))
         self.sqs.set_max_receive_count(self.queue_url, self.topology.queue.maxReceiveCount or 1000)
         self._redrive()  # what the faults parked in the DLQ, as an operator answering its alarm would
         bound = world.now + scenario.liveness_bound
@@ -180,7 +195,8 @@ class _Run:
             # the job), then redriven so the other checks can go on.
             self.dlq_after_faults += self._redrive(after_faults=True)
             self._finish_retention()
-            if self._quiet() and not any(t.started >= calm for t in self.retention_runs):
+            if (self._quiet() and self.scenario.finish_retention
+                    and not any(t.started >= calm for t in self.retention_runs)):
                 # The schedule goes on after the faults: its next run retires what became old enough meanwhile
                 # (after a half-done run, it is also the run that finishes it).
                 self.retention_runs.append(self.lambdas.retention())
@@ -204,7 +220,8 @@ class _Run:
             dead = self.lambdas.jobs.dead_after_faults
             for message in self.sqs.messages(self.dlq_url):
                 key = job_key(message["Body"])
-                if key is not None:
+                if key is not None and message["MessageId"] not in self._dead_seen:
+                    self._dead_seen.add(message["MessageId"])
                     dead[key] = dead.get(key, 0) + 1
         moved = 0
         takeover = int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
@@ -215,6 +232,11 @@ class _Run:
             pass  # what was not moved stays in the DLQ; the next tick tries again
         self.world.notify(self.pollers.queue_signal)
         return moved
+
+    def _horizon(self) -> float:
+        """The minimum age retention keeps while clients write (Scenario.retry_horizon), 0 once they are done."""
+        writing = not all(t.done for t in self.client_tasks)
+        return (self.scenario.retry_horizon or 0.0) if writing else 0.0
 
     def _finish_retention(self) -> None:
         """Run again what retention left half done, one run at a time: first each ``log retain`` cut short (in its
