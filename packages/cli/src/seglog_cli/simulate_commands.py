@@ -193,7 +193,10 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
         chosen = [m for m in chosen if m.survives is None]
 
     def progress(r: MutantResult) -> None:
-        if not as_json:
+        if not as_json and r.mutant is BASELINE:
+            verdict = "passed" if r.passed else r.error or f"FAILED seed {r.seed}"
+            click.echo(f"[mutants] unmutated code: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
+        elif not as_json:
             verdict = f"killed by seed {r.seed}" if r.killed else ("survived (explained)" if r.explained
                                                                     else r.error or "SURVIVED")
             click.echo(f"[mutants] {r.mutant.name}: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
@@ -204,7 +207,7 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
                           jobs=max(jobs, 2), progress=progress, report_dir=report_dir)
     baseline = next((r for r in results if r.mutant is BASELINE), None)
     results = [r for r in results if r.mutant is not BASELINE]
-    if baseline is not None and not baseline.ok:
+    if baseline is not None and not baseline.passed:
         results.append(baseline)  # the unmutated code failed a seed (or its process): never a pass
     if as_json:
         click.echo(json.dumps({"ok": all(r.ok for r in results), "mutants": [r.to_dict() for r in results],

@@ -38,6 +38,11 @@ class MutantResult:
     def ok(self) -> bool:
         return self.killed or self.explained
 
+    @property
+    def passed(self) -> bool:
+        """Every seed passed (what the unmutated baseline must do)."""
+        return not self.killed and self.error is None
+
     def to_dict(self) -> dict[str, Any]:
         return {"mutant": self.mutant.name, "module": self.mutant.module, "breaks": self.mutant.breaks,
                 "killed": self.killed, "seed": self.seed, "seeds_run": self.seeds_run, "seconds": self.seconds,
