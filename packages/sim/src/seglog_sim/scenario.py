@@ -69,7 +69,7 @@ class Scenario:
     vary: bool = True
     #: Operators (``seglog log retain``, ``reprocess``, ``redrive``, ``rebuild``) act at drawn moments: seconds
     #: between two of their actions while the faults last (drawn up to twice this).
-    operator_every: float = 40.0
+    operator_every: float = 60.0
     #: ``seglog log retain`` (archive form) among the operators' actions.
     retain: bool = True
     #: ``seglog log retain --delete`` among them. Off until the fixes of issue 18 are merged: verify is wrong on
@@ -114,7 +114,7 @@ class Scenario:
             large_share=round(rng.uniform(0.0, 0.35), 3),
             chunk_cells=chunk,
             other_chunk_cells=chunk + rng.randint(1, 4),
-            retention_every=rng.choice((20.0, 40.0, 60.0)),
+            retention_every=rng.choice((40.0, 60.0, 90.0)),
             parameters=(("RetentionKeep", rng.choice((2, 2, 2, 3))),
                         ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60)))),
         )
