@@ -16,6 +16,11 @@ and the HTTP API's retry protocol (seglog_core.idempotence, every request carrie
     protocol retry  the identical request again after the first landed (a lost answer): the Query finds the
                     entry id, nothing is written
     16 behind       since 16 entries back (other writers appended meanwhile): the Query reads them all
+    expected        ``expected`` = the next position, as routes.append_entry turns it into a strict append after
+                    ``expected - 1`` (routes.retry_position): it costs what ``since`` costs, a consistent Query +
+                    one PutItem, not one PutItem alone (the server must check that the position exists and
+                    that no earlier try of the entry id landed; only a library client that knows the tail skips
+                    the read, as "cached" shows)
     uniqueness item the alternative weighed against it: a transaction that puts the entry and a guard item keyed
                     by the entry id, each conditional (seed 000: a transaction costs twice per item)
 """
@@ -32,6 +37,8 @@ from seglog_aws.backend import Backend
 from seglog_core.idempotence import Position, append_after
 from seglog_core.log import Appended
 from seglog_core.schema import SetCell
+from seglog_services.api.routes import retry_position
+from seglog_services.api.schemas import PositionIn
 
 OPERATIONS = ("PutItem", "Query", "GetItem", "TransactWriteItems")
 
@@ -128,6 +135,22 @@ def protocol(backend: Backend, body: SetCell, n: int) -> list[Cost]:
     return [normal, retried, far]
 
 
+def expected(backend: Backend, body: SetCell, n: int) -> Cost:
+    """The API's ``expected`` append: the request's fields through the route's own translation, then append_after."""
+    writer = backend.event_log(cache_tail=False)
+    log_id = writer.create()
+    at = Position(segment=0, num=0)
+
+    def next_position() -> Appended:
+        nonlocal at
+        entry_id, since, strict = retry_position(uuid.uuid4(), None, PositionIn(segment=at.segment, num=at.num + 1))
+        done = append_after(writer, log_id, body, entry_id=entry_id, since=since, strict=strict)
+        at = Position.of(done.entry)
+        return done
+
+    return measure(backend, "protocol, expected = next position", n, next_position)
+
+
 def uniqueness_item(backend: Backend, body: SetCell, n: int) -> Cost:
     """The weighed alternative: entry and a guard item keyed by the entry id, in one conditional transaction."""
     ddb, table_name = backend.store._ddb, backend.store.entries_table
@@ -172,9 +195,9 @@ def run(backend: Backend, quick: bool) -> list[Headline]:
     size = item_size(entry_item(uuid.uuid4(), 1000, body))
     print(f"\n## append cost per call ({backend.store.entries_table}; entry item {size} B)")
     costs = [cold(backend, body, n), cached(backend, body, n), conflict(backend, body, n)]
-    costs += [*protocol(backend, body, n), uniqueness_item(backend, body, n)]
+    costs += [*protocol(backend, body, n), expected(backend, body, n), uniqueness_item(backend, body, n)]
     print(table(costs))
-    c_cold, c_cached, c_conflict, c_protocol, c_retry, _, c_unique = costs
+    c_cold, c_cached, c_conflict, c_protocol, c_retry, _, c_expected, c_unique = costs
     cached_met = (
         c_cached.calls == Counter({"PutItem": n}) and c_cached.wcu == n * 1.0 and c_cached.rcu == 0
         and c_cached.attempts == n
@@ -198,6 +221,11 @@ def run(backend: Backend, quick: bool) -> list[Headline]:
                  target="1 Query + 1 PutItem, <= 1 RRU + 1 WRU",
                  met=c_protocol.calls == Counter({"Query": n, "PutItem": n}) and c_protocol.per(c_protocol.rcu) <= 1.0
                  and c_protocol.per(c_protocol.wcu) == 1.0),
+        Headline(name="API append with expected", figure=f"{_calls(c_expected)}, "
+                 f"{c_expected.per(c_expected.rcu):g} RRU + {c_expected.per(c_expected.wcu):g} WRU",
+                 target="what README and OpenAPI say: 1 consistent Query + 1 PutItem, <= 1 RRU + 1 WRU",
+                 met=c_expected.calls == Counter({"Query": n, "PutItem": n}) and c_expected.per(c_expected.rcu) <= 1.0
+                 and c_expected.per(c_expected.wcu) == 1.0),
     ]
 
 

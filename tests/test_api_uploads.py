@@ -71,7 +71,7 @@ def test_step_1_answers_a_presigned_put_whose_object_carries_the_discardable_tag
     assert 201 == reply.status
     body = reply.json
     upload_id = uuid.UUID(body["upload_id"])
-    assert f"entries/{log_id}/{upload_id}" == body["key"]
+    assert f"uploads/{log_id}/{upload_id}" == body["key"]
     assert ("PUT", 900) == (body["method"], body["expires_in"])
     assert {"Content-Type": "text/csv", "Content-Length": str(len(data)), "x-amz-tagging": "discardable=true"} == (
         body["headers"])
@@ -94,7 +94,7 @@ def test_a_csv_upload_becomes_an_import_entry_with_its_body_in_s3(api: Api) -> N
     appended = reply.json
     assert (0, 2, False, uploaded["upload_id"]) == (appended["segment"], appended["num"], appended["deduplicated"],
                                                     appended["upload_id"])
-    assert f"entries/{log_id}/{appended['entry_id']}" == appended["external"]
+    assert appended["external"].startswith(f"entries/{log_id}/{appended['entry_id']}/")  # + the body's digest
     assert [["name", "qty"], ["bolt", 12], ["nut", True]] == api.call("GET", f"/sheets/{log_id}").json["rows"]
     (entry,) = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "1"}).json["entries"]
     assert ("imp", appended["external"]) == (entry["type"], entry["external"])
@@ -146,20 +146,38 @@ def test_completing_twice_appends_one_entry(api: Api) -> None:
         second.status, second.json["deduplicated"], second.json["num"], second.json["entry_id"])
 
 
-def test_an_upload_put_without_its_tag_is_tagged_when_completed(api: Api, deployment: LocalDeployment) -> None:
+def test_a_range_upload_put_without_its_tag_is_tagged_when_completed(api: Api, deployment: LocalDeployment) -> None:
     # AWS refuses such a PUT (the tag is a signed header); LocalStack skips signature checks and accepts it.
     log_id = api.create()
-    data = b"a\n"
-    step_1 = api.call("POST", f"/sheets/{log_id}/uploads", {"size": len(data), "content_type": "text/csv"}).json
-    assert 200 == put(step_1, data, {"Content-Type": "text/csv"})
+    data = b'{"ref": "A1", "values": [[1]]}'
+    step_1 = api.call("POST", f"/sheets/{log_id}/uploads", {"size": len(data), "content_type": "application/json"}
+                      ).json
+    assert 200 == put(step_1, data, {"Content-Type": "application/json"})
     blobs = deployment.backend().blobs
     if blobs.is_discardable(step_1["key"]):
         pytest.fail("the store applied a tag the PUT did not send")
 
-    reply = complete(api, log_id, step_1["upload_id"], "imp")
+    reply = complete(api, log_id, step_1["upload_id"], "setrng")
 
     assert 200 == reply.status
-    assert blobs.is_discardable(step_1["key"])
+    assert blobs.is_discardable(step_1["key"])  # the entry's body is its own object: the upload is garbage
+
+
+def test_an_imported_file_is_kept_however_often_its_completion_is_repeated(
+        api: Api, deployment: LocalDeployment) -> None:
+    """README: the imported file is kept in the bucket. It is the Import entry's source; before issue 18 every
+    completion tagged it discardable again and nothing untagged it, so the lifecycle rule expired it."""
+    log_id = api.create()
+    uploaded = upload(api, log_id, b"name,qty\nbolt,12\n", "text/csv")
+    blobs = deployment.backend().blobs
+    assert blobs.is_discardable(uploaded["key"])  # as PUT: abandoned, it would expire
+
+    first = complete(api, log_id, uploaded["upload_id"], "imp")
+    again = complete(api, log_id, uploaded["upload_id"], "imp")
+
+    assert (200, 200, True) == (first.status, again.status, again.json["deduplicated"])
+    assert not blobs.is_discardable(uploaded["key"])
+    assert b"name,qty\nbolt,12\n" == blobs.get(uploaded["key"])
 
 
 def test_a_repeated_completion_keeps_the_body_the_router_already_kept(api: Api, deployment: LocalDeployment) -> None:
@@ -209,3 +227,18 @@ def test_completing_refuses_what_cannot_become_the_entry(api: Api) -> None:
     assert_error(complete(api, log_id, not_a_range["upload_id"], "setrng"), 400, "invalid_upload")
     assert_error(complete(api, log_id, bad_ref["upload_id"], "setrng"), 400, "invalid_cell_ref")
     assert {"segment": 0, "num": 0} == api.call("GET", f"/sheets/{log_id}").json["position"]
+
+
+def test_completing_another_upload_under_a_landed_entry_id_is_422_and_leaves_the_entry(api: Api) -> None:
+    log_id = api.create()
+    entry_id = str(uuid.uuid4())
+    first = upload(api, log_id, b"a,b\n1,2\n", "text/csv")
+    other = upload(api, log_id, b"a,b\n3,4\n", "text/csv")
+    landed = complete(api, log_id, first["upload_id"], "imp", entry_id=entry_id)
+    assert 200 == landed.status, landed.json
+
+    reused = complete(api, log_id, other["upload_id"], "imp", entry_id=entry_id)
+
+    assert_error(reused, 422, "entry_id_reused")
+    assert landed.json["position"] == reused.error["position"]
+    assert [["a", "b"], [1, 2]] == api.call("GET", f"/sheets/{log_id}").json["rows"]

@@ -15,7 +15,7 @@ from seglog_core.ports import BlobStore, LogStore
 from seglog_core.reader import LogReader
 from seglog_core.retention import RetentionPolicy, apply_retention, read_archive
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import EntryType, SetCell, SetRange, SnapshotMarker
+from seglog_core.schema import EntryType, SetCell, SetRange, SnapshotMarker, encode_body
 from seglog_core.verify import verify_log
 
 FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
@@ -72,9 +72,11 @@ def test_large_bodies_go_to_s3_tagged_discardable(stores: tuple[LogStore, BlobSt
     log = _log(stores, large_threshold=1024)
     log_id = log.create()
     values = [[f"row {r} " + "x" * 50] for r in range(100)]
-    done = log.append(log_id, SetRange(row=1, col=1, values=values))
+    body = SetRange(row=1, col=1, values=values)
+    done = log.append(log_id, body)
     assert done.entry.body is None
-    assert done.entry.external == external_body_key(log_id, done.entry.entry_id)  # type: ignore[arg-type]
+    assert done.entry.external == external_body_key(
+        log_id, done.entry.entry_id, encode_body(body))  # type: ignore[arg-type]
     assert stores[1].is_discardable(done.entry.external)
     state, _ = SheetDocument(reader=LogReader(store=stores[0]), blobs=stores[1]).load(log_id)
     assert state.get(100, 1) == "row 99 " + "x" * 50

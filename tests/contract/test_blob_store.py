@@ -50,3 +50,18 @@ def test_keys_lists_a_prefix_in_order_and_delete_is_idempotent(blob_store: BlobS
     blob_store.delete(prefix + "a")
     blob_store.delete(prefix + "a")
     assert list(blob_store.keys(prefix)) == [prefix + "b", prefix + "c/1"]
+
+
+def test_put_if_absent_writes_a_new_key_and_never_changes_a_stored_object(blob_store: BlobStore, prefix: str) -> None:
+    # What keeps an acknowledged large body as it was (DESIGN §3): a later try under the same key, with other bytes
+    # or the discardable tag, must leave the stored object, bytes and tags, untouched.
+    assert blob_store.put_if_absent(prefix + "n", b"first", discardable=True)
+    assert blob_store.is_discardable(prefix + "n")
+    blob_store.keep(prefix + "n")  # what the stream router does once the entry landed
+
+    again = blob_store.put_if_absent(prefix + "n", b"second", discardable=True)
+
+    assert (False, b"first", False) == (again, blob_store.get(prefix + "n"), blob_store.is_discardable(prefix + "n"))
+    blob_store.put(prefix + "p", b"plain")
+    assert not blob_store.put_if_absent(prefix + "p", b"other")
+    assert b"plain" == blob_store.get(prefix + "p")

@@ -2,16 +2,22 @@
 templates of their own (deployed through `--manifest` of an empty build, so no function is built): a rollback
 names the failing resource and CloudFormation's reason and exits 1; retained resources are listed with the
 command that removes them; a template over the inline limit goes by URL; the artifacts bucket is private,
-versioned, encrypted and TLS-only.
+versioned, encrypted and TLS-only, repaired when it is not, and used only when it is the caller's own; a deploy
+over a failed first create stops and lists what that create retained, unless asked to replace it.
+
+The bucket's tests deploy as an account of their own (LocalStack takes a 12-digit access key id as the account,
+"Multi-account setups" in its docs), so each gets its own predictable bucket name, and another account can squat it.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 import yaml
 from botocore.exceptions import ClientError
@@ -19,8 +25,8 @@ from click.testing import CliRunner, Result
 
 from seglog_cli.main import cli
 from seglog_deploy import deploy as deploying
-from seglog_deploy.artifacts import bucket_name, tls_only_policy
-from seglog_deploy.errors import DeployError
+from seglog_deploy.artifacts import ArtifactsBucket, bucket_name, tls_only_policy
+from seglog_deploy.errors import ArtifactsBucketError, DeployError, FailedCreateError
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.target import Target
 
@@ -147,3 +153,123 @@ def test_an_unknown_parameter_is_refused_before_anything_is_touched(small: Small
                          artifacts={}, parameters={"NoSuchThing": "1"}, records=small.workdir)
     with pytest.raises(ClientError, match="does not exist"):
         small.status()
+
+
+# ------------------------------------------------------------------------------ a failed first create (issue 18)
+
+
+def test_a_deploy_over_a_failed_first_create_stops_and_lists_what_it_retained_unless_asked_to_replace(
+        small: Small) -> None:
+    """A ROLLBACK_COMPLETE stack can only be deleted; deleting it silently would orphan the retained table, and
+    the new create would make another beside it. The refusal names the table and the command that removes it;
+    --replace-failed-stack deletes the failed stack, creates the new one and lists the table again."""
+    failed = small.deploy({"Kept": KEPT_TABLE, "Broken": {**BROKEN, "DependsOn": "Kept"}})
+    assert 1 == failed.exit_code, failed.output
+    cfn = small.target.client("cloudformation")
+    (before,) = cfn.describe_stacks(StackName=small.stack_name)["Stacks"]
+    table = {r["LogicalResourceId"]: r.get("PhysicalResourceId") for r in cfn.describe_stack_resources(
+        StackName=small.stack_name)["StackResources"]}["Kept"]
+    manifest = small.write({"Good": QUEUE})
+    try:
+        with pytest.raises(FailedCreateError) as raised:
+            deploying.deploy(small.target, stack_name=small.stack_name, template_path=manifest.with_suffix(".yaml"),
+                             artifacts={}, records=small.workdir)
+        assert [("Kept", "AWS::DynamoDB::Table", table)] == [
+            (r.logical_id, r.resource_type, r.physical_id) for r in raised.value.retained]
+        refused = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest))
+        assert 1 == refused.exit_code, refused.output
+        assert f"aws dynamodb delete-table --table-name {table}" in refused.output
+        assert "--replace-failed-stack" in refused.output
+        (after,) = cfn.describe_stacks(StackName=small.stack_name)["Stacks"]
+        assert (before["StackId"], "ROLLBACK_COMPLETE") == (after["StackId"], after["StackStatus"])  # untouched
+
+        replaced = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest),
+                             "--replace-failed-stack")
+        assert 0 == replaced.exit_code, replaced.output
+        assert "CREATE_COMPLETE" == small.status()
+        assert table in replaced.output.split("what it retained stays")[1]
+        ddb = small.target.client("dynamodb")
+        assert "ACTIVE" == ddb.describe_table(TableName=table)["Table"]["TableStatus"]  # kept, as listed
+    finally:
+        small.target.client("dynamodb").delete_table(TableName=table)
+
+
+# ------------------------------------------------------------------------------- the artifacts bucket (issue 18)
+
+
+def as_account(target: Target, account: str) -> Target:
+    """The deploy target with credentials of ``account`` (LocalStack: the access key id names the account)."""
+    session = boto3.Session(aws_access_key_id=account, aws_secret_access_key="test", region_name=target.region)
+    return Target(session=session, region=target.region, endpoint_url=target.endpoint_url)
+
+
+def new_account() -> str:
+    return str(random.randrange(10**11, 10**12))
+
+
+def test_every_call_on_the_artifacts_bucket_names_the_callers_account_as_its_expected_owner(
+        small: Small) -> None:
+    """Creating the bucket, hardening it, and uploading an artifact and a template: every S3 call but CreateBucket
+    (which cannot carry it) carries ExpectedBucketOwner, recorded as botocore builds each request."""
+    account = new_account()
+    target = as_account(small.target, account)
+    calls: list[tuple[str, str | None]] = []
+
+    def record(params: dict[str, Any], model: Any, **kwargs: Any) -> None:
+        calls.append((model.name, params.get("ExpectedBucketOwner")))
+
+    target.client("s3").meta.events.register("provide-client-params.s3", record)
+    manifest = small.write({"Good": QUEUE})
+    code = small.workdir / "code.zip"
+    code.write_bytes(uuid.uuid4().bytes)
+    state, _ = deploying.deploy(target, stack_name=small.stack_name, template_path=manifest.with_suffix(".yaml"),
+                                artifacts={"Code": code}, inline_limit=0, records=small.workdir)
+    assert "CREATE_COMPLETE" == state.status
+    operations = {name for name, _ in calls}
+    assert {"HeadBucket", "CreateBucket", "PutBucketVersioning", "PutBucketPolicy", "PutObject"} <= operations
+    assert 2 == sum(name == "PutObject" for name, _ in calls)  # the artifact and the template
+    assert [] == [(name, owner) for name, owner in calls if name != "CreateBucket" and owner != account]
+
+
+def test_a_bucket_squatted_by_another_account_stops_the_deploy_before_any_code_is_uploaded(small: Small) -> None:
+    """Another account creates the predictable name first. S3 refuses every call that expects our account with
+    403 (Amazon S3 User Guide, "Verifying bucket ownership with bucket owner condition"); LocalStack 2026.3 checks
+    the expected owner on the bucket policy calls only, which the hardening makes before any upload."""
+    account, squatter = new_account(), new_account()
+    squatted = bucket_name(account, small.target.region)
+    theirs = as_account(small.target, squatter).client("s3")
+    theirs.create_bucket(Bucket=squatted)
+    manifest = small.write({"Good": QUEUE})
+    code = small.workdir / "code.zip"
+    code.write_bytes(b"the functions' code")
+    with pytest.raises(ArtifactsBucketError, match="--artifacts-bucket") as raised:
+        deploying.deploy(as_account(small.target, account), stack_name=small.stack_name,
+                         template_path=manifest.with_suffix(".yaml"), artifacts={"Code": code}, records=small.workdir)
+    assert (squatted, account) == (raised.value.bucket, raised.value.expected_owner)
+    assert [] == theirs.list_objects_v2(Bucket=squatted).get("Contents", [])
+    with pytest.raises(ClientError, match="does not exist"):
+        as_account(small.target, account).client("cloudformation").describe_stacks(StackName=small.stack_name)
+
+
+def test_a_bucket_that_exists_without_its_hardening_gets_it_and_keeps_its_other_policy_statements(
+        small: Small) -> None:
+    """A create interrupted after CreateBucket (or a bucket loosened since): the next deploy makes it private,
+    versioned, encrypted and TLS-only; a statement someone added to its policy stays."""
+    target = as_account(small.target, new_account())
+    name = bucket_name(target.account_id(), target.region)
+    s3 = target.client("s3")
+    s3.create_bucket(Bucket=name)
+    s3.delete_public_access_block(Bucket=name)  # what a new bucket has had by default since April 2023
+    s3.delete_bucket_encryption(Bucket=name)  # likewise (SSE-S3 for every new bucket since January 2023)
+    theirs = {"Sid": "TheirOwn", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteBucket",
+              "Resource": f"arn:aws:s3:::{name}"}
+    s3.put_bucket_policy(Bucket=name, Policy=json.dumps({"Version": "2012-10-17", "Statement": [theirs]}))
+    bucket = ArtifactsBucket(target)
+    assert bucket.ensure() is False  # it existed
+    assert "Enabled" == s3.get_bucket_versioning(Bucket=name)["Status"]
+    rule = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert "AES256" == rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"]
+    assert all(s3.get_public_access_block(Bucket=name)["PublicAccessBlockConfiguration"].values())
+    statements = json.loads(s3.get_bucket_policy(Bucket=name)["Policy"])["Statement"]
+    assert [theirs, *tls_only_policy(name)["Statement"]] == statements
+    assert [] == bucket.harden()  # nothing left to repair: a second deploy writes nothing

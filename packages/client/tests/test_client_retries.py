@@ -15,6 +15,7 @@ from seglog_client import (
     ApiError,
     Backoff,
     Counters,
+    EntryIdReusedError,
     Position,
     ProtocolError,
     RetriesExhaustedError,
@@ -94,6 +95,20 @@ def test_a_4xx_is_raised_at_once_and_never_retried(fake: FakeApi, status: int, c
     assert (1, []) == (len(fake.requests), sleeps)
     assert {"num": 3, "segment": 0} == fake.requests[0].json()["expected"]
     assert "since" not in fake.requests[0].json()
+
+
+def test_a_reused_entry_id_raises_its_typed_error_naming_the_stored_position_and_is_never_retried(
+        fake: FakeApi) -> None:
+    """422 ``entry_id_reused``: the id names another entry; resending the same request can only be refused again,
+    so the client raises at once with the stored entry's position."""
+    sleeps = Sleeps()
+    client = client_of(fake, sleeps)
+    fake.script(error(422, "entry_id_reused", "use a new entry id", position={"segment": 1, "num": 7},
+                      entry_id=str(ENTRY)))
+    with pytest.raises(EntryIdReusedError) as raised:
+        client.append(LOG, set_cell("A1", 2), entry_id=ENTRY, since=Position(segment=0, num=0))
+    assert (422, Position(segment=1, num=7)) == (raised.value.status, raised.value.position)
+    assert (1, []) == (len(fake.requests), sleeps)
 
 
 def test_a_500_the_server_calls_final_is_not_retried(fake: FakeApi) -> None:

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from seglog_deploy.changeset import ChangeSetDeployer
-from seglog_deploy.errors import ChangeSetError, DeployError, StackFailedError
+from seglog_deploy.errors import ChangeSetError, DeployError, FailedCreateError, StackFailedError
 from seglog_deploy.events import EventReader, StackEvent, causes
 from seglog_deploy.target import Target
 
@@ -37,6 +37,8 @@ class FakeCloudFormation:
         self.statuses = list(statuses or [])
         self.change_set = change_set
         self.events = list(events or [])
+        #: The stack's resources: logical id -> (type, DeletionPolicy, physical id, ResourceStatus).
+        self.resources: dict[str, tuple[str, str | None, str, str]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def describe_stacks(self, **kwargs: Any) -> dict[str, Any]:
@@ -68,6 +70,15 @@ class FakeCloudFormation:
     def delete_stack(self, **kwargs: Any) -> None:
         self.calls.append(("delete_stack", kwargs))
         self.stack = None  # gone at once: DescribeStacks by name says it does not exist
+
+    def get_template(self, **kwargs: Any) -> dict[str, Any]:
+        return {"TemplateBody": {"Resources": {lid: {"Type": kind, **({"DeletionPolicy": policy} if policy else {})}
+                                               for lid, (kind, policy, _, _) in self.resources.items()}}}
+
+    def describe_stack_resources(self, **kwargs: Any) -> dict[str, Any]:
+        return {"StackResources": [{"LogicalResourceId": lid, "ResourceType": kind, "PhysicalResourceId": physical,
+                                    "ResourceStatus": status}
+                                   for lid, (kind, _, physical, status) in self.resources.items()]}
 
     def describe_stack_events(self, **kwargs: Any) -> dict[str, Any]:
         return {"StackEvents": sorted(self.events, key=lambda e: e["Timestamp"], reverse=True)}
@@ -143,11 +154,33 @@ def test_a_busy_or_stuck_stack_is_not_touched(status: str) -> None:
     assert [] == fake.named("create_change_set")
 
 
-def test_a_failed_first_create_is_deleted_before_the_stack_is_created_again() -> None:
-    """A stack in ROLLBACK_COMPLETE cannot be updated (AWS CloudFormation User Guide, "Stack status codes")."""
+#: What a failed first create leaves on AWS: the retained table DELETE_SKIPPED, the queue deleted, the function
+#: never made (AWS CloudFormation User Guide, "Stack and resource status codes").
+FAILED_CREATE = {"Kept": ("AWS::DynamoDB::Table", "Retain", "s-Kept-1", "DELETE_SKIPPED"),
+                 "Gone": ("AWS::SQS::Queue", None, "https://sqs/s-Gone-1", "DELETE_COMPLETE"),
+                 "Broken": ("AWS::Lambda::Function", None, "", "CREATE_FAILED")}
+
+
+def test_a_failed_first_create_stops_the_deploy_and_lists_what_it_retained() -> None:
+    """A stack in ROLLBACK_COMPLETE can only be deleted (AWS CloudFormation User Guide, "Stack and resource status
+    codes"); deleting it would orphan the retained table unseen, so nothing is touched unless asked."""
+    fake = FakeCloudFormation(stack=existing("ROLLBACK_COMPLETE"))
+    fake.resources = dict(FAILED_CREATE)
+    with pytest.raises(FailedCreateError) as raised:
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert [("Kept", "s-Kept-1")] == [(r.logical_id, r.physical_id) for r in raised.value.retained]
+    assert "aws dynamodb delete-table --table-name s-Kept-1 --region eu-west-1" in str(raised.value)
+    assert "--replace-failed-stack" in str(raised.value)
+    assert ([], []) == (fake.named("delete_stack"), fake.named("create_change_set"))
+
+
+def test_a_failed_first_create_is_replaced_when_asked_and_what_it_retained_is_returned() -> None:
     fake = FakeCloudFormation(stack=existing("ROLLBACK_COMPLETE"),
                               statuses=["ROLLBACK_COMPLETE", "ROLLBACK_COMPLETE", "CREATE_COMPLETE"])
-    state = deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    fake.resources = dict(FAILED_CREATE)
+    chosen = deployer(fake)
+    assert ["s-Kept-1"] == [r.physical_id for r in chosen.clear_failed_create("s", replace=True)]
+    state = chosen.deploy("s", template=BODY, declared={}, parameters={}, replace_failed=True)
     assert 1 == len(fake.named("delete_stack"))
     assert "CREATE" == fake.named("create_change_set")[0]["ChangeSetType"]
     assert "CREATE_COMPLETE" == state.status

@@ -2,8 +2,9 @@
 
 With a retry policy, throttles (SlowDown) and 5xx are retried here, bounded by the invocation's deadline (AWS
 SDKs and Tools Reference Guide, "Retry behavior"). Every call is safe to repeat after a lost answer: a put writes
-the same bytes under a key chosen for them (deterministic chunk keys, an entry id), tags are removed idempotently,
-a delete of a deleted key succeeds, and reads change nothing.
+the same bytes under a key chosen for them (deterministic chunk keys, an entry id and its body's digest), a
+conditional put finds its own write and changes nothing, tags are removed idempotently, a delete of a deleted key
+succeeds, and reads change nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +61,31 @@ class S3BlobStore:
         if content_type:
             extra["ContentType"] = content_type
         self._call("PutObject", key, True, self._s3.put_object, Key=key, Body=data, **extra)
+
+    def put_if_absent(self, key: str, data: bytes, *, discardable: bool = False) -> bool:
+        """PutObject with ``If-None-Match: *``: "If an identical key name is found in the bucket, the operation
+        fails" with 412 PreconditionFailed and the object, its tags included, is left as it was; two such writes
+        in flight at once may answer 409 ConditionalRequestConflict, to be retried (Amazon S3 User Guide, "How to
+        prevent object overwrites with conditional writes",
+        https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html). It needs s3:PutObject
+        only, the permission a plain put needs."""
+        extra: dict[str, Any] = {"Tagging": f"{DISCARDABLE_TAG}=true"} if discardable else {}
+
+        def once() -> bool:
+            try:
+                self._once("PutObject", key, True, self._s3.put_object,
+                           {"Key": key, "Body": data, "IfNoneMatch": "*", **extra})
+            except errors.StoreError as exc:
+                if exc.code == "PreconditionFailed":
+                    return False
+                if exc.code == "ConditionalRequestConflict":  # another conditional write of the key in flight
+                    raise errors.TransientStoreError(str(exc), code=exc.code) from exc
+                raise
+            return True
+
+        if self.retry is None:
+            return once()
+        return call_with_retries(self.retry, once, what="S3 PutObject", retry_unknown=True)
 
     def get(self, key: str) -> bytes:
         data: bytes = self._call("GetObject", key, False, self._s3.get_object, Key=key)["Body"]

@@ -19,6 +19,7 @@ from seglog_cli.context import echo_json, reports_errors
 from seglog_cli.emulator_commands import parse_parameters
 from seglog_deploy import deploy as deploying
 from seglog_deploy.events import StackEvent
+from seglog_deploy.leftovers import Leftover
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.record import StackRecord
 from seglog_deploy.smoke import run_smoke
@@ -27,6 +28,12 @@ from seglog_deploy.target import Target
 
 def _echo_event(event: StackEvent) -> None:
     click.echo(event.line())
+
+
+def _echo_leftovers(title: str, leftovers: list[Leftover], *, err: bool = False) -> None:
+    click.echo(title, err=err)
+    for item in leftovers:
+        click.echo(f"  {item.logical_id} ({item.resource_type}) {item.physical_id}\n    {item.removal}", err=err)
 
 
 _region_option = click.option("--region", help="AWS region (default: AWS_REGION or your profile's).")
@@ -49,17 +56,21 @@ _endpoint_option = click.option(
                    "the very bytes that were tested.")
 @click.option("--artifacts-bucket", metavar="NAME",
               help="Upload artifacts there (default: seglog-artifacts-<account>-<region>, created on first use).")
+@click.option("--replace-failed-stack", is_flag=True,
+              help="If the stack's first create failed (ROLLBACK_COMPLETE), delete it and create it anew; what "
+                   "that create retained stays, and is listed.")
 @_endpoint_option
 @click.option("--json", "as_json", is_flag=True, help="Print the stack record (outputs, parameters) as JSON.")
 @reports_errors
 def deploy(stack_name: str, region: str | None, parameters: tuple[str, ...], aws_profile: str | None,
-           template: Path | None, manifest: Path | None, artifacts_bucket: str | None, endpoint_url: str | None,
-           as_json: bool) -> None:
+           template: Path | None, manifest: Path | None, artifacts_bucket: str | None, replace_failed_stack: bool,
+           endpoint_url: str | None, as_json: bool) -> None:
     """Build the functions' artifacts and create or update the stack through a CloudFormation change set.
 
     Prints the stack's events as they arrive and then its outputs, which are saved in
     .seglog/stacks/<name>.json for `seglog env --stack` and `seglog smoke --stack`. A rollback prints the
-    failing resources and their reasons and exits 1. A deploy of an unchanged tree says "no changes".
+    failing resources and their reasons and exits 1. A deploy of an unchanged tree says "no changes". A stack
+    whose first create failed is refused, with what that create kept, unless --replace-failed-stack.
     """
     target = Target.resolve(region=region, profile=aws_profile, endpoint_url=endpoint_url)
     if manifest is not None:
@@ -73,7 +84,10 @@ def deploy(stack_name: str, region: str | None, parameters: tuple[str, ...], aws
     state, record = deploying.deploy(
         target, stack_name=stack_name, template_path=template, artifacts=artifacts,
         parameters={k: str(v) for k, v in parse_parameters(parameters).items()}, artifacts_bucket=artifacts_bucket,
-        on_event=(lambda e: click.echo(e.line(), err=True)) if as_json else _echo_event)
+        on_event=(lambda e: click.echo(e.line(), err=True)) if as_json else _echo_event,
+        replace_failed_stack=replace_failed_stack, on_replaced=lambda kept: _echo_leftovers(
+            f"deleted the failed create of stack {stack_name}; what it retained stays (delete it, or import it "
+            "into the new stack, by hand):", kept, err=as_json))
     if as_json:
         echo_json({"status": state.status, "changed": state.changed, **dataclasses.asdict(record)})
         return
@@ -96,9 +110,8 @@ def destroy(stack_name: str, region: str | None, aws_profile: str | None, endpoi
     leftovers = deploying.destroy(target, stack_name=stack_name, on_event=_echo_event)
     click.echo(f"stack {stack_name} deleted")
     if leftovers:
-        click.echo("left on purpose (DeletionPolicy Retain, or made by Lambda outside the stack); to remove them:")
-        for item in leftovers:
-            click.echo(f"  {item.logical_id} ({item.resource_type}) {item.physical_id}\n    {item.removal}")
+        _echo_leftovers("left on purpose (DeletionPolicy Retain, or made by Lambda outside the stack); to remove "
+                        "them:", leftovers)
     click.echo("the artifacts bucket stays for other stacks of this account and region (aws s3 rb to remove it)")
 
 

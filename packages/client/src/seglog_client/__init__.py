@@ -24,7 +24,7 @@ from seglog_client.entries import (
     set_cell,
     set_range,
 )
-from seglog_client.errors import ApiError, ProtocolError, RetriesExhaustedError, SeglogClientError
+from seglog_client.errors import ApiError, EntryIdReusedError, ProtocolError, RetriesExhaustedError, SeglogClientError
 from seglog_client.hooks import Attempt, ClientHooks, Counters
 from seglog_client.models import START, Appended, Created, LogEntry, Position, Sheet, Snapshots, Sync
 from seglog_client.retry import Backoff
@@ -42,6 +42,7 @@ __all__ = [
     "Credentials",
     "DeleteRow",
     "EntryBody",
+    "EntryIdReusedError",
     "InsertRow",
     "LogEntry",
     "NoCredentialsError",

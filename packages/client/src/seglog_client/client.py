@@ -32,7 +32,7 @@ import structlog
 from seglog_client import sigv4
 from seglog_client.credentials import CredentialsProvider, region_for, resolve
 from seglog_client.entries import EntryBody
-from seglog_client.errors import ApiError, ProtocolError, RetriesExhaustedError
+from seglog_client.errors import ApiError, EntryIdReusedError, ProtocolError, RetriesExhaustedError
 from seglog_client.hooks import Attempt, ClientHooks, NoHooks
 from seglog_client.models import (
     ENCODER,
@@ -167,6 +167,7 @@ class SeglogClient:
 
         Raises:
             ApiError: refused (400 bad entry, 404 no sheet, 409 conflict or unknown position, 413 too large).
+            EntryIdReusedError: ``entry_id`` already names another entry (at its ``position``): never retried.
             RetriesExhaustedError: no good answer after ``max_tries``; carries ``entry_id`` and ``since``.
         """
         if since is not None and expected is not None:
@@ -359,7 +360,8 @@ def _refusal(response: Response, method: str, path: str) -> ApiError:
         text = response.body.decode("utf-8", "replace")
         code = _xml_member(text, "Code") or code
         message = _xml_member(text, "Message") or text[:300]
-    return ApiError(response.status, code, message or "(no message)", method=method, path=path, details=details)
+    kind = EntryIdReusedError if code == EntryIdReusedError.CODE else ApiError
+    return kind(response.status, code, message or "(no message)", method=method, path=path, details=details)
 
 
 def _xml_member(text: str, name: str) -> str | None:

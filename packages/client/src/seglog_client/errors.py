@@ -2,6 +2,8 @@
 
 * :class:`ApiError` — the API (or S3, for an upload's PUT) refused the request with a 4xx, or a 5xx that
   retrying cannot cure: fix the request; the client never retries it.
+* :class:`EntryIdReusedError` — an :class:`ApiError` (422 ``entry_id_reused``): the entry id already names another
+  entry, at ``position``; give the new entry a new entry id.
 * :class:`RetriesExhaustedError` — no good answer after every try (lost answers, timeouts, 5xx, 429); for an
   append it carries the ``entry_id`` and ``since`` to send again, which stores the entry once.
 * :class:`ProtocolError` — a 2xx answer that is not what the API documents (a proxy, or a newer server).
@@ -37,6 +39,23 @@ class ApiError(SeglogClientError):
         self.details = dict(details or {})
         where = f"{method} {path} -> " if method else ""
         super().__init__(f"{where}{status} {code}: {message}")
+
+
+class EntryIdReusedError(ApiError):
+    """422 ``entry_id_reused``: the entry id is already stored with another entry (type, version or body), at
+    ``position``; nothing was written. Never retried (a retry sends the same entry again and is refused again): a
+    new entry needs a new entry id."""
+
+    #: The API's code for this refusal.
+    CODE = "entry_id_reused"
+
+    def __init__(self, status: int, code: str, message: str, *, method: str = "", path: str = "",
+                 details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(status, code, message, method=method, path=path, details=details)
+        where = self.details.get("position")
+        #: Where the entry that holds the id is (None if the answer did not say).
+        self.position = Position(segment=int(where["segment"]), num=int(where["num"])) if isinstance(
+            where, dict) and {"segment", "num"} <= where.keys() else None
 
 
 class RetriesExhaustedError(SeglogClientError):

@@ -140,6 +140,25 @@ class UnknownPositionError(SeglogError):
         )
 
 
+class EntryIdReusedError(SeglogError):
+    """An append reused an entry id (``K``) that names another entry: nothing was written, the stored entry stands.
+
+    "Another entry" means another type, body version or body (for a large body: other bytes). An entry id names
+    one entry for ever (DESIGN §3): a retry sends the identical entry, a new entry gets a new id.
+    """
+
+    def __init__(self, log_id: uuid.UUID, entry_id: uuid.UUID, segment: int, num: int) -> None:
+        self.log_id = log_id
+        self.entry_id = entry_id
+        #: Where the entry stored under this id is.
+        self.segment = segment
+        self.num = num
+        super().__init__(
+            f"entry id {entry_id} is already entry {segment}/{num} of log {log_id}, with another body: an entry "
+            "id names one entry; use a new entry id for a new entry (a retry must send the identical entry)"
+        )
+
+
 class AppendContentionError(SeglogError):
     """Optimistic append gave up after its bounded attempts."""
 

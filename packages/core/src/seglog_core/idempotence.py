@@ -6,7 +6,8 @@ try of an entry names the same *position* ``since`` — the last entry the clien
 and the server, on every try:
 
 1. reads the log forward from ``since`` (inclusive, so an unknown position is refused) with **strongly
-   consistent** reads, following EndSegment into the next segment, and returns the entry if its entry id is there;
+   consistent** reads, following EndSegment into the next segment, and returns the entry if its entry id is there
+   (if it is the same entry: an entry id stored with another body is refused, ``EntryIdReusedError``);
 2. otherwise writes at the num right after the last entry it read, with a conditional put;
 3. on a taken num, reads on from where it stopped and decides again.
 
@@ -108,6 +109,7 @@ def append_after(
     Raises:
         UnknownPositionError: no entry at ``since``.
         VersionConflictError: ``strict`` and the num after ``since`` holds another entry.
+        EntryIdReusedError: ``entry_id`` is stored with another entry (type, version or body): nothing is written.
         InvalidInputError, AppendContentionError, StoreError: as :meth:`EventLog.append`.
     """
     prepared = event_log.prepare(log_id, body, entry_id)
@@ -120,7 +122,7 @@ def append_after(
             try:
                 scan = _scan(store, log_id, since if tail is None else Position.of(tail), entry_id, tail)
                 if scan.found is not None:
-                    return event_log.landed(scan.found, attempt, deduplicated=True)
+                    return event_log.deduplicated(prepared, scan.found, attempt)
                 tail = scan.last
                 if strict and Position.of(tail) != since:
                     holder = next(iter(store.entries(log_id, since.segment, since.num + 1, since.num + 1)), None)
@@ -134,7 +136,7 @@ def append_after(
                 # The next read starts after our tail and sees who took the num.
                 assert tail is not None
                 if exc.existing is not None and exc.existing.entry_id == entry_id:
-                    return event_log.landed(exc.existing, attempt, deduplicated=True)
+                    return event_log.deduplicated(prepared, exc.existing, attempt)
                 if strict and exc.existing is not None:
                     raise errors.VersionConflictError(log_id, tail.segment, tail.num + 1, exc.existing) from exc
                 log.debug("append conflict", segment=tail.segment, entry=tail.num + 1)

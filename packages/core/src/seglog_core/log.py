@@ -9,11 +9,27 @@ Idempotence, timing diagram of a lost response (the write happened, the client s
       | put #7 K=abc  ------->  | stored #7
       |  <---- 500 / reset ---  |            outcome unknown: remember "maybe at #7"
       | entries(7..)  ------->  | [#7 K=abc] K found: return #7, no second copy
+
+An entry id names one entry (DESIGN §3): a try that finds its id stored with another type, version or body is
+refused (:class:`~seglog_core.errors.EntryIdReusedError`), never answered "deduplicated". A large body is written
+before the entry id is looked up, so its object must never be one a landed entry references: its key holds the
+body's digest (``entries/{log}/{entry id}/{sha256}``) and it is written with a conditional put (S3 If-None-Match).
+Two tries of one id with different bodies write different objects; a try with the same body finds the object
+there and changes nothing, not even its tag::
+
+    try A (body a)                      bucket                         try B (same id, body b)
+      put_if_absent .../K/h(a) ----->  K/h(a) discardable
+                                       K/h(b) discardable  <--------  put_if_absent .../K/h(b)
+      put #7 K E=.../K/h(a)  -------> log #7          (router untags K/h(a))
+                                                                       read: #7 holds K, E is not K/h(b)
+                                                                       -> EntryIdReusedError(#7); K/h(b) expires
+      a late retry of A: put_if_absent .../K/h(a) -> exists: nothing written, the kept tag stays off
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 import uuid
 from collections.abc import Callable
@@ -47,9 +63,11 @@ MAX_INLINE_BODY = 350 * 1024
 MAX_BODY = 64 * 1024 * 1024
 
 
-def external_body_key(log_id: uuid.UUID, entry_id: uuid.UUID) -> str:
-    """Where a large body lives in the bucket (DESIGN §2)."""
-    return f"entries/{log_id}/{entry_id}"
+def external_body_key(log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes) -> str:
+    """Where a large body lives in the bucket: ``entries/{log}/{entry id}/{sha256 of the body}`` (DESIGN §2 as
+    amended by issue 18). The digest makes the key name the bytes: a try of the entry id with another body can
+    never write over the object a landed entry references, and "same key" means "same body"."""
+    return f"entries/{log_id}/{entry_id}/{hashlib.sha256(data).hexdigest()}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +89,20 @@ class Prepared:
     body: Body
     data: bytes
     external: str | None
+
+    def same_as(self, stored: Entry, blobs: BlobStore) -> bool:
+        """Whether ``stored`` (the entry that holds this entry id) is this entry: same type, body version and body
+        bytes, wherever either body lives. A content-addressed key is compared without a read; a key of another
+        layout (an entry stored before issue 18) costs one GetObject."""
+        if (stored.type, stored.version) != (self.body.TYPE, self.body.VERSION):
+            return False
+        if stored.body is not None or stored.external is None:
+            return stored.body == self.data
+        if stored.external == external_body_key(self.log_id, self.entry_id, self.data):
+            return True
+        if stored.external.startswith(f"entries/{self.log_id}/{self.entry_id}/"):
+            return False  # a content-addressed key of other bytes
+        return blobs.get(stored.external) == self.data
 
     def at(self, segment: int, num: int, created: int) -> Entry:
         return Entry(log_id=self.log_id, segment=segment, num=num, created=created, type=self.body.TYPE,
@@ -171,6 +203,7 @@ class EventLog:
 
         Raises:
             InvalidInputError: a log-level body, or a body too large.
+            EntryIdReusedError: ``entry_id`` is stored with another entry (nothing was written).
             LogNotFoundError, VersionConflictError, AppendContentionError, StoreError.
         """
         prepared = self.prepare(log_id, body, entry_id or self.id_factory())
@@ -185,10 +218,10 @@ class EventLog:
                     if maybe_at is not None:
                         found = self._find_entry_id(log_id, tail, maybe_at, entry_id)
                         if found is not None:
-                            return self.landed(found, attempt, deduplicated=True)
+                            return self.deduplicated(prepared, found, attempt)
                     nxt = self._next_num(log_id, tail, entry_id, expected, attempt)
                     if isinstance(nxt, Entry):
-                        return self.landed(nxt, attempt, deduplicated=True)
+                        return self.deduplicated(prepared, nxt, attempt)
                     num = nxt
                     entry = prepared.at(tail.segment, num, int(self.clock()))
                     self.store.put_entry(entry)
@@ -200,7 +233,7 @@ class EventLog:
                     if existing is None and (expected is not None or maybe_at is not None):
                         existing = self.store.get_entry(log_id, tail.segment, num)
                     if existing is not None and existing.entry_id == entry_id:
-                        return self.landed(existing, attempt, deduplicated=True)
+                        return self.deduplicated(prepared, existing, attempt)
                     tail.num = None
                     tail.taken = max(tail.taken, num)
                     if expected is not None:
@@ -239,17 +272,18 @@ class EventLog:
             raise errors.ValueTooLargeError("the entry body", len(data), MAX_BODY)
         if len(data) <= min(self.large_threshold, MAX_INLINE_BODY):
             return None
-        key = external_body_key(log_id, entry_id)
+        key = external_body_key(log_id, entry_id, data)
         # Written before the entry and tagged discardable: if the append never lands, the lifecycle rule
-        # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4). A retry of an
-        # append that already landed and was routed finds the object kept: writing it again would put the tag
-        # back with no new stream record to remove it, and the body would expire under its entry.
-        try:
-            if not self._with_retries(log_id, "check large body", lambda: self.blobs.is_discardable(key)):
-                return key
-        except errors.BlobNotFoundError:
-            pass
-        self._with_retries(log_id, "put large body", lambda: self.blobs.put(key, data, discardable=True))
+        # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4). The write is
+        # conditional (created, never replaced), so nothing ever changes an object once written:
+        # - a try with another body for this entry id has another key (the digest): the landed body stays;
+        # - a retry of an append that already landed and was routed finds its object kept and leaves it so
+        #   (a plain put would tag it discardable again, with no new stream record to remove the tag, and the
+        #   body would expire under its entry): no repair after a deduplicated append is needed;
+        # - a retry while the first try is still running finds the object discardable and leaves it so: the
+        #   entry's INSERT, whichever try writes it, is what the router untags it for.
+        self._with_retries(log_id, "put large body",
+                           lambda: self.blobs.put_if_absent(key, data, discardable=True))
         return key
 
     def _latest_segment(self, log_id: uuid.UUID) -> Segment:
@@ -309,6 +343,18 @@ class EventLog:
             if entry.entry_id == entry_id:
                 return entry
         return None
+
+    def deduplicated(self, prepared: Prepared, stored: Entry, attempts: int) -> Appended:
+        """The answer to a try that found its entry id stored: that entry, if it is this one.
+
+        Raises:
+            EntryIdReusedError: the stored entry is another entry (type, version or body differ).
+        """
+        if not prepared.same_as(stored, self.blobs):
+            log.warning("entry id reused", log_id=str(stored.log_id), entry_id=str(prepared.entry_id),
+                        segment=stored.segment, entry=stored.num)
+            raise errors.EntryIdReusedError(prepared.log_id, prepared.entry_id, stored.segment, stored.num)
+        return self.landed(stored, attempts, deduplicated=True)
 
     def landed(self, entry: Entry, attempts: int, *, deduplicated: bool = False) -> Appended:
         """Record that ``entry`` is in the log (it moves this client's cached tail) and say how it got there."""

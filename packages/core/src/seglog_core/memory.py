@@ -152,6 +152,13 @@ class InMemoryBlobStore:
         with self._lock:
             self._objects[key] = (bytes(data), discardable)
 
+    def put_if_absent(self, key: str, data: bytes, *, discardable: bool = False) -> bool:
+        with self._lock:
+            if key in self._objects:
+                return False
+            self._objects[key] = (bytes(data), discardable)
+            return True
+
     def get(self, key: str) -> bytes:
         with self._lock:
             if key not in self._objects:

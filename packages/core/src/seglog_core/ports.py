@@ -106,6 +106,12 @@ class BlobStore(Protocol):
         """Store an object. ``discardable`` tags it so the bucket's lifecycle rule expires it unless untagged."""
         ...
 
+    def put_if_absent(self, key: str, data: bytes, *, discardable: bool = False) -> bool:
+        """Store an object only if ``key`` holds none (S3: PutObject with If-None-Match: *). True if this call
+        wrote it; False if the key was taken, and then nothing changed, not even the tags. A repeat after a lost
+        answer may find its own write: False then too."""
+        ...
+
     def get(self, key: str) -> bytes:
         """Read an object. Raises BlobNotFoundError."""
         ...

@@ -21,15 +21,18 @@ from typing import Any
 import structlog
 from botocore.exceptions import ClientError
 
-from seglog_deploy.errors import ChangeSetError, DeployError, StackFailedError, StackNotFoundError
+from seglog_deploy.errors import ChangeSetError, DeployError, FailedCreateError, StackFailedError, StackNotFoundError
 from seglog_deploy.events import EventReader, StackEvent, causes
+from seglog_deploy.leftovers import Leftover, leftovers
 from seglog_deploy.target import Target
 
 log = structlog.get_logger("seglog.deploy")
 
 CAPABILITIES = ("CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND")
 NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
-#: A stack in one of these cannot be updated: a failed first create must be deleted before a new one.
+#: A stack in one of these cannot be updated, only deleted (AWS CloudFormation User Guide, "Stack and resource
+#: status codes": ROLLBACK_COMPLETE exists only after a failed create). Deleting it orphans what the failed create
+#: retained, so it is deleted only when the user asks (:meth:`ChangeSetDeployer.clear_failed_create`).
 DELETE_FIRST = frozenset({"ROLLBACK_COMPLETE"})
 #: These need a person (resources CloudFormation could not roll back or delete).
 STUCK = frozenset({"ROLLBACK_FAILED", "DELETE_FAILED", "UPDATE_ROLLBACK_FAILED", "IMPORT_ROLLBACK_FAILED"})
@@ -61,6 +64,7 @@ class ChangeSetDeployer:
     def __init__(self, target: Target, *, on_event: Callable[[StackEvent], None] | None = None,
                  poll_seconds: float = 1.0, timeout: float = 3600.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
+        self.target = target
         self.cfn = target.client("cloudformation")
         self.on_event = on_event or (lambda event: None)
         self.poll_seconds = poll_seconds
@@ -77,24 +81,49 @@ class ChangeSetDeployer:
             raise
         return dict(stacks[0]) if stacks else None
 
+    def clear_failed_create(self, stack_name: str, *, replace: bool) -> list[Leftover]:
+        """Delete ``stack_name`` if its first create failed (ROLLBACK_COMPLETE) and ``replace`` says so; return
+        what the failed create retained, which stays (nothing when the stack is anything else, or absent).
+
+        Raises:
+            FailedCreateError: the stack is ROLLBACK_COMPLETE and ``replace`` is false; it lists what the failed
+                create retained, and nothing was touched.
+            StackFailedError: the delete failed.
+        """
+        existing = self.describe(stack_name)
+        if existing is None or existing["StackStatus"] not in DELETE_FIRST:
+            return []
+        return self._replace_failed(existing, replace=replace)
+
+    def _replace_failed(self, existing: dict[str, Any], *, replace: bool) -> list[Leftover]:
+        stack_name = existing["StackName"]
+        retained = leftovers(self.target, existing["StackId"])
+        if not replace:
+            raise FailedCreateError(stack_name, existing["StackId"], retained)
+        log.warning("deploy.stack.replace_failed_create", stack=stack_name, status=existing["StackStatus"],
+                    retained=[r.physical_id for r in retained])
+        self.delete(stack_name)
+        return retained
+
     def deploy(self, stack_name: str, *, template: Mapping[str, str], declared: Mapping[str, Any],
-               parameters: Mapping[str, str]) -> StackState:
+               parameters: Mapping[str, str], replace_failed: bool = False) -> StackState:
         """Create or update ``stack_name``.
 
         Args:
             template: ``{"TemplateBody": ...}`` or ``{"TemplateURL": ...}``.
             declared: the template's Parameters section (which parameters may keep a previous value).
             parameters: overrides, by parameter name.
+            replace_failed: delete the stack first if its first create failed (see :meth:`clear_failed_create`).
 
         Raises:
+            FailedCreateError: the stack's first create failed, and ``replace_failed`` is false.
             ChangeSetError: CloudFormation refused the template or the parameters; nothing changed.
             StackFailedError: the stack rolled back (or failed to); the events say which resources and why.
             DeployError: the stack is busy or stuck and needs waiting or a person.
         """
         existing = self.describe(stack_name)
         if existing is not None and existing["StackStatus"] in DELETE_FIRST:
-            log.warning("deploy.stack.delete_failed_create", stack=stack_name, status=existing["StackStatus"])
-            self.delete(stack_name)
+            self._replace_failed(existing, replace=replace_failed)
             existing = None
         if existing is not None:
             self._check_ready(existing)

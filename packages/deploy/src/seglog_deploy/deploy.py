@@ -24,9 +24,7 @@ CLI can still ``sam build`` (the template's makefile build method) and ``sam dep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ from seglog_deploy.build import Builder
 from seglog_deploy.changeset import ChangeSetDeployer, StackState
 from seglog_deploy.errors import DeployError, StackNotFoundError
 from seglog_deploy.events import StackEvent
+from seglog_deploy.leftovers import Leftover, leftovers
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.package import INLINE_TEMPLATE_LIMIT, package_template, template_json
 from seglog_deploy.record import StackRecord
@@ -49,11 +48,17 @@ log = structlog.get_logger("seglog.deploy")
 def deploy(target: Target, *, stack_name: str, template_path: Path | None, artifacts: Mapping[str, Path],
            parameters: Mapping[str, str] | None = None, artifacts_bucket: str | None = None,
            on_event: Callable[[StackEvent], None] | None = None, inline_limit: int = INLINE_TEMPLATE_LIMIT,
-           records: Path | None = None) -> tuple[StackState, StackRecord]:
+           records: Path | None = None, replace_failed_stack: bool = False,
+           on_replaced: Callable[[list[Leftover]], None] | None = None) -> tuple[StackState, StackRecord]:
     """Deploy ``artifacts`` (function logical id -> zip) with the template to ``stack_name``; save the record.
 
+    A stack whose first create failed (ROLLBACK_COMPLETE) is refused before anything is uploaded, with what that
+    create retained; ``replace_failed_stack`` deletes it first instead, and ``on_replaced`` is told what stays.
+
     Raises:
-        DeployError: see :class:`~seglog_deploy.changeset.ChangeSetDeployer` and the artifacts bucket.
+        FailedCreateError: the stack's first create failed and ``replace_failed_stack`` is false.
+        ArtifactsBucketError: the artifacts bucket is another account's, or cannot be created or hardened.
+        DeployError: see :class:`~seglog_deploy.changeset.ChangeSetDeployer`.
     """
     template = load_template(template_path)
     declared: dict[str, Any] = dict(template.body.get("Parameters", {}))
@@ -61,6 +66,10 @@ def deploy(target: Target, *, stack_name: str, template_path: Path | None, artif
     if unknown:
         raise DeployError(f"template {template.path} has no parameter {', '.join(unknown)}; it has "
                           f"{', '.join(sorted(declared))}")
+    deployer = ChangeSetDeployer(target, on_event=on_event)
+    retained = deployer.clear_failed_create(stack_name, replace=replace_failed_stack)
+    if retained and on_replaced is not None:
+        on_replaced(retained)
     bucket = ArtifactsBucket(target, artifacts_bucket)
     bucket.ensure()
     uploaded: dict[Path, S3Location] = {}
@@ -74,8 +83,8 @@ def deploy(target: Target, *, stack_name: str, template_path: Path | None, artif
         spec = {"TemplateURL": bucket.url(location)}
     log.info("deploy.start", stack=stack_name, region=target.region, template=str(template.path),
              via="TemplateURL" if "TemplateURL" in spec else "TemplateBody", bucket=bucket.name)
-    state = ChangeSetDeployer(target, on_event=on_event).deploy(
-        stack_name, template=spec, declared=declared, parameters=parameters or {})
+    state = deployer.deploy(stack_name, template=spec, declared=declared, parameters=parameters or {},
+                            replace_failed=replace_failed_stack)
     record = StackRecord(stack_name=stack_name, stack_id=state.stack_id, region=target.region,
                          outputs=state.outputs, parameters=state.parameters, endpoint_url=target.endpoint_url,
                          status=state.status)
@@ -105,16 +114,6 @@ def artifacts_of(manifest: Manifest) -> dict[str, Path]:
     return zips
 
 
-@dataclass(frozen=True, kw_only=True)
-class Leftover:
-    """Something a deleted stack leaves behind on purpose, and how to remove it."""
-
-    logical_id: str
-    resource_type: str
-    physical_id: str
-    removal: str
-
-
 def destroy(target: Target, *, stack_name: str, on_event: Callable[[StackEvent], None] | None = None,
             records: Path | None = None) -> list[Leftover]:
     """Delete the stack; return what stays (DeletionPolicy Retain resources, Lambda's log groups).
@@ -128,51 +127,7 @@ def destroy(target: Target, *, stack_name: str, on_event: Callable[[StackEvent],
     if existing is None:
         StackRecord.forget(stack_name, records)
         raise StackNotFoundError(stack_name, f"in region {target.region}")
-    leftovers = _leftovers(target, existing["StackId"])
+    kept = leftovers(target, existing["StackId"])
     deployer.delete(stack_name)
     StackRecord.forget(stack_name, records)
-    return leftovers
-
-
-def _leftovers(target: Target, stack_id: str) -> list[Leftover]:
-    """Resources with DeletionPolicy Retain in the processed (post-transform) template, and the log groups
-    Lambda creates for the stack's functions outside the stack."""
-    cfn = target.client("cloudformation")
-    processed = cfn.get_template(StackName=stack_id, TemplateStage="Processed")["TemplateBody"]
-    if isinstance(processed, str):
-        processed = json.loads(processed)
-    physical = {r["LogicalResourceId"]: r for r in cfn.describe_stack_resources(StackName=stack_id)["StackResources"]}
-    left: list[Leftover] = []
-    for lid, resource in processed.get("Resources", {}).items():
-        live = physical.get(lid)
-        if live is None:
-            continue
-        kind, name = resource.get("Type", ""), live.get("PhysicalResourceId", "")
-        if resource.get("DeletionPolicy") == "Retain":
-            left.append(Leftover(logical_id=lid, resource_type=kind, physical_id=name,
-                                 removal=_removal(kind, name, target.region)))
-        elif kind == "AWS::Lambda::Function" and _log_group_exists(target, f"/aws/lambda/{name}"):
-            group = f"/aws/lambda/{name}"  # made by Lambda on the first invocation, not by the stack
-            left.append(Leftover(logical_id=f"{lid} logs", resource_type="AWS::Logs::LogGroup", physical_id=group,
-                                 removal=_removal("AWS::Logs::LogGroup", group, target.region)))
-    return left
-
-
-def _log_group_exists(target: Target, name: str) -> bool:
-    groups = target.client("logs").describe_log_groups(logGroupNamePrefix=name).get("logGroups", [])
-    return any(g.get("logGroupName") == name for g in groups)
-
-
-def _removal(kind: str, name: str, region: str) -> str:
-    """The AWS CLI command that removes a retained resource (once you have kept what you need)."""
-    if kind == "AWS::DynamoDB::Table":
-        return f"aws dynamodb delete-table --table-name {name} --region {region}"
-    if kind == "AWS::S3::Bucket":
-        # rb --force deletes current objects only: a versioned bucket must be emptied of every version first.
-        return (f"aws s3 rb s3://{name} --force --region {region}  (versioned: first delete every object version, "
-                "e.g. with the S3 console's Empty)")
-    if kind == "AWS::SQS::Queue":
-        return f"aws sqs delete-queue --queue-url {name} --region {region}"
-    if kind == "AWS::Logs::LogGroup":
-        return f"aws logs delete-log-group --log-group-name {name} --region {region}"
-    return f"delete {kind} {name} in {region} (console or AWS CLI)"
+    return kept

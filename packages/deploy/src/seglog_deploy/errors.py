@@ -12,6 +12,7 @@ from seglog_core.errors import SeglogError
 
 if TYPE_CHECKING:
     from seglog_deploy.events import StackEvent
+    from seglog_deploy.leftovers import Leftover
 
 
 class DeployError(SeglogError):
@@ -39,7 +40,17 @@ class TargetError(DeployError):
 
 
 class ArtifactsBucketError(DeployError):
-    """The artifacts bucket cannot be created or used (its name is taken by another account, say)."""
+    """The artifacts bucket cannot be created or used (its name is taken by another account, say).
+
+    Attributes:
+        bucket: the bucket's name.
+        expected_owner: the account that must own it (the credentials' own, from STS GetCallerIdentity).
+    """
+
+    def __init__(self, message: str, *, bucket: str, expected_owner: str) -> None:
+        super().__init__(message)
+        self.bucket = bucket
+        self.expected_owner = expected_owner
 
 
 class ChangeSetError(DeployError):
@@ -71,3 +82,24 @@ class StackNotFoundError(DeployError):
         super().__init__(f"no stack {stack_name} {where}: deploy it first with `seglog deploy --stack-name "
                          f"{stack_name}`, or check --region and --profile")
         self.stack_name = stack_name
+
+
+class FailedCreateError(DeployError):
+    """The stack is ROLLBACK_COMPLETE: its first create failed, and CloudFormation can only delete it.
+
+    Deleting it (to create it anew) would orphan what the failed create kept; ``retained`` lists those, each with
+    the command that removes it, and nothing was touched.
+    """
+
+    def __init__(self, stack_name: str, stack_id: str, retained: Sequence[Leftover]) -> None:
+        kept = "".join(f"\n  {r.logical_id} ({r.resource_type}) {r.physical_id}\n    {r.removal}" for r in retained)
+        what = (f"the failed create kept {len(retained)} resource(s) (DeletionPolicy Retain), which a new create "
+                f"will not reuse:{kept}\nDelete them with the commands above, or import them into the new stack by "
+                "hand (a change set of type IMPORT) once it exists; then" if retained else
+                "the failed create kept no resource; to delete it and create the stack anew,")
+        super().__init__(f"stack {stack_name} is ROLLBACK_COMPLETE: its first create failed and CloudFormation can "
+                         f"only delete it. {what} deploy again with --replace-failed-stack (it deletes the failed "
+                         "stack first)")
+        self.stack_name = stack_name
+        self.stack_id = stack_id
+        self.retained = list(retained)

@@ -28,6 +28,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
             409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
                  "no entry at `since` (load again)",
             413: "Payload too large", 415: "Content type not accepted",
+            422: "`entry_id_reused`: the entry id already names another entry (other type, version or body), at "
+                 "`error.position`; nothing was written. Do not retry: give a new entry a new entry id",
             503: "Storage unavailable or contended: after `Retry-After` seconds send the identical request again"}
     return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
 
@@ -47,8 +49,10 @@ RETRY_PROTOCOL: Final = (
     "answer you had (create, append, load or sync). Lost answer, timeout or 5xx: send the identical request again, "
     "at any time — even while the first try may still run. The server reads the log forward from `since` with "
     "consistent reads and writes only with a conditional put after what it read, so two tries of one entry id can "
-    "never both be stored; a retry whose first try landed answers `deduplicated: true`. A request without "
-    "`entry_id`, or without `since` (or `expected`), is refused with 400.")
+    "never both be stored; a retry whose first try landed answers `deduplicated: true`. An entry id names one "
+    "entry: a request that reuses it with another entry is refused with 422 `entry_id_reused`, and a stored entry, "
+    "its body in S3 included, never changes. A request without `entry_id`, or without `since` (or `expected`), is "
+    "refused with 400.")
 
 SCHEMAS: Final[dict[str, Any]] = {
     "Error": {
@@ -84,7 +88,11 @@ SCHEMAS: Final[dict[str, Any]] = {
             "since": {**POSITION, "description": "The `position` of the last answer the client had before this "
                                                  "entry's first try (a new sheet's is 0/0); the same on every try."},
             "expected": {**POSITION, "description": "Instead of `since`: the exact position the entry must take; "
-                                                    "409 `version_conflict` with the holder when it is taken."},
+                                                    "409 `version_conflict` with the holder when it is taken. It "
+                                                    "costs what `since` costs: one consistent Query from the entry "
+                                                    "before `expected` plus the conditional PutItem (1 RRU + 1 WRU "
+                                                    "for entries up to 1 KB), since the server must check that "
+                                                    "position and the entry id's earlier tries."},
         },
     },
     "Appended": {
@@ -201,7 +209,7 @@ PATHS: Final[dict[str, Any]] = {
             "parameters": [LOG_ID],
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("AppendRequest")}}},
             "responses": {"200": _json(_ref("Appended"), "Appended (or found already appended)"),
-                          **_errors(400, 404, 409, 413, 503)},
+                          **_errors(400, 404, 409, 413, 422, 503)},
         },
         "get": {
             "operationId": "syncEntries", "summary": "Sync: the entries after a position",
@@ -230,7 +238,8 @@ PATHS: Final[dict[str, Any]] = {
         "parameters": [LOG_ID, {"name": "upload_id", "in": "path", "required": True,
                                 "schema": {"type": "string", "format": "uuid"}}],
         "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("CompleteRequest")}}},
-        "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"), **_errors(400, 404, 413, 503)},
+        "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"),
+                      **_errors(400, 404, 413, 422, 503)},
     }},
     "/openapi.json": {"get": {
         "operationId": "openapi", "summary": "This document",

@@ -188,18 +188,6 @@ def retry_position(entry_id: uuid.UUID | None, since: PositionIn | int | None, e
     return entry_id, Position(segment=since.segment, num=since.num), False
 
 
-def keep_body(svc: Services, appended: Appended) -> None:
-    """After a repeated append of a large entry: keep the body the entry references.
-
-    EventLog.append writes the body (tagged discardable) before it finds the earlier try in the log; if the
-    stream router had already untagged the first write, that rewrite tagged it again and the bucket's lifecycle
-    rule would expire the body of a landed entry. No INSERT follows a deduplicated append, so the router will
-    not untag it again: this does.
-    """
-    if appended.deduplicated and appended.entry.external is not None:
-        svc.uploads.keep(appended.entry.external)
-
-
 def appended_json(appended: Appended) -> dict[str, Any]:
     entry = appended.entry
     data: dict[str, Any] = {"segment": entry.segment, "num": entry.num, "entry_id": str(entry.entry_id),
@@ -241,8 +229,9 @@ def append_entry(log_id: str) -> Response[str]:
     entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
     structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
     svc = services()
+    # A repeated large entry needs no repair of its body's tag: EventLog.store_large_body never writes over an
+    # object (conditional put under a key holding the body's digest), so a body the router kept stays kept.
     appended = append_after(svc.log, lid, body, entry_id=entry_id, since=since, strict=strict)
-    keep_body(svc, appended)
     return json_response(200, appended_json(appended))
 
 
@@ -341,7 +330,6 @@ def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     svc = services()
     body = svc.uploads.read(lid, uid, request.type)
     appended = append_after(svc.external_log, lid, body, entry_id=entry_id, since=since)
-    keep_body(svc, appended)
     return json_response(200, {**appended_json(appended), "upload_id": str(uid)})
 
 
@@ -379,6 +367,11 @@ def failure(exc: Exception) -> Response[str]:
         case errors.VersionConflictError():
             held = entry_ref(exc.existing) or {"segment": exc.segment, "num": exc.num}
             return error_response(HTTPStatus.CONFLICT, "version_conflict", str(exc), entry=held)
+        case errors.EntryIdReusedError():
+            # 422, not 409: repeating the request can never succeed, and reloading does not help either; the
+            # client must give its new entry a new id. ``position`` names the entry the id already stands for.
+            return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "entry_id_reused", str(exc),
+                                  position={"segment": exc.segment, "num": exc.num}, entry_id=str(exc.entry_id))
         case errors.InvalidCellRefError():
             return error_response(HTTPStatus.BAD_REQUEST, "invalid_cell_ref", str(exc))
         case errors.ValueTooLargeError():

@@ -1,12 +1,19 @@
 """The large-entry flow (DESIGN §3): a presigned S3 PUT, the client's upload, then the entry.
 
-1. ``POST .../uploads`` answers a presigned PUT URL for ``entries/{log}/{upload_id}``. Size, content type and
+1. ``POST .../uploads`` answers a presigned PUT URL for ``uploads/{log}/{upload_id}``. Size, content type and
    the ``discardable=true`` tag are signed headers (SigV4 query auth: ``X-Amz-SignedHeaders`` lists
    ``content-length;content-type;host;x-amz-tagging``), so S3 refuses a PUT of another size or type, or one
    without the tag: the object carries the tag from its first byte and expires unless an entry claims it.
 2. The client PUTs the bytes with the headers it was given.
 3. ``POST .../uploads/{upload_id}/complete`` checks the object (HeadObject), reads and parses it, and the
-   route appends the entry with its body stored in S3 (``E``).
+   route appends the entry with its body stored in S3 (``E``, under the entry's own content-addressed key).
+
+An imported file is kept (README: "the file is kept in the bucket"): it is the Import entry's ``source``, so the
+completion removes its discardable tag once the file parses, before the entry is written. Kept first, so no crash
+and no order of tries can leave a landed Import whose file then expires; an Import refused after that (an entry
+id reused, contention) leaves a kept file no entry names: a cost, never a loss. Nothing tags it again: a range
+upload is re-tagged (below), an import upload never is. Uploads live under ``uploads/`` and not ``entries/``:
+an entry's body is its own object, and `log verify` holds every kept object under ``entries/`` to be one.
 
 A presigned URL cannot bound a size range (only a POST policy's ``content-length-range`` can); signing the
 exact Content-Length is the PUT equivalent (Amazon S3 User Guide, "Uploading objects with presigned URLs").
@@ -29,7 +36,7 @@ from seglog_aws.clients import region
 from seglog_aws.errors import translate
 from seglog_aws.s3_blob_store import DISCARDABLE_TAG
 from seglog_core import errors
-from seglog_core.log import MAX_BODY, external_body_key
+from seglog_core.log import MAX_BODY
 from seglog_core.ports import BlobStore
 from seglog_core.schema import Body, Import, SetRange
 from seglog_core.sheet import parse_ref, read_import
@@ -52,8 +59,8 @@ UPLOAD_ENTRY_NAMESPACE: Final = uuid.UUID("6d1b2f0e-3c35-5b8e-9a6c-2f4c1e7b9a10"
 
 
 def upload_key(log_id: uuid.UUID, upload_id: uuid.UUID) -> str:
-    """Where an upload goes: the large-body layout of DESIGN §2, ``entries/{log}/{id}``."""
-    return external_body_key(log_id, upload_id)
+    """Where an upload goes: ``uploads/{log}/{upload id}`` (an imported file stays there, kept)."""
+    return f"uploads/{log_id}/{upload_id}"
 
 
 def default_entry_id(upload_id: uuid.UUID) -> uuid.UUID:
@@ -128,11 +135,12 @@ class Uploads:
             raise ApiError(HTTPStatus.BAD_REQUEST, "content_type_mismatch",
                            f"upload {upload_id} has content type {content_type or 'none'!r}, a {entry_type!r} "
                            f"entry needs {' or '.join(fitting)}: upload the file again with a fitting type")
-        self.mark_discardable(key)
         data = self.blobs.get(key)
         if entry_type == "imp":
             fmt, rows = read_import(f"{upload_id}{IMPORT_EXTENSIONS[content_type]}", data)
+            self.keep(key)  # the Import's source, kept before its entry is written (module docstring)
             return Import(source=key, format=fmt, rows=rows)
+        self.mark_discardable(key)
         try:
             upload = RANGE_UPLOAD_DECODER.decode(data)
         except msgspec.DecodeError as exc:
@@ -143,7 +151,7 @@ class Uploads:
         return SetRange(row=row, col=col, values=upload.values)
 
     def mark_discardable(self, key: str) -> None:
-        """Tag an upload ``discardable=true`` (again).
+        """Tag a range upload ``discardable=true`` (again): its entry's body is a copy, the upload itself is garbage.
 
         The tag is a signed header of the PUT, so on AWS the object has it already; S3 implementations that
         skip signature checks (LocalStack) accept a PUT without it, and an untagged upload would never expire.
@@ -180,7 +188,8 @@ class Uploads:
 
 
 def check_upload_entry_id(upload_id: uuid.UUID, entry_id: uuid.UUID) -> None:
-    """The entry's own body goes to ``entries/{log}/{entry id}``: that must not be the upload's key."""
+    """An upload id is not an entry id: refused so the two are never confused (the entry's body has its own key,
+    ``entries/{log}/{entry id}/{digest}``, the upload stays under ``uploads/``)."""
     if entry_id == upload_id:
         raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_entry_id",
                        "entry_id must differ from the upload id (the upload keeps its own object): "

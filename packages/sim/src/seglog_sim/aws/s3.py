@@ -136,12 +136,28 @@ class SimS3(SimService):
         tags = self._tags(params["Tagging"]) if params.get("Tagging") else {}  # shared, never mutated
         if len(tags) > MAX_TAGS:
             raise client_error("PutObject", "BadRequest", f"Object tags cannot be greater than {MAX_TAGS}")
+        if "IfNoneMatch" in params:
+            self._if_none_match(params["IfNoneMatch"], key in bucket.objects)
         etag = '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
         if key not in bucket.objects:
             bisect.insort(bucket.keys, key)
         bucket.objects[key] = S3Object(data=data, tags=tags, etag=etag, modified=self._now(),
                                        content_type=params.get("ContentType") or DEFAULT_CONTENT_TYPE)
         return {"ETag": etag}
+
+    @staticmethod
+    def _if_none_match(value: str, exists: bool) -> None:
+        """A conditional write (Amazon S3 User Guide, "How to prevent object overwrites with conditional writes",
+        https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html): "The If-None-Match header
+        requires the * (asterisk) value"; "If an identical key name is found in the bucket, the operation fails"
+        with 412 Precondition Failed, and nothing of the object changes. Calls are serial here, so the 409
+        ConditionalRequestConflict of two writes in flight at once never arises."""
+        if value != "*":
+            raise client_error("PutObject", "NotImplemented", "A header you provided implies functionality that is "
+                               "not implemented", status=501, sender=False)
+        if exists:
+            raise client_error("PutObject", "PreconditionFailed", "At least one of the pre-conditions you "
+                               "specified did not hold", status=412, extra={"Condition": "If-None-Match"})
 
     def _metadata(self, found: S3Object) -> dict[str, Any]:
         answer = {"ContentLength": len(found.data), "ContentType": found.content_type, "ETag": found.etag,

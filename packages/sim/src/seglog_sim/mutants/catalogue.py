@@ -137,9 +137,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="a failed snapshot policy after a landed append fails the append, which is then written again "
                   "(a bug chaos found)"),
     Mutant(name="large_body_retag", module=_LOG,
-           old="            if not self._with_retries(log_id, \"check large body\", "
-               "lambda: self.blobs.is_discardable(key)):",
-           new="            if False:",
+           old="lambda: self.blobs.put_if_absent(key, data, discardable=True))",
+           new="lambda: self.blobs.put(key, data, discardable=True))",
            breaks="a retried large append tags its already-kept body discardable again: it would expire under "
                   "its entry (I6)",
            survives="the API untags the body again after a deduplicated append (routes.keep_body), so a re-tagged body "
