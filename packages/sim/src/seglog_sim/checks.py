@@ -53,9 +53,9 @@ class Violation:
 
 def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uuid.UUID], ledger: Ledger,
               quiescent: bool, queues: dict[str, tuple[int, int]], jobs: Jobs | None = None,
-              waiting: Sequence[str | bytes] = ()) -> list[Violation]:
+              waiting: Sequence[str | bytes] = (), running: Sequence[str] = ()) -> list[Violation]:
     """Every violation of the run (empty when it passed). ``waiting``: the bodies of the messages still in the
-    queues (each names its job when the run is not quiet)."""
+    queues, ``running``: the tasks still running (each is named when the run is not quiet)."""
     jobs = jobs or Jobs()
     store = DynamoDBLogStore(SimDynamoDBClient.of(ddb), segments_table=topology.segments_table,
                              entries_table=topology.entries_table)
@@ -83,7 +83,7 @@ def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uui
                                                      f"active {p['active']})"), jobs))
     found += _history(ddb, topology)
     if not quiescent:
-        found += stuck(ddb, topology, jobs, waiting)
+        found += stuck(ddb, topology, jobs, waiting, running)
     for name, (visible, in_flight) in queues.items():
         if quiescent and visible + in_flight:
             found.append(Violation(invariant="I5", message=f"{name} holds {visible} visible and {in_flight} "
@@ -101,9 +101,11 @@ def named(violation: Violation, jobs: Jobs) -> Violation:
                      message=f"{violation.message}; its job's last outcome: {outcome}")
 
 
-def stuck(ddb: SimDynamoDB, topology: Topology, jobs: Jobs, waiting: Sequence[str | bytes]) -> list[Violation]:
+def stuck(ddb: SimDynamoDB, topology: Topology, jobs: Jobs, waiting: Sequence[str | bytes],
+          running: Sequence[str] = ()) -> list[Violation]:
     """What kept the run from going quiet within the liveness bound, one violation per job: the Snapshot entries
-    not complete, the pending items left, the messages still queued (each with its job's last outcome)."""
+    not complete, the pending items left, the messages still queued (each with its job's last outcome); else the
+    tasks still running."""
     found: dict[tuple[str, int, int], list[str]] = {}
     for item in ddb.items(topology.entries_table, copy=False):
         if item.get("T", {}).get("S") == "snap" and "R" not in item:
@@ -120,9 +122,11 @@ def stuck(ddb: SimDynamoDB, topology: Topology, jobs: Jobs, waiting: Sequence[st
     violations = [named(Violation(invariant="I5", log_id=key[0], segment=key[1], entry=key[2],
                                   message=f"not quiet within the liveness bound after faults stopped: "
                                           f"{', '.join(what)}"), jobs) for key, what in sorted(found.items())]
-    return violations or [Violation(invariant="I5", message="not quiescent within the liveness bound after faults "
-                                                            "stopped (every job is done: a stream not read to its "
-                                                            "end, or a task still running)")]
+    if violations:
+        return violations
+    what = f"still running: {', '.join(running)}" if running else "a stream not read to its end"
+    return [Violation(invariant="I5", message=f"not quiescent within the liveness bound after faults stopped (every "
+                                              f"job is done; {what})")]
 
 
 def _records(ddb: SimDynamoDB, table: str) -> list[dict[str, Any]]:

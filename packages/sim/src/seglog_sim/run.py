@@ -385,7 +385,8 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
                    and not isinstance(t.error, errors.SeglogError)]
     waiting = [m["Body"] for url in (run.queue_url, run.dlq_url) for m in run.sqs.messages(url)]
     violations += check_run(ddb=run.ddb, s3=run.s3, topology=run.topology, logs=run.logs, ledger=ledger,
-                            quiescent=run.quiescent, queues=queues, jobs=jobs, waiting=waiting)
+                            quiescent=run.quiescent, queues=queues, jobs=jobs, waiting=waiting,
+                            running=[t.name for t in world.tasks if not t.done and t.kind != "poller"])
     snapshots = sum(1 for item in run.ddb.items(run.topology.entries_table, copy=False)
                     if item.get("T", {}).get("S") == "snap")
     stats = dict(run.pollers.stats)
