@@ -11,6 +11,7 @@ operator task of :mod:`seglog_sim.run` draws when, and which:
       | pick one of the enabled actions ----> spawn: retain LOG [--delete] | reprocess --since | redrive | rebuild LOG
       | sleep(drawn)                          | storage calls (interleaved, faulted)
       | ...                                   | done, or failed half-way (an operator runs it again)
+      | clients done: a last round under faults (the schedule, a retain), free of the retry horizon
       | faults stop
       | finish every retention cut short ---> retain again (same log, same form) until it ends without error
 
@@ -76,8 +77,6 @@ class Operators:
     counts: Counter[str] = field(default_factory=Counter)
     #: Retention runs cut short (failed or killed): run again, after the faults stop, until they end.
     unfinished: list[Retain] = field(default_factory=list)
-    #: The scheduled function's last run did not end complete and clean: its next run must (see run.py).
-    schedule_unfinished: bool = False
     violations: list[Violation] = field(default_factory=list)
     _counter: int = 0
 

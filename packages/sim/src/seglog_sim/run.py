@@ -117,8 +117,6 @@ class _Run:
     client_tasks: list[Task] = field(default_factory=list)
     quiescent: bool = False
     setup_failed: bool = False
-    #: Jobs that reached the DLQ after the faults stopped.
-    dlq_after_faults: int = 0
     #: Messages of the DLQ already seen (each arrival after the faults stopped is counted once).
     _dead_seen: set[str] = field(default_factory=set)
     #: Every run of the scheduled retention function.
@@ -193,7 +191,7 @@ class _Run:
         while world.now < bound:
             # Without faults no job should reach the DLQ again: each one that does is counted (a violation, naming
             # the job), then redriven so the other checks can go on.
-            self.dlq_after_faults += self._redrive(after_faults=True)
+            self._redrive(after_faults=True)
             self._finish_retention()
             if (self._quiet() and self.scenario.finish_retention
                     and not any(t.started >= calm for t in self.retention_runs)):
@@ -235,7 +233,7 @@ class _Run:
 
     def _horizon(self) -> float:
         """The minimum age retention keeps while clients write (Scenario.retry_horizon), 0 once they are done."""
-        writing = not all(t.done for t in self.client_tasks)
+        writing = not self.client_tasks or not all(t.done for t in self.client_tasks)
         return (self.scenario.retry_horizon or 0.0) if writing else 0.0
 
     def _finish_retention(self) -> None:
