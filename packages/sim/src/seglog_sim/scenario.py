@@ -5,7 +5,7 @@ several snapshots across segment boundaries with a few dozen appends, and 4-cell
 chunks and checkpoints, so each seed passes through every step of the protocol in milliseconds of real time.
 
 Each seed draws its own variant (:meth:`Scenario.draw`, from the seed: replays stay bit for bit): how many logs
-and clients, how long the logs grow, segment and snapshot sizes, the large-body share, the chunk sizes and the
+and clients, how long the logs grow, segment and snapshot sizes, the large-body share and the
 retention policy. One fixed shape let a whole class hide: with a segment every 10 entries and two logs, about 2
 seeds in 1,000 ever archived a segment, so nothing after retention was ever exercised (issue 18).
 
@@ -102,7 +102,6 @@ class Scenario:
             return self
         snapshot_every = rng.randint(3, 5)
         low = rng.randint(4, 7)
-        chunk = rng.randint(3, 6)
         return dataclasses.replace(
             self,
             logs=rng.randint(1, 3),
@@ -112,8 +111,6 @@ class Scenario:
             snapshot_every=snapshot_every,
             segment_entries=snapshot_every * rng.choice((1, 1, 2)),
             large_share=round(rng.uniform(0.0, 0.35), 3),
-            chunk_cells=chunk,
-            other_chunk_cells=chunk + rng.randint(1, 4),
             retention_every=rng.choice((40.0, 60.0, 90.0)),
             parameters=(("RetentionKeep", rng.choice((2, 2, 2, 3))),
                         ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60)))),
@@ -124,7 +121,7 @@ class Scenario:
         return {"logs": self.logs, "api_clients": self.api_clients, "library_clients": self.library_clients,
                 "appends": list(self.appends), "snapshot_every": self.snapshot_every,
                 "segment_entries": self.segment_entries, "large_share": self.large_share,
-                "chunk_cells": self.chunk_cells, "retention_every": self.retention_every,
+                "retention_every": self.retention_every,
                 "parameters": dict(self.parameters),
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}
