@@ -46,7 +46,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="a job for a completed snapshot builds it again instead of finishing its completion steps "
                   "(step 1); once retention has archived the segment before it, a late job for it finds no "
                   "completed snapshot to fold from and fails on every receive, holding every later snapshot of "
-                  "its log back (seed 120, found when operators and retention entered every world: the guard "
+                  "its log back (seed 101, found when operators and retention entered every world: the guard "
                   "is no longer only an economy)"),
     Mutant(name="completion_order", module=_WORKER,
            old="        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num\n"
