@@ -56,3 +56,23 @@ def test_a_failing_seed_prints_its_replay_its_history_and_a_shrunk_schedule(monk
     assert "history around the violation" in out and "s  " in out
     assert "shrunk to" in out and "in 7 replays" in out
     assert "replay the shrunk schedule: seglog simulate --seed 31 --only-faults" in out
+
+
+def test_a_campaign_reports_its_retired_share_and_waste_at_the_top_level(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["simulate", "--seeds", "8", "--seed", "1", "--json", "--report", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert 0.0 <= report["retired_share"] <= 1.0
+    assert set(report["waste"]) == {"builds started per build completed", "receives per job",
+                                    "failed conditional writes per append"}
+
+
+def test_explained_mutants_print_their_waste_next_to_the_unmutated_code(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["simulate", "--mutants", "--mutant", "claim_ignores_claimer", "--seeds", "3",
+                                      "--report", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "waste over 3 seeds" in result.output
+    lines = [line.strip() for line in result.output.splitlines()]
+    unmutated = next(line for line in lines if line.startswith("unmutated"))
+    mutant = next(line for line in lines if line.startswith("claim_ignores_claimer") and "per job" in line)
+    assert "builds started per build completed" in unmutated and "receives per job" in mutant

@@ -19,12 +19,13 @@ from seglog_sim import quiet_logs
 from seglog_sim.campaign import Campaign, run_campaign
 from seglog_sim.faults import Fault
 from seglog_sim.history import around, lines
-from seglog_sim.mutants.catalogue import MUTANTS, by_name
+from seglog_sim.mutants.catalogue import BASELINE, MUTANTS, by_name
 from seglog_sim.mutants.runner import MutantResult, run_mutants
 from seglog_sim.run import SeedResult
 from seglog_sim.scenario import Scenario
 from seglog_sim.shrink import shrink
 from seglog_sim.timeline import run_data, seeds_report
+from seglog_sim.waste import render as render_waste
 
 #: Seeds a campaign's report draws: its first failing ones (each run again), or its first seed when all pass.
 MAX_DRAWN = 5
@@ -135,8 +136,11 @@ def _one(result: SeedResult, scenario: Scenario, fault_kinds: str | None, only: 
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(f"seed {seed}: {'ok' if result.ok else 'FAILED'} — {result.acknowledged} acknowledged appends, "
-                   f"{result.snapshots} snapshots, {len(result.fired)} faults ({', '.join(result.kinds) or 'none'}), "
-                   f"{result.sim_seconds:.0f} s simulated, {len(result.history)} storage calls")
+                   f"{result.snapshots} snapshots, {result.retired} segments retired, {len(result.fired)} faults "
+                   f"({', '.join(result.kinds) or 'none'}), {result.sim_seconds:.0f} s simulated, "
+                   f"{len(result.history)} storage calls")
+        click.echo("  scenario: " + ", ".join(f"{k} {v}" for k, v in result.scenario.items()))
+        click.echo(f"  waste: {render_waste(result.waste)}")
         if full_history:
             click.echo("\n".join(lines(result.history)))
         click.echo(priced.render())
@@ -149,7 +153,8 @@ def _print_campaign(c: Campaign) -> None:
                f"({c.jobs} process{'es' if c.jobs > 1 else ''}); {len(c.failing_seeds)} failing"
                + (f": {', '.join(map(str, c.failing_seeds[:20]))}" if c.failing_seeds else ""))
     click.echo(f"  {c.acknowledged} acknowledged appends, {c.snapshots} snapshots, "
-               f"{c.sim_seconds / 3600:.0f} simulated hours")
+               f"{c.sim_seconds / 3600:.0f} simulated hours; {c.retired_share:.0%} of seeds retired a segment")
+    click.echo(f"  waste: {render_waste(c.waste)}")
     kinds = {str(f) for f in Fault}
     fired = {k: v for k, v in c.faults.items() if "@" not in k}
     missing = sorted(kinds - set(fired))
@@ -188,16 +193,25 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
         chosen = [m for m in chosen if m.survives is None]
 
     def progress(r: MutantResult) -> None:
-        if not as_json:
+        if not as_json and r.mutant is BASELINE:
+            verdict = "passed" if r.passed else r.error or f"FAILED seed {r.seed}"
+            click.echo(f"[mutants] unmutated code: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
+        elif not as_json:
             verdict = f"killed by seed {r.seed}" if r.killed else ("survived (explained)" if r.explained
                                                                     else r.error or "SURVIVED")
             click.echo(f"[mutants] {r.mutant.name}: {verdict} ({r.seeds_run} seeds, {r.seconds:.1f} s)", err=True)
 
-    results = run_mutants(chosen, seeds=seeds, start=start, jobs=max(jobs, 2), progress=progress,
-                          report_dir=report_dir)
+    # The explained survivors' waste figures are shown next to the unmutated code's, over the same seeds.
+    explained = any(m.survives is not None for m in chosen)
+    results = run_mutants([*chosen, BASELINE] if explained else chosen, seeds=seeds, start=start,
+                          jobs=max(jobs, 2), progress=progress, report_dir=report_dir)
+    baseline = next((r for r in results if r.mutant is BASELINE), None)
+    results = [r for r in results if r.mutant is not BASELINE]
+    if baseline is not None and not baseline.passed:
+        results.append(baseline)  # the unmutated code failed a seed (or its process): never a pass
     if as_json:
-        click.echo(json.dumps({"ok": all(r.ok for r in results), "mutants": [r.to_dict() for r in results]},
-                              indent=2))
+        click.echo(json.dumps({"ok": all(r.ok for r in results), "mutants": [r.to_dict() for r in results],
+                               "baseline": None if baseline is None else baseline.to_dict()}, indent=2))
     else:
         width = max(len(r.mutant.name) for r in results)
         for r in results:
@@ -207,6 +221,12 @@ def _mutants(names: tuple[str, ...], seeds: int, start: int, jobs: int, as_json:
             click.echo(f"{r.mutant.name:<{width}}  {verdict}")
         killed = sum(r.killed for r in results)
         click.echo(f"mutation score: {killed}/{len(results)} killed")
+        if baseline is not None:
+            click.echo(f"waste over {baseline.seeds_run} seeds (what each explained guard saves):")
+            click.echo(f"  {'unmutated':<{width}}  {render_waste(baseline.waste)}")
+            for r in results:
+                if r.explained:
+                    click.echo(f"  {r.mutant.name:<{width}}  {render_waste(r.waste)}")
         for r in results:
             if r.killed and r.seed is not None:
                 click.echo(f"  replay: seglog simulate --mutants --mutant {r.mutant.name} --seed {r.seed} --seeds 1"

@@ -1,7 +1,9 @@
 """Many seeds: run them (in one process, or split over several), add up what they exercised, keep the failures.
 
 The counts answer "did the campaign exercise everything?": every fault kind fired, every storage call site was
-reached by each kind of caller, every protocol outcome happened. The speed answers "a thousand worlds a minute?".
+reached by each kind of caller, every protocol outcome happened, and a share of seeds retired a segment (the
+share that reaches what comes after retention). The speed answers "a thousand worlds a minute?". The waste
+figures (:mod:`seglog_sim.waste`) say what the guards save.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from seglog_report.model import Meter
 from seglog_sim.run import SeedResult, run_seed
 from seglog_sim.scenario import Scenario
+from seglog_sim.waste import figures
 
 #: Failing seeds kept in full (their histories); the rest are counted.
 KEEP_FAILURES = 5
@@ -39,6 +42,10 @@ class Campaign:
     sim_seconds: float = 0.0
     #: What every seed used, in the units AWS bills.
     meter: Meter = field(default_factory=Meter)
+    #: Seeds that archived or deleted at least one segment.
+    retiring: int = 0
+    #: The counts behind the waste figures, over every seed.
+    waste: Counter[str] = field(default_factory=Counter)
 
     @property
     def seeds_per_minute(self) -> float:
@@ -47,6 +54,11 @@ class Campaign:
     @property
     def ok(self) -> bool:
         return not self.failing_seeds
+
+    @property
+    def retired_share(self) -> float:
+        """The share of seeds (0 to 1) that archived or deleted a segment."""
+        return self.retiring / self.seeds if self.seeds else 0.0
 
     def add(self, result: SeedResult) -> None:
         self.seeds += 1
@@ -64,6 +76,8 @@ class Campaign:
         self.snapshots += result.snapshots
         self.sim_seconds += result.sim_seconds
         self.meter = self.meter.add(result.meter)
+        self.retiring += result.retired > 0
+        self.waste.update(result.waste)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "seeds": self.seeds, "jobs": self.jobs, "elapsed_seconds": round(self.elapsed, 2),
@@ -73,7 +87,8 @@ class Campaign:
                 "operations": dict(sorted(self.operations.items())),
                 "invocations": dict(sorted(self.invocations.items())), "stats": dict(sorted(self.stats.items())),
                 "acknowledged_appends": self.acknowledged, "snapshots": self.snapshots,
-                "simulated_hours": round(self.sim_seconds / 3600, 1)}
+                "simulated_hours": round(self.sim_seconds / 3600, 1), "retired_share": round(self.retired_share, 4),
+                "waste": figures(self.waste), "waste_counts": dict(sorted(self.waste.items()))}
 
 
 def _slim(result: SeedResult) -> SeedResult:

@@ -9,7 +9,8 @@ Two things the final state cannot show are read from the tables' streams, which 
 
 Liveness (I5): once the faults stopped, every Snapshot entry completed, the pending table emptied and both
 queues drained within the scenario's bound; and no correct client was refused (a 4xx for a request that followed
-the protocol).
+the protocol). Each liveness violation names what is stuck — the log, the segment, the entry — and quotes its
+job's last outcome (:class:`seglog_sim.jobs.Jobs`), so a stuck seed is understood without a replay (issue 18).
 
 What clients were told, against the final log (:func:`check_clients`): an acknowledged entry's body never
 changes; every load succeeded and answered one state of the log — the plain fold of the log up to the position
@@ -19,13 +20,14 @@ it answered (``LOAD``); every sync answered exactly the log's entries after its 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
-from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
+from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore, item_to_pending
 from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_core.errors import SeglogError
 from seglog_core.ports import BlobStore, LogStore
@@ -36,6 +38,7 @@ from seglog_core.snapshot import read_sheet
 from seglog_core.verify import verify_log
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient
 from seglog_sim.aws.s3 import SimS3, SimS3Client
+from seglog_sim.jobs import Jobs, job_key
 from seglog_sim.topology import Topology
 from seglog_sim.workload import Ledger, Load, Synced
 
@@ -60,8 +63,11 @@ class Violation:
 
 
 def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uuid.UUID], ledger: Ledger,
-              quiescent: bool, queues: dict[str, tuple[int, int]]) -> list[Violation]:
-    """Every violation of the run (empty when it passed)."""
+              quiescent: bool, queues: dict[str, tuple[int, int]], jobs: Jobs | None = None,
+              waiting: Sequence[str | bytes] = (), running: Sequence[str] = ()) -> list[Violation]:
+    """Every violation of the run (empty when it passed). ``waiting``: the bodies of the messages still in the
+    queues, ``running``: the tasks still running (each is named when the run is not quiet)."""
+    jobs = jobs or Jobs()
     store = DynamoDBLogStore(SimDynamoDBClient.of(ddb), segments_table=topology.segments_table,
                              entries_table=topology.entries_table)
     blobs = S3BlobStore(SimS3Client.of(s3), bucket=topology.bucket)
@@ -75,12 +81,20 @@ def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uui
             found.append(Violation(invariant="I5", log_id=str(log_id),
                                    message=f"the log's state cannot be read back: {type(exc).__name__}: {exc}"))
             continue
-        found += [Violation(invariant=v.invariant, message=v.message, log_id=str(log_id), segment=v.segment,
-                            entry=v.entry) for v in report.violations]
+        for v in report.violations:
+            if v.invariant == "I5" and v.segment is None and v.message.startswith("pending items left"):
+                continue  # named one by one below
+            found.append(named(Violation(invariant=v.invariant, message=v.message, log_id=str(log_id),
+                                         segment=v.segment, entry=v.entry), jobs))
+        if quiescent:
+            for p in report.pending:
+                where = {"segment": int(str(p["segment"])), "entry": int(str(p["entry"]))}
+                found.append(named(Violation(invariant="I5", log_id=str(log_id), **where,
+                                             message=f"pending item left after quiescence (retries {p['retries']}, "
+                                                     f"active {p['active']})"), jobs))
     found += _history(ddb, topology)
     if not quiescent:
-        found.append(Violation(invariant="I5", message="not quiescent within the liveness bound after faults "
-                                                       "stopped"))
+        found += stuck(ddb, topology, jobs, waiting, running)
     for name, (visible, in_flight) in queues.items():
         if quiescent and visible + in_flight:
             found.append(Violation(invariant="I5", message=f"{name} holds {visible} visible and {in_flight} "
@@ -88,6 +102,43 @@ def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uui
     found += [Violation(invariant="I2", message=f"a correct request was refused: {r}") for r in ledger.refused]
     found += check_clients(store, blobs, logs, ledger)
     return found
+
+
+def named(violation: Violation, jobs: Jobs) -> Violation:
+    """A liveness violation about one Snapshot entry, with its job's last outcome."""
+    if violation.invariant != "I5" or violation.log_id is None or violation.segment is None or violation.entry is None:
+        return violation
+    outcome = jobs.last((violation.log_id, violation.segment, violation.entry))
+    return Violation(invariant="I5", log_id=violation.log_id, segment=violation.segment, entry=violation.entry,
+                     message=f"{violation.message}; its job's last outcome: {outcome}")
+
+
+def stuck(ddb: SimDynamoDB, topology: Topology, jobs: Jobs, waiting: Sequence[str | bytes],
+          running: Sequence[str] = ()) -> list[Violation]:
+    """What kept the run from going quiet within the liveness bound, one violation per job: the Snapshot entries
+    not complete, the pending items left, the messages still queued (each with its job's last outcome); else the
+    tasks still running."""
+    found: dict[tuple[str, int, int], list[str]] = {}
+    for item in ddb.items(topology.entries_table, copy=False):
+        if item.get("T", {}).get("S") == "snap" and "R" not in item:
+            log_id, segment = split_segment_key(bytes(item["G"]["B"]))
+            found.setdefault((str(log_id), segment, int(item["N"]["N"])), []).append("Snapshot entry not complete")
+    for item in ddb.items(topology.pending_table, copy=False):
+        p = item_to_pending(item)
+        found.setdefault((str(p.log_id), p.segment, p.entry), []).append(
+            f"pending item (retries {p.retries}, active {p.active}{', blocked' if p.blocked else ''})")
+    for body in waiting:
+        key = job_key(body)
+        if key is not None:
+            found.setdefault(key, []).append("a message still queued")
+    violations = [named(Violation(invariant="I5", log_id=key[0], segment=key[1], entry=key[2],
+                                  message=f"not quiet within the liveness bound after faults stopped: "
+                                          f"{', '.join(what)}"), jobs) for key, what in sorted(found.items())]
+    if violations:
+        return violations
+    what = f"still running: {', '.join(running)}" if running else "a stream not read to its end"
+    return [Violation(invariant="I5", message=f"not quiescent within the liveness bound after faults stopped (every "
+                                              f"job is done; {what})")]
 
 
 def _records(ddb: SimDynamoDB, table: str) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from seglog_services.api.routes import Services
 from seglog_services.api.uploads import Uploads
 from seglog_sim.cloud import Cloud
 from seglog_sim.faults import Fault, Faults
+from seglog_sim.jobs import Jobs
 from seglog_sim.scenario import Scenario
 from seglog_sim.topology import Topology
 from seglog_sim.world import Killed, Task, World
@@ -62,6 +63,8 @@ class Lambdas:
     #: The run's S3 client (the API's uploads untag landed bodies with it, as the route does with boto3's).
     s3: Any = None
     invocations: Invocations = field(default_factory=Invocations)
+    #: Each job's receives and last outcome (what a liveness violation quotes).
+    jobs: Jobs = field(default_factory=Jobs)
     _counter: int = 0
 
     @classmethod
@@ -141,13 +144,16 @@ class Lambdas:
             for m in messages:
                 message = QueueMessage(message_id=m["MessageId"], receipt_handle=m["ReceiptHandle"], body=m["Body"],
                                        receive_count=int(m["Attributes"]["ApproximateReceiveCount"]))
+                job = self.jobs.received(message.body, task, self.world.now, message.receive_count)
                 try:
                     outcome = worker.process(message, remaining=self._deadline(task))
                 except Exception as exc:
                     task.tags["error"] = f"{type(exc).__name__}: {exc}"
+                    self.jobs.ended(job, f"error {task.tags['error']}")
                     self.invocations.add("worker", "error")
                     failures.append({"itemIdentifier": message.message_id})
                     continue
+                self.jobs.ended(job, str(outcome))
                 self.invocations.add("worker", str(outcome))
                 task.tags.setdefault("outcomes", []).append(str(outcome))
                 if outcome in (Outcome.COMPLETED,):
@@ -161,15 +167,18 @@ class Lambdas:
 
     # ---------------------------------------------------------------------------------------------- retention
 
-    def retention(self) -> Task:
-        """Invoke the scheduled retention function as its handler runs: the template's policy, its Deadline."""
+    def retention(self, *, min_age: float = 0.0) -> Task:
+        """Invoke the scheduled retention function as its handler runs: the template's policy (keeping segments
+        younger than ``min_age`` too), its Deadline."""
 
         def body(task: Task) -> dict[str, Any]:
             policy = retention.policy_from_env(self.topology.retention.Environment)
+            policy = dataclasses.replace(policy, min_age=max(policy.min_age, min_age))
             deadline = retention.Deadline(self._deadline(task), clock=self.world.clock)
             run = retain_logs(self.backend.store, self.backend.blobs, policy, stop=deadline, clock=self.world.clock)
             self.invocations.add("retention", "complete" if run.complete else "partial")
-            return {"segments_archived": run.segments, "failed": len(run.failed)}
+            return {"segments_archived": run.segments, "failed": len(run.failed), "complete": run.complete,
+                    "resumed_after": run.resumed_after}
 
         return self._start("retention", body, self.topology.retention.Timeout)
 

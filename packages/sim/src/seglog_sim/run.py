@@ -5,11 +5,15 @@ Phases of a run, all in simulated time:
 1. setup: the logs are created (through the API with the client's own log id, faults on: a create whose answer
    was lost is retried, and answered 200 the second time);
 2. faults: clients append, the pollers deliver, invocations run, and the operator task injects the run-level
-   faults (supervisor restarts, DLQ redrives) until the clients are done and the fault window has passed;
+   faults (supervisor restarts, DLQ redrives), fires the scheduled retention function and, at drawn moments,
+   starts an operator's command (:mod:`seglog_sim.operators`: retain, reprocess, redrive, rebuild) until the
+   clients are done and the fault window has passed;
 3. liveness: faults stop; the operator redrives the DLQ as an operator answering its alarm would (with the
-   takeover timeout as delay, as ``seglog redrive`` advises) and the run goes on until the pipeline is quiet —
-   every Snapshot entry complete, nothing pending, both queues empty, every stream read — or the bound passes;
-4. checks: :func:`seglog_sim.checks.check_run`.
+   takeover timeout as delay, as ``seglog redrive`` advises), runs again every retention run that was cut short
+   until it ends (the schedule's next run, the operator's same command), and the run goes on until the pipeline
+   is quiet — every Snapshot entry complete, nothing pending, both queues empty, every stream read, no
+   retention half done — or the bound passes;
+4. checks: :func:`seglog_sim.checks.check_run`, each liveness violation naming its job and the job's last outcome.
 """
 
 from __future__ import annotations
@@ -27,18 +31,24 @@ from seglog_services.api.routes import hosting
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
-from seglog_sim.checks import Violation, check_run
+from seglog_sim.checks import Violation, check_run, named
 from seglog_sim.cloud import Call, Cloud
 from seglog_sim.faults import Fault, Faults, Profile
 from seglog_sim.gateway import Gateway
+from seglog_sim.jobs import job_key
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.metering import meter_of
+from seglog_sim.operators import Operators
 from seglog_sim.pollers import Pollers
 from seglog_sim.scenario import Scenario
 from seglog_sim.topology import Topology, load_topology
+from seglog_sim.waste import counts as waste_counts
+from seglog_sim.waste import figures
 from seglog_sim.workload import Clients, Ledger, new_id
 from seglog_sim.world import Task, World
 
+#: Runs, after the faults stopped, that may go to finishing retention cut short before the run gives up on it.
+FINISH_RUNS = 20
 _QUEUE_WRITES = frozenset({"SendMessage", "SendMessageBatch", "ChangeMessageVisibility",
                            "ChangeMessageVisibilityBatch"})
 
@@ -68,6 +78,12 @@ class SeedResult:
     quiescent: bool = True
     #: What the seed used, in the units AWS bills (for the cost ledger).
     meter: Meter = field(default_factory=Meter)
+    #: The scenario the seed drew (Scenario.describe).
+    scenario: dict[str, Any] = field(default_factory=dict)
+    #: Segments archived or deleted by the end of the run.
+    retired: int = 0
+    #: The counts behind the waste figures (seglog_sim.waste).
+    waste: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -76,7 +92,8 @@ class SeedResult:
     def summary(self) -> dict[str, Any]:
         return {"seed": self.seed, "ok": self.ok, "violations": [v.to_dict() for v in self.violations],
                 "kinds": self.kinds, "faults": len(self.fired), "acknowledged": self.acknowledged,
-                "snapshots": self.snapshots, "sim_seconds": round(self.sim_seconds, 1), "steps": self.steps}
+                "snapshots": self.snapshots, "sim_seconds": round(self.sim_seconds, 1), "steps": self.steps,
+                "scenario": self.scenario, "retired": self.retired, "waste": figures(self.waste)}
 
 
 @dataclass(kw_only=True)
@@ -93,14 +110,20 @@ class _Run:
     lambdas: Lambdas
     pollers: Pollers
     clients: Clients
+    operators: Operators
     queue_url: str
     dlq_url: str
     logs: list[uuid.UUID] = field(default_factory=list)
     client_tasks: list[Task] = field(default_factory=list)
     quiescent: bool = False
     setup_failed: bool = False
-    #: Jobs that reached the DLQ after the faults stopped.
-    dlq_after_faults: int = 0
+    #: Messages of the DLQ already seen (each arrival after the faults stopped is counted once).
+    _dead_seen: set[str] = field(default_factory=set)
+    #: Every run of the scheduled retention function.
+    retention_runs: list[Task] = field(default_factory=list)
+    #: Runs started, after the faults stopped, to finish retention cut short; and what could not be finished.
+    finishing: int = 0
+    unfinished: list[Violation] = field(default_factory=list)
 
     # ----------------------------------------------------------------------------------------------- tasks
 
@@ -121,7 +144,7 @@ class _Run:
             api = index < scenario.api_clients
             fn = self.clients.api_client if api else self.clients.library_client
             self.client_tasks.append(world.spawn(f"{'api' if api else 'lib'}-client-{index}", "client", fn, log_id,
-                                                 count, delay=rng.uniform(0.0, 3.0)))
+                                                 count, delay=rng.uniform(0.0, 3.0), log_id=str(log_id)))
         for index in range(scenario.readers):
             log_id, count = self.logs[index % len(self.logs)], rng.randint(*scenario.reads)
             self.client_tasks.append(world.spawn(f"reader-{index}", "client", self.clients.reader, log_id, count,
@@ -131,6 +154,7 @@ class _Run:
         world, faults, scenario = self.world, self.faults, self.scenario
         me = world.current
         next_retention = world.now + faults.amount(me, 0.0, 2 * scenario.retention_every)
+        next_action = world.now + faults.amount(me, 0.0, 2 * scenario.operator_every)
         while not (world.now - world.start >= scenario.fault_window
                    and self.client_tasks and all(t.done for t in self.client_tasks)):
             if world.now - world.start > scenario.client_bound or self.setup_failed:
@@ -141,18 +165,41 @@ class _Run:
                 self._restart()
             if faults.decide(me, Fault.REDRIVE):
                 self._redrive()
+            horizon = self._horizon()
             if world.now >= next_retention:  # the schedule fires (EventBridge, asynchronously)
-                self.lambdas.retention()
+                self.retention_runs.append(self.lambdas.retention(min_age=horizon))
                 next_retention = world.now + faults.amount(me, 0.0, 2 * scenario.retention_every)
+            if world.now >= next_action:  # an operator runs a command while clients write
+                self.operators.act(me, min_age=horizon)
+                next_action = world.now + faults.amount(me, 0.0, 2 * scenario.operator_every)
+        if not self.setup_failed and all(t.done for t in self.client_tasks):
+            # A last round under faults once the clients are done, free of the retry horizon: the schedule fires and
+            # an operator retains, so retention retires what the horizon kept, and may be cut short doing it.
+            scheduled = self.lambdas.retention()
+            self.retention_runs.append(scheduled)
+            retain = self.operators.act(me, only=("retain", "retain --delete"))
+            for task in (scheduled, retain):
+                if task is not None:
+                    world.join(task, timeout=scenario.liveness_bound)
         faults.active = False
+        # What is in the DLQ now got there under faults (some of it may be hidden: an operator's redrive that
+        # failed half-way leaves its messages in flight there for a while); only later arrivals count.
+        self._dead_seen.update(m["MessageId"] for m in self.sqs.messages(self.dlq_url))
         self.sqs.set_max_receive_count(self.queue_url, self.topology.queue.maxReceiveCount or 1000)
         self._redrive()  # what the faults parked in the DLQ, as an operator answering its alarm would
         bound = world.now + scenario.liveness_bound
+        calm = world.now
         while world.now < bound:
-            # Without faults no job should reach the DLQ again: each one that does is counted (a violation), then
-            # redriven so the other checks can go on.
-            self.dlq_after_faults += self._redrive()
-            if self._quiet():
+            # Without faults no job should reach the DLQ again: each one that does is counted (a violation, naming
+            # the job), then redriven so the other checks can go on.
+            self._redrive(after_faults=True)
+            self._finish_retention()
+            if (self._quiet() and self.scenario.finish_retention
+                    and not any(t.started >= calm for t in self.retention_runs)):
+                # The schedule goes on after the faults: its next run retires what became old enough meanwhile
+                # (after a half-done run, it is also the run that finishes it).
+                self.retention_runs.append(self.lambdas.retention())
+            elif self._quiet():
                 self.quiescent = True
                 break
             world.sleep(30.0)
@@ -165,9 +212,16 @@ class _Run:
                 self.world.kill(task, "supervisor restart")
         self.pollers.restart()
 
-    def _redrive(self) -> int:
+    def _redrive(self, *, after_faults: bool = False) -> int:
         if not sum(self.sqs.depth(self.dlq_url)):
             return 0
+        if after_faults:
+            dead = self.lambdas.jobs.dead_after_faults
+            for message in self.sqs.messages(self.dlq_url):
+                key = job_key(message["Body"])
+                if key is not None and message["MessageId"] not in self._dead_seen:
+                    self._dead_seen.add(message["MessageId"])
+                    dead[key] = dead.get(key, 0) + 1
         moved = 0
         takeover = int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
         try:
@@ -178,8 +232,58 @@ class _Run:
         self.world.notify(self.pollers.queue_signal)
         return moved
 
+    def _horizon(self) -> float:
+        """The minimum age retention keeps while clients write (Scenario.retry_horizon), 0 once they are done."""
+        writing = not self.client_tasks or not all(t.done for t in self.client_tasks)
+        return (self.scenario.retry_horizon or 0.0) if writing else 0.0
+
+    def _finish_retention(self) -> None:
+        """Run again what retention left half done, one run at a time: first each ``log retain`` cut short (in its
+        form: a ``--delete`` cut short must end as a deletion, an archive run would refuse the half-deleted
+        segment), then the scheduled function until a whole pass from the first log ends clean."""
+        if not self._retention_pending() or self._busy(("retention", "operator")):
+            return
+        self.finishing += 1
+        if self.finishing > FINISH_RUNS:
+            left = [f"`seglog log retain{'' if r.policy.archive else ' --delete'}` of log {r.log_id}"
+                    for r in self.operators.unfinished] or ["the scheduled retention function's pass"]
+            self.unfinished.append(Violation(invariant="I5", message=f"retention cut short could not be finished in "
+                                                                     f"{FINISH_RUNS} runs after the faults stopped: "
+                                                                     f"{', '.join(left)}"))
+            return
+        if self.operators.unfinished:
+            self.operators.retain(self.operators.unfinished.pop(0))
+        else:
+            self.retention_runs.append(self.lambdas.retention())
+
+    def _retention_pending(self) -> bool:
+        """Retention was cut short and is not finished yet (nor given up on)."""
+        return (self.scenario.finish_retention and self.finishing <= FINISH_RUNS
+                and (bool(self.operators.unfinished) or self._schedule_unfinished()))
+
+    def _schedule_unfinished(self) -> bool:
+        """A scheduled run was cut short (killed, failed on a log, stopped by its deadline) and no clean run from
+        the first log started after it ended."""
+        def clean(task: Task) -> bool:
+            r = task.result
+            return (task.killed is None and task.error is None and isinstance(r, dict) and bool(r.get("complete"))
+                    and not r.get("failed"))
+
+        ended = [t for t in self.retention_runs if t.done]
+        cut = [t.ended or 0.0 for t in ended if not clean(t)]
+        if not cut:
+            return False
+        last = max(cut)
+        return not any(clean(t) and t.result.get("resumed_after") is None and t.started >= last for t in ended)
+
+    def _busy(self, kinds: tuple[str, ...]) -> bool:
+        me = self.world.current
+        return any(not t.done for t in self.world.tasks if t.kind in kinds and t is not me)
+
     def _quiet(self) -> bool:
-        if any(not t.done for t in self.world.tasks if t.kind in ("api", "router", "worker", "retention", "client")):
+        if self._busy(("api", "router", "worker", "retention", "client", "operator")):
+            return False
+        if self._retention_pending():
             return False
         if sum(self.sqs.depth(self.queue_url)) or sum(self.sqs.depth(self.dlq_url)):
             return False
@@ -193,6 +297,8 @@ class _Run:
 
 def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) -> _Run:
     rng = random.Random(seed)
+    # The seed's own scenario, from a generator of its own: the draws below stay where they were.
+    scenario = scenario.draw(random.Random(seed * 7_919 + 104_729))
     topology = load_topology(None, scenario.parameters)
     world = World()
     profile = Profile.draw(random.Random(rng.getrandbits(64)), scenario.faults)
@@ -218,9 +324,14 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     }
     lambdas = Lambdas.build(world, cloud, faults, topology, scenario, random.Random(rng.getrandbits(64)), clients,
                             queue_url)
+    lambdas.jobs.start = world.start
     pollers = Pollers(world=world, faults=faults, lambdas=lambdas, ddb=ddb, sqs=sqs, queue_url=queue_url)
     routes = tuple(r for r in topology.config.http_routes if r.function == topology.api.logical_id)
     gateway = Gateway(world=world, faults=faults, lambdas=lambdas, routes=routes)
+    logs: list[uuid.UUID] = []
+    operators = Operators(world=world, faults=faults, scenario=scenario, topology=topology, lambdas=lambdas, ddb=ddb,
+                          s3=s3, queue_url=queue_url, dlq_url=dlq_url, logs=logs,
+                          on_redrive=lambda: world.notify(pollers.queue_signal))
 
     def on_write(service: str, operation: str, params: dict[str, Any]) -> None:
         if service == "sqs" and operation in _QUEUE_WRITES:
@@ -230,8 +341,9 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
 
     cloud.on_write = on_write
     return _Run(seed=seed, scenario=scenario, topology=topology, world=world, faults=faults, ddb=ddb, sqs=sqs, s3=s3,
-                cloud=cloud, lambdas=lambdas, pollers=pollers, queue_url=queue_url, dlq_url=dlq_url,
-                clients=Clients(world=world, faults=faults, lambdas=lambdas, scenario=scenario, gateway=gateway))
+                cloud=cloud, lambdas=lambdas, pollers=pollers, queue_url=queue_url, dlq_url=dlq_url, logs=logs,
+                clients=Clients(world=world, faults=faults, lambdas=lambdas, scenario=scenario, gateway=gateway),
+                operators=operators)
 
 
 def run_seed(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None) -> SeedResult:
@@ -258,17 +370,26 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
             world.close()
     ledger: Ledger = run.clients.ledger
     queues = {"the snapshot queue": run.sqs.depth(run.queue_url), "the DLQ": run.sqs.depth(run.dlq_url)}
-    stuck = [t.name for t in run.client_tasks if not t.done]
+    jobs = run.lambdas.jobs
     setup = next((t for t in world.tasks if t.name == "setup"), None)
     violations = [Violation(invariant="SIM", message=f"the logs could not be created: {setup.error!r}")
                   for _ in [0] if setup is not None and setup.error is not None]
-    violations += [Violation(invariant="I5", message=f"client {name} never finished its appends within "
-                                                     f"{run.scenario.client_bound:.0f} s") for name in stuck]
-    if run.dlq_after_faults:
-        violations.append(Violation(invariant="I5", message=f"{run.dlq_after_faults} jobs reached the DLQ after the "
-                                                            "faults stopped (maxReceiveCount used up without faults)"))
+    violations += [Violation(invariant="I5", log_id=t.tags.get("log_id"),
+                             message=f"client {t.name} never finished its appends within "
+                                     f"{run.scenario.client_bound:.0f} s") for t in run.client_tasks if not t.done]
+    violations += [named(Violation(invariant="I5", log_id=key[0], segment=key[1], entry=key[2],
+                                   message=f"its job reached the DLQ {times} time{'s' if times > 1 else ''} after the "
+                                           "faults stopped (maxReceiveCount used up without faults)"), jobs)
+                   for key, times in sorted(jobs.dead_after_faults.items())]
+    violations += run.unfinished + run.operators.violations
+    violations += [Violation(invariant="SIM", message=f"operator command {t.name} failed: "
+                                                      f"{type(t.error).__name__}: {t.error}")
+                   for t in world.tasks if t.kind == "operator" and t.error is not None
+                   and not isinstance(t.error, errors.SeglogError)]
+    waiting = [m["Body"] for url in (run.queue_url, run.dlq_url) for m in run.sqs.messages(url)]
     violations += check_run(ddb=run.ddb, s3=run.s3, topology=run.topology, logs=run.logs, ledger=ledger,
-                           quiescent=run.quiescent, queues=queues)
+                            quiescent=run.quiescent, queues=queues, jobs=jobs, waiting=waiting,
+                            running=[t.name for t in world.tasks if not t.done and t.kind != "poller"])
     snapshots = sum(1 for item in run.ddb.items(run.topology.entries_table, copy=False)
                     if item.get("T", {}).get("S") == "snap")
     stats = dict(run.pollers.stats)
@@ -277,10 +398,30 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
                   "loads": len(ledger.loads), "load pages": sum(load.pages for load in ledger.loads),
                   "syncs": len(ledger.syncs), "supervisor restarts": run.pollers.restarts,
                   **{f"refused as expected: {code}": n for code, n in ledger.expected_refusals.items()}})
+    stats["retention runs finishing one cut short"] = run.finishing
+    stats.update({f"operator {name}": count for name, count in run.operators.counts.items()})
+    waste = waste_counts(run.cloud.history, builds_completed=run.lambdas.invocations.counts.get("worker:completed", 0),
+                         receives=jobs.total_receives, jobs=len(jobs.receives), appends=ledger.appends)
     result = SeedResult(seed=seed, violations=violations, kinds=sorted(str(k) for k in run.faults.profile.rates),
                         fired=list(run.faults.fired), fault_counts=dict(run.faults.counts),
                         sites=dict(run.cloud.sites), operations=dict(run.cloud.operations),
                         invocations=dict(run.lambdas.invocations.counts), stats=stats, acknowledged=ledger.appends,
                         snapshots=snapshots, sim_seconds=world.now - world.start, steps=world.steps,
-                        history=run.cloud.history, quiescent=run.quiescent, meter=meter_of(run))
+                        history=run.cloud.history, quiescent=run.quiescent, meter=meter_of(run),
+                        scenario=run.scenario.describe(), retired=retired(run.ddb, run.topology, run.logs), waste=waste)
     return run, result
+
+
+def retired(ddb: SimDynamoDB, topology: Topology, logs: list[uuid.UUID]) -> int:
+    """Segments archived or deleted in the run: segment items with an archive (``A``) or a deletion time (``D``),
+    and the segments below each log's first item (deleted with their item, the legacy form)."""
+    first: dict[bytes, int] = {log_id.bytes: -1 for log_id in logs}
+    count = 0
+    for item in ddb.items(topology.segments_table, copy=False):
+        log = bytes(item["L"]["B"])
+        num = int(item["N"]["N"])
+        if "A" in item or "D" in item:
+            count += 1
+        if log in first and (first[log] < 0 or num < first[log]):
+            first[log] = num
+    return count + sum(max(0, num) for num in first.values())

@@ -1,12 +1,23 @@
 """The default scenario: a few clients on a few logs, snapshots and segments every few entries, every fault kind.
 
-Small numbers on purpose: a snapshot every 4 entries and a segment every 10 make each seed build several
-snapshots across segment boundaries with a few dozen appends, and 4-cell chunks give every build several chunks
-and checkpoints, so each seed passes through every step of the protocol in milliseconds of real time.
+Small numbers on purpose: a snapshot every few entries and a segment every few snapshots make each seed build
+several snapshots across segment boundaries with a few dozen appends, and 4-cell chunks give every build several
+chunks and checkpoints, so each seed passes through every step of the protocol in milliseconds of real time.
+
+Each seed draws its own variant (:meth:`Scenario.draw`, from the seed: replays stay bit for bit): how many logs
+and clients, how long the logs grow, segment and snapshot sizes, the large-body share and the
+retention policy. One fixed shape let a whole class hide: with a segment every 10 entries and two logs, about 2
+seeds in 1,000 ever archived a segment, so nothing after retention was ever exercised (issue 18).
+
+Operators act in every world (:mod:`seglog_sim.operators`): the scheduled retention function, ``seglog log
+retain`` (archive, or delete behind :attr:`Scenario.retain_delete`), ``seglog reprocess``, ``seglog redrive`` and
+``seglog rebuild`` (behind :attr:`Scenario.rebuild`) at drawn moments while clients write.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,3 +85,63 @@ class Scenario:
     #: segments are retired while jobs for them may still arrive (the template's week would never come).
     parameters: tuple[tuple[str, Any], ...] = field(
         default=(("RetentionKeep", 2), ("RetentionMinAgeSeconds", 30)))
+    #: Draw a variant per seed (:meth:`draw`); False runs this scenario as it is in every seed.
+    vary: bool = True
+    #: Operators (``seglog log retain``, ``reprocess``, ``redrive``, ``rebuild``) act at drawn moments: seconds
+    #: between two of their actions while the faults last (drawn up to twice this).
+    operator_every: float = 60.0
+    #: ``seglog log retain`` (archive form) among the operators' actions.
+    retain: bool = True
+    #: ``seglog log retain --delete`` among them. Off until the fixes of issue 18 are merged: verify is wrong on
+    #: mixed retention patterns, a late job for a deleted segment cycles for ever, rebuild rewrites history.
+    retain_delete: bool = False
+    #: ``seglog rebuild`` among them. Off until rebuild honours a pinned chunk size and retired history (issue 18).
+    rebuild: bool = False
+    #: ``seglog reprocess --since`` among them.
+    reprocess: bool = True
+    #: ``seglog redrive`` among them (besides the redrive fault, which models it at run level).
+    redrive: bool = True
+    #: Seconds every retention keeps a segment while clients write, standing in for the retry horizon issue 18
+    #: adds: without it, a retry whose ``since`` was retired meets a dead end (409 unknown_position, and doing
+    #: what the answer says stores the entry twice). None once the horizon is merged: the drawn policy applies
+    #: while clients write, as it already does once they are done.
+    retry_horizon: float | None = 900.0
+    #: After the faults stop, every retention run that was cut short is run again to its end, so verify judges
+    #: whole archives only (a run killed between its archive and its deletes leaves a half-retired segment that
+    #: only a later run finishes). False only in the test that shows what an unfinished run leaves.
+    finish_retention: bool = True
+
+    def draw(self, rng: random.Random) -> Scenario:
+        """This scenario's variant for one seed (itself when :attr:`vary` is False).
+
+        Drawn so that at least a quarter of seeds retire a segment: logs long enough for three segments or more
+        under a policy that keeps two, and segments that close quickly (a segment closes at a snapshot multiple
+        once its snapshot is complete, DESIGN §3).
+        """
+        if not self.vary:
+            return self
+        snapshot_every = rng.randint(3, 5)
+        low = rng.randint(4, 7)
+        return dataclasses.replace(
+            self,
+            logs=rng.randint(1, 3),
+            api_clients=rng.randint(2, 3),
+            library_clients=rng.randint(0, 2),
+            appends=(low, low + rng.randint(1, 4)),
+            snapshot_every=snapshot_every,
+            segment_entries=snapshot_every * rng.choice((1, 1, 2)),
+            large_share=round(rng.uniform(0.0, 0.35), 3),
+            retention_every=rng.choice((40.0, 60.0, 90.0)),
+            parameters=(("RetentionKeep", rng.choice((2, 2, 2, 3))),
+                        ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60)))),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What a seed's summary shows of its scenario."""
+        return {"logs": self.logs, "api_clients": self.api_clients, "library_clients": self.library_clients,
+                "appends": list(self.appends), "snapshot_every": self.snapshot_every,
+                "segment_entries": self.segment_entries, "large_share": self.large_share,
+                "retention_every": self.retention_every,
+                "parameters": dict(self.parameters),
+                "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
+                              if getattr(self, name)]}

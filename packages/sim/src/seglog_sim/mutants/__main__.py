@@ -4,6 +4,9 @@ JSON line.
 The mutant's import hook is installed before any seglog module is imported; then seeds START, START+1, ... run
 until one fails (the mutant is killed) or SEEDS have passed (it survived). With REPORT_DIR, the killing seed is
 drawn there (report.html, opening on its violation), by this process: only it runs the mutated code.
+
+The line carries the waste counts of the seeds run (seglog_sim.waste): a survivor's, next to those of NAME
+``baseline`` (the unmutated code over the same seeds), show what its guard saves.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 
-from seglog_sim.mutants.catalogue import by_name
+from seglog_sim.mutants.catalogue import BASELINE, by_name
 from seglog_sim.mutants.hook import install
 
 
@@ -20,7 +24,8 @@ def main(argv: list[str]) -> int:
     name, seeds, start = argv[0], int(argv[1]), int(argv[2])
     report_dir = argv[3] if len(argv) > 3 else None
     mutant = by_name(name)
-    install(mutant)
+    if mutant is not BASELINE:
+        install(mutant)
     from seglog_sim import quiet_logs
     from seglog_sim.run import run_seed
 
@@ -28,9 +33,12 @@ def main(argv: list[str]) -> int:
 
     started = time.perf_counter()
     outcome: dict[str, object] = {"mutant": name, "killed": False, "seeds_run": 0}
+    waste: Counter[str] = Counter()
     for seed in range(start, start + seeds):
         result = run_seed(seed)
         outcome["seeds_run"] = seed - start + 1
+        waste.update(result.waste)
+        outcome["waste"] = dict(waste)
         if not result.ok:
             outcome.update(killed=True, seed=seed, violations=[str(v) for v in result.violations[:3]])
             if report_dir is not None:

@@ -7,11 +7,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seglog_sim.mutants.catalogue import MUTANTS, Mutant
+from seglog_sim.waste import figures
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +26,8 @@ class MutantResult:
     error: str | None = None
     #: The killing seed's report.html, when one was asked for.
     report: str | None = None
+    #: The waste counts of the seeds run (seglog_sim.waste).
+    waste: dict[str, int] = field(default_factory=dict)
 
     @property
     def explained(self) -> bool:
@@ -35,11 +38,16 @@ class MutantResult:
     def ok(self) -> bool:
         return self.killed or self.explained
 
+    @property
+    def passed(self) -> bool:
+        """Every seed passed (what the unmutated baseline must do)."""
+        return not self.killed and self.error is None
+
     def to_dict(self) -> dict[str, Any]:
         return {"mutant": self.mutant.name, "module": self.mutant.module, "breaks": self.mutant.breaks,
                 "killed": self.killed, "seed": self.seed, "seeds_run": self.seeds_run, "seconds": self.seconds,
                 "violations": list(self.violations), "error": self.error, "survives": self.mutant.survives,
-                "report": self.report}
+                "report": self.report, "waste": figures(self.waste)}
 
 
 def run_mutant(mutant: Mutant, *, seeds: int = 1000, start: int = 1, report_dir: Path | None = None
@@ -57,7 +65,8 @@ def run_mutant(mutant: Mutant, *, seeds: int = 1000, start: int = 1, report_dir:
     data = json.loads(lines[-1])
     return MutantResult(mutant=mutant, killed=bool(data["killed"]), seeds_run=int(data["seeds_run"]),
                         seconds=float(data["seconds"]), seed=data.get("seed"),
-                        violations=tuple(data.get("violations", ())), report=data.get("report"))
+                        violations=tuple(data.get("violations", ())), report=data.get("report"),
+                        waste={k: int(v) for k, v in data.get("waste", {}).items()})
 
 
 def run_mutants(mutants: Sequence[Mutant] = MUTANTS, *, seeds: int = 1000, start: int = 1, jobs: int = 2,

@@ -1,0 +1,75 @@
+"""What happened to each snapshot job: its receives and its last outcome, so a stuck seed says what is stuck.
+
+The worker runner notes every message it hands to the worker (:meth:`Jobs.received`) and what the worker did
+with it (:meth:`Jobs.ended`); an invocation that dies first leaves its receive without an outcome, and
+:meth:`Jobs.last` then says how it died. A liveness violation names the job by (log, segment, entry) and quotes
+that last outcome, so no seed needs a replay to be understood (issue 18).
+
+The same notes give two of the waste figures (:mod:`seglog_sim.waste`): receives per job, and the jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from seglog_core.schema import SNAPSHOT_JOB_DECODER
+from seglog_sim.world import Task
+
+#: A job: (log id, segment, entry).
+Key = tuple[str, int, int]
+
+
+def job_key(body: str | bytes) -> Key | None:
+    """The job a message body names; None for a body that is no snapshot job."""
+    try:
+        job = SNAPSHOT_JOB_DECODER.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return job.log, job.segment, job.entry
+
+
+@dataclass(kw_only=True)
+class _Receive:
+    task: Task
+    at: float
+    receive_count: int
+    outcome: str | None = None
+
+
+@dataclass(kw_only=True)
+class Jobs:
+    """Every job's receives and its last one's outcome."""
+
+    #: The world's start: times are told in simulated seconds from it, as the history tells them.
+    start: float = 0.0
+    receives: dict[Key, int] = field(default_factory=dict)
+    _last: dict[Key, _Receive] = field(default_factory=dict)
+    #: Times each job reached the DLQ after the faults stopped (seen by the operator before it redrives).
+    dead_after_faults: dict[Key, int] = field(default_factory=dict)
+
+    def received(self, body: str | bytes, task: Task, at: float, receive_count: int) -> Key | None:
+        key = job_key(body)
+        if key is not None:
+            self.receives[key] = self.receives.get(key, 0) + 1
+            self._last[key] = _Receive(task=task, at=at, receive_count=receive_count)
+        return key
+
+    def ended(self, key: Key | None, outcome: str) -> None:
+        if key is not None and key in self._last:
+            self._last[key].outcome = outcome
+
+    @property
+    def total_receives(self) -> int:
+        return sum(self.receives.values())
+
+    def last(self, key: Key) -> str:
+        """The job's last outcome, in words."""
+        r = self._last.get(key)
+        if r is None:
+            return "no worker ever received its job"
+        outcome = r.outcome
+        if outcome is None:
+            outcome = f"killed ({r.task.killed})" if r.task.killed is not None else "no outcome (still running)"
+        return f"{outcome} in {r.task.name} at {r.at - self.start:.1f} s, receive {r.receive_count}"
