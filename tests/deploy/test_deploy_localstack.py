@@ -301,7 +301,8 @@ def test_roles_carry_exactly_the_templates_inline_and_managed_policies(deployed:
     resolver = deployed.resolver()
     iam = deployed.target.client("iam")
     roles = of_type(resolver, "AWS::IAM::Role")
-    assert 4 == len(roles)
+    # One role per function, as SAM makes it (the snapshot sweep's included).
+    assert {f"{fn}Role" for fn in of_type(resolver, "AWS::Lambda::Function")} == set(roles)
     for lid, resource in roles.items():
         props = resolver.resolve(resource["Properties"])
         name = resolver.physical[lid]
