@@ -233,9 +233,15 @@ class _Run:
         return moved
 
     def _horizon(self) -> float:
-        """The minimum age retention keeps while clients write (Scenario.retry_horizon), 0 once they are done."""
+        """The minimum age retention keeps while clients write, 0 once they are done: Scenario.retry_horizon, else
+        the deployment's retry horizon (RetentionMinAgeSeconds), which an operator's ``log retain`` must keep too
+        (README "Appending exactly once": the guarantee of a 410 since_retired rests on it)."""
         writing = not self.client_tasks or not all(t.done for t in self.client_tasks)
-        return (self.scenario.retry_horizon or 0.0) if writing else 0.0
+        if not writing:
+            return 0.0
+        if self.scenario.retry_horizon is not None:
+            return self.scenario.retry_horizon
+        return float(self.topology.retention.Environment.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "0"))
 
     def _finish_retention(self) -> None:
         """Run again what retention left half done, one run at a time: first each ``log retain`` cut short (in its

@@ -101,11 +101,10 @@ class Scenario:
     reprocess: bool = True
     #: ``seglog redrive`` among them (besides the redrive fault, which models it at run level).
     redrive: bool = True
-    #: Seconds every retention keeps a segment while clients write, standing in for the retry horizon issue 18
-    #: adds: without it, a retry whose ``since`` was retired meets a dead end (409 unknown_position, and doing
-    #: what the answer says stores the entry twice). None once the horizon is merged: the drawn policy applies
-    #: while clients write, as it already does once they are done.
-    retry_horizon: float | None = 900.0
+    #: Seconds every retention keeps a segment while clients write, on top of the drawn policy. None since issue
+    #: 18's retry horizon landed: the drawn RetentionMinAgeSeconds is the horizon, and a retry whose ``since`` was
+    #: retired is answered or refused with 410 since_retired (a stand-in of 900 s kept that dead end out of reach).
+    retry_horizon: float | None = None
     #: After the faults stop, every retention run that was cut short is run again to its end, so verify judges
     #: whole archives only (a run killed between its archive and its deletes leaves a half-retired segment that
     #: only a later run finishes). False only in the test that shows what an unfinished run leaves.
