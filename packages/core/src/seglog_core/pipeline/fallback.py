@@ -27,6 +27,7 @@ that over every completed snapshot under the same keys — the deleted history l
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +35,8 @@ from dataclasses import dataclass, field
 import msgspec
 import structlog
 
-from seglog_core.errors import BlobNotFoundError
-from seglog_core.pipeline.worker import pinned_chunk_cells
+from seglog_core.errors import BlobNotFoundError, SnapshotCompleteError
+from seglog_core.pipeline.worker import Checkpoint, PendingClaims
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore
 from seglog_core.retention import read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Body, Entry, EntryType, SnapshotJob
@@ -105,6 +106,9 @@ class RebuildReport:
     refused: list[tuple[int, int, str]] = field(default_factory=list)
     #: Incomplete snapshots that cannot be built: the history before them is gone and no completed snapshot since.
     unbuildable: list[tuple[int, int]] = field(default_factory=list)
+    #: Incomplete snapshots left to the pipeline: one a worker holds a live claim on, and every incomplete one
+    #: after it (they complete after it, I4). Their jobs complete them.
+    left: list[tuple[int, int]] = field(default_factory=list)
     #: Segments whose entries are gone (retention deleted them, or is deleting them; an archive is lost).
     gone: list[int] = field(default_factory=list)
     strays: list[str] = field(default_factory=list)
@@ -117,7 +121,7 @@ class RebuildReport:
     def to_dict(self) -> dict[str, object]:
         return {"ok": self.ok, "snapshots": self.snapshots, "completed": self.completed, "restored": self.restored,
                 "started_from": self.started_from, "refused": self.refused, "unbuildable": self.unbuildable,
-                "gone": self.gone, "strays": self.strays}
+                "left": self.left, "gone": self.gone, "strays": self.strays}
 
 
 @dataclass(frozen=True)
@@ -189,14 +193,26 @@ def _readable(blobs: BlobStore, root: str) -> bool:
 
 
 def rebuild(store: LogStore, blobs: BlobStore, pending: PendingStore, log_id: uuid.UUID, *,
-            body_of: Callable[[Entry], Body], chunk_cells: int = DEFAULT_CHUNK_CELLS) -> RebuildReport:
+            body_of: Callable[[Entry], Body], chunk_cells: int = DEFAULT_CHUNK_CELLS, takeover_after: int = 60,
+            clock: Callable[[], float] = time.time, claimer: str | None = None) -> RebuildReport:
     """Recreate the snapshots of a log from the log itself, in order, completing those not yet complete; see the
     module for what it never does. Archived segments are read from their archives.
+
+    Args:
+        chunk_cells: the chunk size of a snapshot rebuild claims first (one whose build is in progress is cut as
+            its first claim pinned).
+        takeover_after: the worker's takeover timeout (the stack's SnapshotTakeoverSeconds): a claim untouched for
+            longer is taken over, a fresher one is left to its worker.
+        claimer: the id rebuild claims pending items under (default: ``rebuild-`` and a new uuid); no queue
+            message has it.
 
     Objects under a snapshot's prefix that its root does not reference (a build with another chunk size) are
     reported, not deleted: a worker may be using them.
     """
-    report = RebuildReport()
+    run = _Rebuild(store=store, blobs=blobs, pending=pending, body_of=body_of, chunk_cells=chunk_cells,
+                   claims=PendingClaims(pending=pending, takeover_after=takeover_after), clock=clock,
+                   claimer=_RebuildClaimer(claimer or f"rebuild-{uuid.uuid4()}"))
+    report = run.report
     previous: str | None = None  # the root holding the fold so far; None: unknown, the history before is gone
     bodies: list[Body] = []
     for span in _history(store, blobs, log_id):
@@ -206,40 +222,73 @@ def rebuild(store: LogStore, blobs: BlobStore, pending: PendingStore, log_id: uu
             continue
         for entry in span.entries:
             if entry.type is EntryType.SNAPSHOT:
-                moved, previous = _snapshot(report, store, blobs, pending, entry, previous, bodies, live=span.live,
-                                            chunk_cells=chunk_cells)
+                moved, previous = run.snapshot(entry, previous, bodies, live=span.live)
                 if moved:
                     bodies = []
             elif entry.type is not EntryType.END_SEGMENT and previous is not None:
                 bodies.append(body_of(entry))
     log.info("rebuilt", log_id=str(log_id), snapshots=report.snapshots, completed=len(report.completed),
              restored=len(report.restored), started_from=report.started_from, refused=report.refused,
-             unbuildable=report.unbuildable, gone=report.gone)
+             unbuildable=report.unbuildable, left=report.left, gone=report.gone)
     return report
 
 
-def _snapshot(report: RebuildReport, store: LogStore, blobs: BlobStore, pending: PendingStore, entry: Entry,
-              previous: str | None, bodies: Sequence[Body], *, live: bool, chunk_cells: int) -> tuple[bool, str | None]:
-    """Judge, build or skip one Snapshot entry. Returns whether the fold moved to it (its bodies are folded in)
-    and the root holding the fold from here (None: unknown)."""
-    log_id, at, root = entry.log_id, (entry.segment, entry.num), entry.snapshot_root
-    if at == (0, 0) and root == EMPTY_SNAPSHOT_ROOT:
-        return True, root  # the log's creation: the empty document, complete from the start
-    if previous is None:  # the history before is gone: only a stored state can start the fold again
-        if root is not None and _readable(blobs, root):
-            report.started_from.append(at)
-            return True, root
+@dataclass(frozen=True)
+class _RebuildClaimer:
+    """Rebuild as a claimer of pending items (:class:`~seglog_core.pipeline.worker.Claimer`)."""
+
+    message_id: str
+
+
+@dataclass(kw_only=True)
+class _Rebuild:
+    """One rebuild run of one log: the stores, the claim rules it shares with the worker, and its report."""
+
+    store: LogStore
+    blobs: BlobStore
+    pending: PendingStore
+    body_of: Callable[[Entry], Body]
+    chunk_cells: int
+    claims: PendingClaims
+    clock: Callable[[], float]
+    claimer: _RebuildClaimer
+    report: RebuildReport = field(default_factory=RebuildReport)
+
+    def snapshot(self, entry: Entry, previous: str | None, bodies: Sequence[Body], *,
+                 live: bool) -> tuple[bool, str | None]:
+        """Judge, build or skip one Snapshot entry. Returns whether the fold moved to it (its bodies are folded in)
+        and the root holding the fold from here (None: unknown)."""
+        report, blobs = self.report, self.blobs
+        log_id, at, root = entry.log_id, (entry.segment, entry.num), entry.snapshot_root
+        if at == (0, 0) and root == EMPTY_SNAPSHOT_ROOT:
+            return True, root  # the log's creation: the empty document, complete from the start
+        if previous is None:  # the history before is gone: only a stored state can start the fold again
+            if root is not None and _readable(blobs, root):
+                report.started_from.append(at)
+                return True, root
+            if root is None:
+                report.unbuildable.append(at)
+            else:
+                report.refused.append((*at, "its stored state cannot be read and the history before it is gone"))
+            return True, None
+        if root is None and not live:
+            return False, previous  # in retired history: it can never complete, and the fold goes on past it
         if root is None:
-            report.unbuildable.append(at)
-        else:
-            report.refused.append((*at, "its stored state cannot be read and the history before it is gone"))
-        return True, None
-    if root is None and not live:
-        return False, previous  # in retired history: it can never complete, and the fold goes on past it
-    report.snapshots += 1
-    pinned = pinned_chunk_cells(pending.get(log_id, *at)) if root is None else None
-    fold = SnapshotBuild(blobs, log_id, entry.segment, entry.num, previous, bodies, chunk_cells=pinned or chunk_cells)
-    if root is not None:
+            if report.left:  # an earlier one is its worker's: this one completes after it (I4), by its own job
+                report.left.append(at)
+                return False, previous
+            built = self._build(entry, previous, bodies)
+            if isinstance(built, Entry):  # completed by a worker meanwhile: judged as completed
+                return self.snapshot(built, previous, bodies, live=live)
+            if built is None:
+                report.left.append(at)
+                return False, previous  # the fold goes on past it in memory, as past a snapshot in retired history
+            report.snapshots += 1
+            report.completed.append(at)
+            report.strays += stray_keys(blobs, built)
+            return True, built
+        report.snapshots += 1
+        fold = SnapshotBuild(blobs, log_id, entry.segment, entry.num, previous, bodies, chunk_cells=self.chunk_cells)
         try:
             if _differs(fold, blobs, root):
                 report.refused.append((*at, "its stored state differs from the fold of the log: left as it is"))
@@ -251,11 +300,58 @@ def _snapshot(report: RebuildReport, store: LogStore, blobs: BlobStore, pending:
             return True, None
         except _Lost:
             report.restored.append(at)  # its objects are gone: write them again with the state it was completed with
-    built = fold.run()
-    if root is None:
-        store.set_snapshot_root(log_id, entry.segment, entry.num, built)
-        store.advance_snapshot(log_id, entry.segment, entry.num)
-        pending.delete(log_id, entry.segment, entry.num)
-        report.completed.append(at)
-    report.strays += stray_keys(blobs, built)
-    return True, built
+        built = fold.run()
+        report.strays += stray_keys(blobs, built)
+        return True, built
+
+    def _build(self, entry: Entry, previous: str, bodies: Sequence[Body]) -> str | Entry | None:
+        """Build and complete an incomplete snapshot the way the worker does, under a claim of rebuild's own (see
+        the module). Returns its root; the entry as completed meanwhile by another builder; or None: left to the
+        builder that holds its claim."""
+        store, pending = self.store, self.pending
+        log_id, segment, num = entry.log_id, entry.segment, entry.num
+        increment = self._claim(entry)
+        if not isinstance(increment, int):
+            return increment
+        resumed = Checkpoint.of(pending.get(log_id, segment, num))
+        build = SnapshotBuild(self.blobs, log_id, segment, num, previous, bodies,
+                              chunk_cells=resumed.chunk_cells or self.chunk_cells)
+        # Step 5: after each chunk, checkpoint under our increment; a taker (we stalled past the takeover timeout)
+        # raised it, and then finishes the snapshot in our place.
+        for chunk in build.chunks(resumed.next_chunk):
+            self.blobs.put(chunk.key, chunk.data)
+            state = Checkpoint(next_chunk=chunk.index + 1, chunk_cells=build.chunk_cells).encode()
+            if not pending.checkpoint(log_id, segment, num, increment=increment, state=state, now=int(self.clock())):
+                return None
+        key, data = build.root()
+        self.blobs.put(key, data)
+        # Step 6, in the worker's order: R, S, the pending item (a crash between two: the next job redoes the rest).
+        store.set_snapshot_root(log_id, segment, num, key)
+        store.advance_snapshot(log_id, segment, num)
+        pending.delete(log_id, segment, num)
+        return key
+
+    def _claim(self, entry: Entry) -> int | Entry | None:
+        """Steps 2 and 4 for rebuild: our increment; the entry, completed meanwhile; or None: another builder
+        holds a live claim (or our claim's answer was lost: it goes stale and the snapshot's job takes it over)."""
+        store, pending = self.store, self.pending
+        log_id, segment, num = entry.log_id, entry.segment, entry.num
+        now = int(self.clock())
+        increment: int | None = None
+        try:  # create the pending item, or become its claimer (a stale claim is taken over)
+            if self.claims.upsert(self.claimer, log_id, segment, num, now):
+                # Our chunk size is pinned, unless a build in progress pinned one first.
+                increment = pending.claim(log_id, segment, num, self.claimer.message_id, now=now,
+                                          takeover_after=self.claims.takeover_after,
+                                          initial_state=Checkpoint(chunk_cells=self.chunk_cells).encode())
+        except SnapshotCompleteError:
+            pass  # completed since the log was read: the read below says so
+        # Completed meanwhile? The pending item goes only after R is set, so one consistent read now tells (the
+        # worker's guard, seed 742).
+        current = store.get_entry(log_id, segment, num)
+        if current is not None and current.snapshot_root is not None:
+            if increment is not None:  # our item outlived the completion: its last steps, as the worker's step 1
+                store.advance_snapshot(log_id, segment, num)
+                pending.delete(log_id, segment, num)
+            return current
+        return increment
