@@ -1,9 +1,9 @@
 """Manual fallbacks (seed 001 "Manual Fallback", DESIGN §5): reprocess from a date, rebuild from the log.
 
 Both are safe while the pipeline runs: reprocess only adds jobs (duplicates are absorbed by the worker) and
-removes the discardable tag only from bodies an entry references; rebuild writes the same deterministic
-chunk keys and bytes the worker writes (with the chunk size a build in progress pinned) and completes snapshots
-in log order.
+removes the discardable tag only from bodies an entry references; rebuild builds a snapshot only under a claim of
+its own in the worker's protocol (below), so it and a worker never cut one snapshot two ways, and completes
+snapshots in log order.
 
 Both respect retention (DESIGN §3, §5). Reprocess sends no job for a retired segment (archived, deleted, or half
 deleted by a run that stopped). Rebuild folds the history that is left, segment by segment, and never writes a
@@ -19,9 +19,46 @@ that over every completed snapshot under the same keys — the deleted history l
   an archive lost), the fold starts again at the next completed snapshot whose stored state can be read, taken
   as given (``started_from``). Incomplete snapshots before it cannot be built and are reported (``unbuildable``);
   nothing is ever built from an empty sheet past retired history.
-* An incomplete snapshot is built and completed only in a live segment (its entries in the table); one whose
-  build is in progress is cut with the chunk size its first claim pinned (pending item checkpoint), so the
-  worker and rebuild write the same bytes under each chunk key.
+* An incomplete snapshot is built and completed only in a live segment (its entries in the table), and only
+  under a claim of rebuild's own, as a worker's message would hold it (DESIGN §5 steps 2, 4-6; the pending upsert
+  is the worker's own :class:`~seglog_core.pipeline.worker.PendingClaims`): rebuild creates the pending item or
+  becomes its claimer (a claim untouched for the takeover timeout is taken over), claims it, pinning its chunk
+  size unless a build in progress pinned one first, checkpoints under its increment after each chunk, and
+  completes R, S, pending delete. A live claim of another builder is left to it, and so is every incomplete
+  snapshot after it (they complete after it, I4): ``left``, their jobs complete them.
+
+Why the claim, not a look at the pinned size (``Scenario(rebuild=True)``, seed 79): rebuild read the pending item,
+found no checkpoint yet, and cut the snapshot with its own size; the job that had created the item was only
+waiting for its turn, and claimed and cut it with another (a second code version) under the same chunk keys::
+
+    job m1 (chunk 7)                    pending item 2/9             rebuild (chunk 4)
+      create, Q=m1; defer (order)  -->  {Q: m1, A: false, S: -}
+                                        {Q: m1, A: false, S: -}  <-- read: nothing pinned, cut at 4
+      claim: A, X=1, S={7} ------->     {Q: m1, A: true, S: {7}}     chunks 0, 1 (cut at 4)
+      chunk 0 (cut at 7) over rebuild's chunk 0                      root -> chunks 0, 1
+      root -> chunk 0; R, S, delete                                  R, S, delete
+                                        the last root wins: chunk 1 orphaned (I6), or a root whose chunk 0
+                                        is the other cut's (I3)
+
+Now both go through the same item, whose conditional writes let one builder at a time hold the claim::
+
+    job m1 (chunk 7)                    pending item 2/9             rebuild (chunk 4, claimer "rebuild-...")
+      create, Q=m1; defer (order)  -->  {Q: m1, M: t0}
+                                        {Q: m1, M: t0}           <-- upsert: Q is m1's, M fresh: left to m1
+      claim, cut at 7, complete                                      (and every incomplete snapshot after)
+    or, rebuild first:
+                                        {Q: rb, A: true, S: {4}} <-- create Q=rb; claim, pin 4; chunk, checkpoint
+      upsert: Q is rebuild's, M fresh:
+        hidden until the claim is stale                              ... R, S, delete
+      back: R is set: step 1, done
+    or, rebuild stalls past the takeover timeout (or dies) after its claim:
+      take over, claim X+1, cut at 4 -> {Q: m1, X: 2, S: {4, n}}     checkpoint: X is 2, refused: stops, left
+
+Only the holder of the highest increment gets past a checkpoint, and every cut follows the chunk size in ``S``,
+pinned once by the first claim: a builder taken over writes at most one more chunk, the bytes its taker writes
+under that key, and every root written references chunks of one cut. Rebuild's claim gets no
+message; a job for the snapshot exists while it is incomplete (the router's, a reprocess, the sweep's), so a
+claim rebuild leaves behind (it died) goes stale and that job takes it over, as after a worker's death.
 """
 
 from __future__ import annotations
