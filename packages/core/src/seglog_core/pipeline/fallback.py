@@ -259,7 +259,7 @@ def rebuild(store: LogStore, blobs: BlobStore, pending: PendingStore, log_id: uu
             continue
         for entry in span.entries:
             if entry.type is EntryType.SNAPSHOT:
-                moved, previous = run.snapshot(entry, previous, bodies, live=span.live)
+                moved, previous = _snapshot(run, entry, previous, bodies, live=span.live)
                 if moved:
                     bodies = []
             elif entry.type is not EntryType.END_SEGMENT and previous is not None:
@@ -291,57 +291,7 @@ class _Rebuild:
     claimer: _RebuildClaimer
     report: RebuildReport = field(default_factory=RebuildReport)
 
-    def snapshot(self, entry: Entry, previous: str | None, bodies: Sequence[Body], *,
-                 live: bool) -> tuple[bool, str | None]:
-        """Judge, build or skip one Snapshot entry. Returns whether the fold moved to it (its bodies are folded in)
-        and the root holding the fold from here (None: unknown)."""
-        report, blobs = self.report, self.blobs
-        log_id, at, root = entry.log_id, (entry.segment, entry.num), entry.snapshot_root
-        if at == (0, 0) and root == EMPTY_SNAPSHOT_ROOT:
-            return True, root  # the log's creation: the empty document, complete from the start
-        if previous is None:  # the history before is gone: only a stored state can start the fold again
-            if root is not None and _readable(blobs, root):
-                report.started_from.append(at)
-                return True, root
-            if root is None:
-                report.unbuildable.append(at)
-            else:
-                report.refused.append((*at, "its stored state cannot be read and the history before it is gone"))
-            return True, None
-        if root is None and not live:
-            return False, previous  # in retired history: it can never complete, and the fold goes on past it
-        if root is None:
-            if report.left:  # an earlier one is its worker's: this one completes after it (I4), by its own job
-                report.left.append(at)
-                return False, previous
-            built = self._build(entry, previous, bodies)
-            if isinstance(built, Entry):  # completed by a worker meanwhile: judged as completed
-                return self.snapshot(built, previous, bodies, live=live)
-            if built is None:
-                report.left.append(at)
-                return False, previous  # the fold goes on past it in memory, as past a snapshot in retired history
-            report.snapshots += 1
-            report.completed.append(at)
-            report.strays += stray_keys(blobs, built)
-            return True, built
-        report.snapshots += 1
-        fold = SnapshotBuild(blobs, log_id, entry.segment, entry.num, previous, bodies, chunk_cells=self.chunk_cells)
-        try:
-            if _differs(fold, blobs, root):
-                report.refused.append((*at, "its stored state differs from the fold of the log: left as it is"))
-                return True, None
-            report.strays += stray_keys(blobs, root)
-            return True, root
-        except SnapshotFormatError as exc:
-            report.refused.append((*at, f"this code cannot read its stored state ({exc}): left as it is"))
-            return True, None
-        except _Lost:
-            report.restored.append(at)  # its objects are gone: write them again with the state it was completed with
-        built = fold.run()
-        report.strays += stray_keys(blobs, built)
-        return True, built
-
-    def _build(self, entry: Entry, previous: str, bodies: Sequence[Body]) -> str | Entry | None:
+    def build(self, entry: Entry, previous: str, bodies: Sequence[Body]) -> str | Entry | None:
         """Build and complete an incomplete snapshot the way the worker does, under a claim of rebuild's own (see
         the module). Returns its root; the entry as completed meanwhile by another builder; or None: left to the
         builder that holds its claim."""
@@ -392,3 +342,55 @@ class _Rebuild:
                 pending.delete(log_id, segment, num)
             return current
         return increment
+
+
+def _snapshot(run: _Rebuild, entry: Entry, previous: str | None, bodies: Sequence[Body], *,
+              live: bool) -> tuple[bool, str | None]:
+    """Judge, build or skip one Snapshot entry. Returns whether the fold moved to it (its bodies are folded in)
+    and the root holding the fold from here (None: unknown)."""
+    report, blobs = run.report, run.blobs
+    log_id, at, root = entry.log_id, (entry.segment, entry.num), entry.snapshot_root
+    if at == (0, 0) and root == EMPTY_SNAPSHOT_ROOT:
+        return True, root  # the log's creation: the empty document, complete from the start
+    if previous is None:  # the history before is gone: only a stored state can start the fold again
+        if root is not None and _readable(blobs, root):
+            report.started_from.append(at)
+            return True, root
+        if root is None:
+            report.unbuildable.append(at)
+        else:
+            report.refused.append((*at, "its stored state cannot be read and the history before it is gone"))
+        return True, None
+    if root is None and not live:
+        return False, previous  # in retired history: it can never complete, and the fold goes on past it
+    if root is None:
+        if report.left:  # an earlier one is left to its job: this one completes after it (I4), by its own job
+            report.left.append(at)
+            return False, previous
+        built = run.build(entry, previous, bodies)
+        if built is None:
+            report.left.append(at)
+            return False, previous  # the fold goes on past it in memory, as past a snapshot in retired history
+        if isinstance(built, str):
+            report.snapshots += 1
+            report.completed.append(at)
+            report.strays += stray_keys(blobs, built)
+            return True, built
+        root = built.snapshot_root  # completed by another builder meanwhile: judged as every completed one
+    report.snapshots += 1
+    fold = SnapshotBuild(blobs, log_id, entry.segment, entry.num, previous, bodies, chunk_cells=run.chunk_cells)
+    if root is not None:
+        try:
+            if _differs(fold, blobs, root):
+                report.refused.append((*at, "its stored state differs from the fold of the log: left as it is"))
+                return True, None
+            report.strays += stray_keys(blobs, root)
+            return True, root
+        except SnapshotFormatError as exc:
+            report.refused.append((*at, f"this code cannot read its stored state ({exc}): left as it is"))
+            return True, None
+        except _Lost:
+            report.restored.append(at)  # its objects are gone: write them again with the state it was completed with
+    built = fold.run()
+    report.strays += stray_keys(blobs, built)
+    return True, built
