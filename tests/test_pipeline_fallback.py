@@ -185,9 +185,10 @@ def test_cli_rebuild_after_retain_delete_keeps_every_snapshot_and_verify_is_clea
     b = driver.backend
     segments = [s.num for s in b.store.segments(log_id)]
     assert len(segments) >= 4
-    retained = runner.invoke(cli, ["log", "retain", str(log_id), "--keep", str(len(segments) - 1), "--delete"])
+    retained = runner.invoke(cli, ["log", "retain", str(log_id), "--keep", str(len(segments) - 1), "--delete",
+                                     "--min-age-days", "0"])
     assert (0, "deleted segments [0]") == (retained.exit_code, retained.stdout.strip())
-    archived = runner.invoke(cli, ["log", "retain", str(log_id), "--keep", "2"])
+    archived = runner.invoke(cli, ["log", "retain", str(log_id), "--keep", "2", "--min-age-days", "0"])
     assert 0 == archived.exit_code
     before = {key: b.blobs.get(key) for key in b.blobs.keys(f"snapshots/{log_id}/")}
     rebuilt = runner.invoke(cli, ["rebuild", str(log_id), "--json"])

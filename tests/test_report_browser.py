@@ -19,7 +19,7 @@ from seglog_report.model import decode
 
 #: A mutant the simulator kills with this seed: the worker's order check removed, a snapshot completes after a
 #: later one (I4) — a real failing run, made by the real (mutated) worker code.
-MUTANT, SEED = "order_check", 2
+MUTANT, SEED = "order_check", 4
 
 
 def test_a_failing_seeds_report_opens_on_its_violation(chromium: Page, tmp_path: Path) -> None:

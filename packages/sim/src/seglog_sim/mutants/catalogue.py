@@ -16,6 +16,9 @@ _PENDING: Final = "seglog_aws.dynamodb_pending_store"
 _LOG_STORE: Final = "seglog_aws.dynamodb_log_store"
 _LOG: Final = "seglog_core.log"
 _IDEMPOTENCE: Final = "seglog_core.idempotence"
+_RETENTION: Final = "seglog_core.retention"
+_FALLBACK: Final = "seglog_core.pipeline.fallback"
+_ROUTES: Final = "seglog_services.api.routes"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,10 +143,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            old="lambda: self.blobs.put_if_absent(key, data, discardable=True))",
            new="lambda: self.blobs.put(key, data, discardable=True))",
            breaks="a retried large append tags its already-kept body discardable again: it would expire under "
-                  "its entry (I6)",
-           survives="the API untags the body again after a deduplicated append (routes.keep_body), so a re-tagged body "
-                    "stays tagged only if an overlapping late try re-puts it after the last keep and then dies before "
-                    "its own keep: not found in 1,000 seeds; the check keeps that window shut"),
+                  "its entry (I6); since issue 18 the conditional put is the only guard (routes.keep_body, which "
+                  "untagged it again, is gone)"),
     Mutant(name="predecessor_job", module=_ORDER,
            old="                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))\n",
            new="                pass\n",
@@ -153,6 +154,120 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                     "day of record age) and every parked job is redriven, so no job is lost for good; on AWS one is "
                     "lost past the stream's 24 h retention or to the mapping's OnFailure destination, and this guard "
                     "then recovers it without an operator (seglog reprocess otherwise)"),
+    # ---- issue 18: each fix of a log's whole life, reverted (retention, rebuild, reused ids, late jobs, readers)
+    Mutant(name="entry_id_reuse_check", module=_LOG,
+           old="        if not prepared.same_as(stored, self.blobs):",
+           new="        if False:",
+           breaks="a request reusing an entry id with another body is answered as stored (deduplicated) instead of "
+                  "refused with 422 entry_id_reused: the client believes an entry is in the log that is not"),
+    Mutant(name="body_key_digest", module=_LOG,
+           old='    return f"entries/{log_id}/{entry_id}/{hashlib.sha256(data).hexdigest()}"',
+           new='    return f"entries/{log_id}/{entry_id}"',
+           breaks="two tries of one entry id with different large bodies share one object: the later put replaces "
+                  "the acknowledged body (the log stops being append-only, I2/I3)"),
+    Mutant(name="retention_by_creation", module=_RETENTION,
+           old="        if is_retired(segment) or clock() - following.created < policy.min_age:",
+           new="        if is_retired(segment) or clock() - segment.created < policy.min_age:",
+           breaks="retention ages a segment from its creation, not its close: a try that landed within the retry "
+                  "horizon can be retired before its retry comes, which then cannot find it",
+           survives=(
+                    "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until "
+                    "the def"
+                    "ects it finds are fixed (issue 18: seeds 96, 170, 286, 356); with archives a retry reads the "
+                    "archive"
+                    " exactly, so the horizon matters only for deleted history. "
+                    "tests/test_retention.py::test_retention_w"
+                    "aits_for_close_not_creation kills it")),
+    Mutant(name="tombstone_end_segment", module=_LOG_STORE,
+           old="if e.type is not EntryType.END_SEGMENT]",
+           new="if True]",
+           breaks="retention deletes a segment's EndSegment too: a reader paging through the segment as it is "
+                  "retired takes its last entry for the tail and writes into retired history",
+           survives=(
+                    "a simulated forward read reads a segment of a few dozen entries in one Query page, which the "
+                    "simulat"
+                    "ed table answers at one instant, so no deletion overtakes it between pages; "
+                    "tests/test_idempotence.p"
+                    "y (a store that retires the segment between two pages) kills it")),
+    Mutant(name="scan_hole", module=_IDEMPOTENCE,
+           old="        if entry.num != expect:",
+           new="        if False:",
+           breaks="the forward read does not notice entries retention removed under it and answers from a hole"),
+    Mutant(name="since_retired_lookup", module=_IDEMPOTENCE,
+           old="                    found = _after_deleted(store, event_log.blobs, log_id, entry_id, since, "
+               "lost.segment, horizon)",
+           new="                    raise errors.UnknownPositionError(log_id, since.segment, since.num) from None",
+           breaks="a retry whose since retention deleted is answered 409 unknown_position again (the dead end: load "
+                  "and resend stores the entry twice)",
+           survives=(
+                    "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until "
+                    "the def"
+                    "ects it finds are fixed (issue 18: seeds 96, 170, 286, 356); tests/test_idempotence.py (the "
+                    "deleted-"
+                    "form retry tests) and tests/test_api.py kill it")),
+    Mutant(name="late_job_legacy_deleted", module=_WORKER,
+           old="        if segments and segment < segments[0].num:",
+           new="        if False:",
+           breaks="a late job for a segment deleted with its item fails on every receive, through the DLQ and "
+                  "after every redrive",
+           survives=(
+                    "no world deletes a segment with its item any more (retention leaves a tombstone since issue "
+                    "18): onl"
+                    "y data written by older code has that form; packages/core/tests/test_worker_jobs.py kills it")),
+    Mutant(name="late_job_tombstone", module=_WORKER,
+           old="(s.archive is not None or s.retired is not None)",
+           new="s.archive is not None",
+           breaks="a late job for a segment retention deleted (its tombstone) fails on every receive for ever",
+           survives=(
+                    "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until "
+                    "the def"
+                    "ects it finds are fixed (issue 18: seeds 96, 170, 286, 356); "
+                    "packages/core/tests/test_worker_jobs.py"
+                    " and tests/test_pipeline_recovery.py kill it")),
+    Mutant(name="deferral_patience", module=_WORKER,
+           old="        if receive > self.patience:",
+           new="        if False:",
+           breaks="deferral hides stay capped at 15 minutes: a waiting job reaches the DLQ in about 7.5 h, far "
+                  "sooner than the template documents",
+           survives=(
+                    "a job waits past 20 receives only behind a snapshot blocked or parked for hours; the worlds' "
+                    "faults "
+                    "stop after minutes and nothing blocks a snapshot there, so no job reaches the longer hides; "
+                    "tests/te"
+                    "st_snapshot_backoff.py drives the worker through 50 receives and kills it")),
+    Mutant(name="rebuild_keeps_completed", module=_FALLBACK,
+           old="    if root is not None:\n        try:",
+           new="    if root is not None and False:\n        try:",
+           breaks="rebuild builds a completed snapshot again and writes over its chunks and root",
+           survives=(
+                    "the simulator's worlds run `seglog rebuild` only with Scenario.rebuild, off until a rebuild "
+                    "racing a"
+                    " worker is fixed (seed 79: orphaned chunks); tests/test_verify_retention.py kills it")),
+    Mutant(name="rebuild_from_empty", module=_FALLBACK,
+           old="            previous, bodies = None, []",
+           new="            previous, bodies = EMPTY_SNAPSHOT_ROOT, []",
+           breaks="rebuild folds from an empty sheet past retired history and rewrites every later snapshot",
+           survives=(
+                    "the simulator's worlds run `seglog rebuild` only with Scenario.rebuild (off, see "
+                    "rebuild_keeps_compl"
+                    "eted) and delete history only with retain_delete (off); tests/test_verify_retention.py kills it")),
+    Mutant(name="load_cursor_unpinned", module=_ROUTES,
+           old="        sheet, root = document.load_at(lid, cursor.snapshot, cursor.upto), None\n",
+           new="        sheet, root = document.load(lid)[0], None\n",
+           breaks="a paged load's later pages come from the latest state, not the one its first page pinned: a "
+                  "load mixes two states"),
+    Mutant(name="segment_before_root", module=_WORKER,
+           old="        if snapshot.snapshot_root is None:\n"
+               "            self.store.set_snapshot_root(log_id, segment, entry, root)\n"
+               "            self.crash(\"after_root\")\n"
+               "        self.store.advance_snapshot(log_id, segment, entry)\n",
+           new="        self.store.advance_snapshot(log_id, segment, entry)\n"
+               "        self.crash(\"after_segment_update\")\n"
+               "        if snapshot.snapshot_root is None:\n"
+               "            self.store.set_snapshot_root(log_id, segment, entry, root)\n"
+               "            self.crash(\"after_root\")\n",
+           breaks="completion sets the segment's S before the entry's R: a load between the two finds no completed "
+                  "snapshot where S points (CorruptLogError)"),
 )
 
 
