@@ -6,6 +6,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +16,9 @@ from seglog_aws.events.dynamodb_stream import stream_event
 from seglog_aws.events.sqs import sqs_event
 from seglog_cli.main import cli
 from seglog_core.pipeline.fallback import rebuild, reprocess
+from seglog_core.ports import BlobStore
 from seglog_core.schema import SetCell, SetRange
+from seglog_core.snapshot import load_root
 from seglog_core.verify import verify_log
 from seglog_stack.local import LocalDeployment
 
@@ -83,6 +86,48 @@ def test_rebuild_recreates_lost_snapshots_and_completes_missing_ones(driver: Pip
     driver.route_new()  # the stream router still untags the new entries' bodies
     driver.drain()
     _verified(driver, log_id)
+
+
+class _DiesBeforeRoot:
+    """The bucket as a rebuild sees it that dies (killed, its laptop closed) once it has written every chunk of one
+    snapshot and before its root."""
+
+    def __init__(self, blobs: BlobStore, root: str) -> None:
+        self._blobs, self._root = blobs, root
+
+    def put(self, key: str, data: bytes, *, discardable: bool = False) -> None:
+        if key == self._root:
+            raise KeyboardInterrupt("rebuild killed")
+        self._blobs.put(key, data, discardable=discardable)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._blobs, name)
+
+
+def test_a_worker_finishing_a_rebuild_that_died_cuts_chunks_as_the_rebuild_did(driver: PipelineDriver) -> None:
+    """Rebuild builds a snapshot no job has reached yet and dies before its root. The snapshot's job, in a worker of
+    another chunk size, must cut the same chunks under the same keys: before, rebuild pinned nothing, the worker cut
+    fewer, larger chunks and rebuild's later ones were orphaned (I6; Scenario(rebuild=True) seed 79 is the race).
+    Rebuild claims the pending item as a worker does, pinning its chunk size; the job takes the claim over once it
+    is stale (on the real PendingSnapshots table) and resumes after rebuild's last checkpoint."""
+    log_id = _log(driver, snapshots=1)
+    driver.drain()
+    log = driver.event_log(large_threshold=512)
+    log.append(log_id, SetRange(row=1, col=1, values=[[f"{r}{c}" for c in "abc"] for r in range(6)]))
+    tail = log.append_snapshot(log_id)
+    b = driver.backend
+    dying = _DiesBeforeRoot(b.blobs, f"snapshots/{log_id}/{tail.segment}/{tail.num}/root")
+    with pytest.raises(KeyboardInterrupt):
+        rebuild(b.store, dying, b.pending, log_id, body_of=driver.document.body,  # type: ignore[arg-type]
+                chunk_cells=3, takeover_after=30)
+    driver.drain(driver.worker(chunk_cells=50, takeover_after=30, clock=lambda: time.time() + 31))
+    _verified(driver, log_id)
+    stored = b.store.get_entry(log_id, tail.segment, tail.num)
+    assert stored is not None and stored.snapshot_root is not None
+    root = load_root(b.blobs, stored.snapshot_root)
+    assert root is not None and len(root.chunks) > 1
+    # Cut at 3 cells: a chunk closes at the row that reaches 3, so only a row wider than that stands alone.
+    assert all(ref.cells <= 3 or ref.first_row == ref.last_row for ref in root.chunks)
 
 
 def test_the_deployed_handlers_run_on_real_lambda_events(deployment: LocalDeployment, driver: PipelineDriver,

@@ -369,8 +369,10 @@ def _objects(p: MemoryPipeline) -> dict[str, bytes]:
     return {key: p.blobs.get(key) for key in p.blobs.keys(f"snapshots/{p.log_id}/")}
 
 
-def _rebuild(p: MemoryPipeline, store: LogStore | None = None, *, chunk_cells: int = 4) -> RebuildReport:
-    return rebuild(store or p.store, p.blobs, p.pending, p.log_id, body_of=p.document.body, chunk_cells=chunk_cells)
+def _rebuild(p: MemoryPipeline, store: LogStore | None = None, *, chunk_cells: int = 4,
+             blobs: BlobStore | None = None) -> RebuildReport:
+    return rebuild(store or p.store, blobs or p.blobs, p.pending, p.log_id, body_of=p.document.body,
+                   chunk_cells=chunk_cells, clock=lambda: p.now, takeover_after=60)
 
 
 RETENTION_PATTERNS = {
@@ -460,8 +462,9 @@ def test_rebuild_never_builds_from_empty_past_retired_history(grown: MemoryPipel
 
 
 def test_rebuild_cuts_a_build_in_progress_as_its_first_claim_pinned(grown: MemoryPipeline) -> None:
-    """A worker claimed the last snapshot with chunk_cells=2 and wrote its first chunk: rebuild (asked for 50)
-    cuts the same chunks, so both write the same bytes under each key."""
+    """A worker claimed the last snapshot with chunk_cells=2 and went quiet for longer than the takeover timeout:
+    rebuild (asked for 50) takes the stale claim over and cuts the same chunks the worker's claim pinned, so both
+    write the same bytes under each key."""
     grown.log.append(grown.log_id, SetRange(row=1, col=1, values=[["a", "b", "c"], ["d", "e", "f"]]))
     tail = grown.log.append_snapshot(grown.log_id)
     pinned = msgspec.msgpack.encode({"next_chunk": 0, "chunk_cells": 2})
@@ -493,3 +496,47 @@ def test_a_tombstone_after_a_live_segment_is_i1(grown: MemoryPipeline) -> None:
     view = RetiringView(grown.store, tombstones=frozenset({2}))
     report = verify_log(view, grown.log_id, blobs=grown.blobs)
     assert [("I1", 2)] == [(v.invariant, v.segment) for v in report.violations if v.invariant == "I1"]
+
+
+class _WorkerClaimsMidRebuild:
+    """The bucket as rebuild sees it in seed 79: once rebuild has written the root under ``prefix``, the job holding
+    that snapshot's pending item claims it and builds it to completion, with its own chunk size."""
+
+    def __init__(self, p: MemoryPipeline, prefix: str) -> None:
+        self._p, self._root, self.worked = p, f"{prefix}root", False
+        (self.message,) = p.queue.receive(1)
+
+    def work(self) -> None:
+        if not self.worked:
+            self.worked = True
+            self._p.worker.process(self.message)
+
+    def put(self, key: str, data: bytes, *, discardable: bool = False) -> None:
+        self._p.blobs.put(key, data, discardable=discardable)
+        if key == self._root:
+            self.work()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._p.blobs, name)
+
+
+def test_rebuild_leaves_a_snapshot_whose_job_holds_a_live_claim_to_that_job(grown: MemoryPipeline) -> None:
+    """Seed 79 (Scenario(rebuild=True)): the tail snapshot's job had created its pending item and was waiting for
+    its turn (no checkpoint yet, so nothing pinned) when rebuild came by and cut it with its own chunk size; the job
+    then claimed it and cut it with another, under the same chunk keys. The last root written kept one cut's chunks
+    and orphaned the other's (I6), or referenced a chunk the other cut overwrote (I3). Rebuild now takes part in the
+    claim: a live claim of another builder is left to it, and so is every incomplete snapshot after it."""
+    grown.log.append(grown.log_id, SetRange(row=1, col=1, values=[[f"{r}{c}" for c in "abc"] for r in range(6)]))
+    tail = grown.log.append_snapshot(grown.log_id)
+    later = grown.log.append_snapshot(grown.log_id)
+    reprocess(grown.store, grown.blobs, grown.queue, since=0, log_ids=[grown.log_id])
+    bucket = _WorkerClaimsMidRebuild(grown, f"snapshots/{grown.log_id}/{tail.segment}/{tail.num}/")
+    grown.pending.create(PendingSnapshot(log_id=grown.log_id, segment=tail.segment, entry=tail.num,
+                                         created=int(grown.now), modified=int(grown.now),
+                                         claimer=bucket.message.message_id))  # its step 2, then it deferred
+    report = _rebuild(grown, chunk_cells=2, blobs=bucket)  # type: ignore[arg-type]
+    bucket.work()  # the job's next receive, if rebuild wrote nothing there
+    grown.drain()
+    assert [] == grown.verify().violations
+    assert [(tail.segment, tail.num), (later.segment, later.num)] == report.left
+    assert [] == report.completed

@@ -48,20 +48,24 @@ def reprocess(ctx: click.Context, since: str, logs: tuple[str, ...], as_json: bo
 
 @click.command()
 @click.argument("log")
+@click.option("--takeover", type=click.IntRange(min=1), default=60, show_default=True, metavar="SECONDS",
+              help="The snapshot worker's takeover timeout (SnapshotTakeoverSeconds): a build claimed more recently "
+                   "is left to its worker, an older claim is taken over.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @reports_errors
-def rebuild(ctx: click.Context, log: str, as_json: bool) -> None:
+def rebuild(ctx: click.Context, log: str, takeover: int, as_json: bool) -> None:
     """Recreate the snapshots of a log from the log, in order (safe while the pipeline runs).
 
     Completed snapshots are checked against the fold and never written over (only restored when their objects are
-    gone); where retention deleted the history, the fold starts at the oldest retained completed snapshot. Exit 1
-    when a snapshot differs from the fold or cannot be built."""
+    gone); where retention deleted the history, the fold starts at the oldest retained completed snapshot. An
+    incomplete one is claimed as a worker claims it; one a worker is building is left to it. Exit 1 when a
+    snapshot differs from the fold or cannot be built."""
     backend = settings(ctx).backend()
     document = backend.document()
     chunk_cells = int(os.environ.get("SEGLOG_CHUNK_CELLS", DEFAULT_CHUNK_CELLS))
     report = rebuild_log(backend.store, backend.blobs, backend.pending, parse_log_id(log), body_of=document.body,
-                         chunk_cells=chunk_cells)
+                         chunk_cells=chunk_cells, takeover_after=takeover)
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -73,6 +77,9 @@ def rebuild(ctx: click.Context, log: str, as_json: bool) -> None:
                        f"{report.started_from or 'no completed snapshot'}")
         for segment, entry, reason in report.refused:
             click.echo(f"  snapshot {segment}/{entry} left as it is: {reason}; run `seglog log verify {log}`")
+        if report.left:
+            click.echo(f"  snapshots {report.left} left to the pipeline: a worker holds a live claim on the first "
+                       "(later ones complete after it); their jobs complete them")
         if report.unbuildable:
             click.echo(f"  snapshots {report.unbuildable} cannot be built: the history before them is gone and no "
                        "completed snapshot since; restore the deleted segments from a backup to build them")

@@ -143,8 +143,8 @@ class Operators:
 
     def _redrive(self) -> int:
         """``seglog redrive`` (pipeline_commands.redrive) with its default delay, the takeover timeout."""
-        delay = int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
-        moved = redrive(self.lambdas.backend.sqs, dlq_url=self.dlq_url, queue_url=self.queue_url, delay=delay)
+        moved = redrive(self.lambdas.backend.sqs, dlq_url=self.dlq_url, queue_url=self.queue_url,
+                        delay=self._takeover)
         self.on_redrive()
         return moved
 
@@ -153,8 +153,11 @@ class Operators:
         backend = self.lambdas.backend
         before = self.states(log_id)
         try:
+            # Under the worker's takeover timeout and the world's clock: rebuild claims what it builds as a worker
+            # would (a claimer named after its task), and leaves a live claim to its worker (seed 79).
             report = rebuild(backend.store, backend.blobs, backend.pending, log_id, body_of=backend.document().body,
-                             chunk_cells=self.scenario.chunk_cells)
+                             chunk_cells=self.scenario.chunk_cells, takeover_after=self._takeover,
+                             clock=self.world.clock, claimer=self.world.current.name)
         finally:
             after = self.states(log_id)
             for position, state in before.items():
@@ -164,6 +167,11 @@ class Operators:
                         message="a rebuild changed this completed snapshot's state (DESIGN §5: a rebuild never "
                                 "gives a completed snapshot a different state)"))
         return report.snapshots
+
+    @property
+    def _takeover(self) -> int:
+        """The worker's takeover timeout (SnapshotTakeoverSeconds)."""
+        return int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
 
     # -------------------------------------------------------------------------------------------- reading
 

@@ -88,7 +88,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 import msgspec
 import structlog
@@ -106,15 +106,27 @@ log = structlog.get_logger("seglog.worker")
 CRASH_POINTS = WORKER_CRASH_POINTS
 
 
-class _Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
-    """Chunks before ``next_chunk`` are written; a resumed build must cut chunks the same way."""
+class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """A build in progress as its pending item holds it (``S``): chunks before ``next_chunk`` are written, cut at
+    ``chunk_cells`` (0: not pinned yet). The first claim pins the chunk size; whoever writes that snapshot's chunks
+    later (a resumption, a takeover, another code version, ``seglog rebuild``) must cut them so."""
 
     next_chunk: int = 0
     chunk_cells: int = 0
 
+    def encode(self) -> bytes:
+        return _CHECKPOINT_ENCODER.encode(self)
+
+    @classmethod
+    def of(cls, item: PendingSnapshot | None) -> Checkpoint:
+        """The checkpoint a pending item holds (an empty one before the first claim, or without an item)."""
+        if item is None or not item.checkpoint:
+            return cls()
+        return _CHECKPOINT_DECODER.decode(item.checkpoint)
+
 
 _CHECKPOINT_ENCODER = msgspec.msgpack.Encoder()
-_CHECKPOINT_DECODER = msgspec.msgpack.Decoder(_Checkpoint)
+_CHECKPOINT_DECODER = msgspec.msgpack.Decoder(Checkpoint)
 
 #: The longest a message may stay hidden, counted from its receive: "You can continue to call
 #: ChangeMessageVisibility to extend the visibility timeout to the maximum allowed time. If you try to extend the
@@ -178,12 +190,58 @@ class Backoff:
         return sum(self.shortest(n, blocked=blocked) for n in range(1, max_receive_count + 1))
 
 
-def pinned_chunk_cells(item: PendingSnapshot | None) -> int | None:
-    """The chunk size a build in progress pinned in its pending item at the first claim (None: no claim yet).
-    Whoever writes that snapshot's chunks (a resumption, a takeover, ``seglog rebuild``) must cut them so."""
-    if item is None or not item.checkpoint:
-        return None
-    return _CHECKPOINT_DECODER.decode(item.checkpoint).chunk_cells or None
+class Claimer(Protocol):
+    """Who claims a pending item (its ``Q``): a queue message, by its messageId; ``seglog rebuild`` claims under an
+    id of its own that no message has."""
+
+    @property
+    def message_id(self) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingClaims:
+    """Step 2 of the protocol, the pending upsert with its takeover rules, for every builder of a snapshot: the
+    worker's messages and ``seglog rebuild`` follow the one rule, so at most one of them holds a claim at a time."""
+
+    pending: PendingStore
+    takeover_after: int
+
+    def upsert(self, message: Claimer, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
+        """Make sure a pending item exists and names a claimer; False when our message is a duplicate of a live
+        claim's. A stale claim (untouched for ``takeover_after``) becomes ours (see the module's diagrams).
+
+        Raises:
+            SnapshotCompleteError: the snapshot completed (its item deleted) since its entry was read.
+        """
+        item = self.pending.get(log_id, segment, entry)
+        if item is None:
+            try:
+                self.pending.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=now,
+                                                    modified=now, claimer=message.message_id))
+                return True
+            except errors.SnapshotCompleteError:
+                raise
+            except errors.ItemExistsError:
+                item = self.pending.get(log_id, segment, entry)
+        if item is not None and item.claimer is None:
+            try:
+                self.pending.set_claimer(log_id, segment, entry, message.message_id, increment=item.increment,
+                                         now=now)
+                return True
+            except errors.ItemExistsError:
+                item = self.pending.get(log_id, segment, entry)
+        if (item is not None and item.claimer is not None and item.claimer != message.message_id
+                and item.modified < now - self.takeover_after):
+            if self.pending.take_over(log_id, segment, entry, message.message_id, previous=item.claimer,
+                                      increment=item.increment, now=now, takeover_after=self.takeover_after):
+                log.info("stale claim taken over", previous_claimer=item.claimer, was_active=item.active,
+                         idle_seconds=now - item.modified)
+                return True
+            item = self.pending.get(log_id, segment, entry)  # another message took it first, or it completed
+        if item is None:
+            # Completed and removed by another invocation in the meantime: step 1 next time says so.
+            return True
+        return item.claimer == message.message_id
 
 
 @dataclass(kw_only=True)
@@ -271,7 +329,7 @@ class SnapshotWorker:
         # 2. Pending upsert.
         now = int(self.clock())
         try:
-            upserted = self._upsert(message, log_id, segment, entry, now)
+            upserted = self._claims.upsert(message, log_id, segment, entry, now)
         except errors.SnapshotCompleteError:  # completed since we read the entry: finish as step 1 does
             if self._done_meanwhile(message, log_id, segment, entry):
                 return Outcome.ALREADY_DONE
@@ -305,7 +363,7 @@ class SnapshotWorker:
         # resumption, another code version) reads it, so all of them write the same bytes under each chunk key. A
         # builder taken over before its first checkpoint once cut chunks its own way and overwrote a completed
         # snapshot's chunk 0 (chaos: mixed_version with clock_skew).
-        pinned = _CHECKPOINT_ENCODER.encode(_Checkpoint(next_chunk=0, chunk_cells=self.chunk_cells))
+        pinned = Checkpoint(chunk_cells=self.chunk_cells).encode()
         increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
                                        takeover_after=self.takeover_after, initial_state=pinned)
         if increment is None:
@@ -331,7 +389,7 @@ class SnapshotWorker:
                 return Outcome.ALREADY_DONE
             self.queue.change_visibility(message, 1)
             return Outcome.BUSY
-        resumed = _CHECKPOINT_DECODER.decode(item.checkpoint) if item.checkpoint else _Checkpoint()
+        resumed = Checkpoint.of(item)
         chunk_cells = resumed.chunk_cells or self.chunk_cells
         try:
             build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
@@ -342,7 +400,7 @@ class SnapshotWorker:
         for chunk in build.chunks(resumed.next_chunk):
             self.blobs.put(chunk.key, chunk.data)
             self.crash("mid_chunk")
-            state = _CHECKPOINT_ENCODER.encode(_Checkpoint(next_chunk=chunk.index + 1, chunk_cells=chunk_cells))
+            state = Checkpoint(next_chunk=chunk.index + 1, chunk_cells=chunk_cells).encode()
             if not self.pending.checkpoint(log_id, segment, entry, increment=increment, state=state,
                                            now=int(self.clock())):
                 return Outcome.TAKEN_OVER
@@ -359,38 +417,9 @@ class SnapshotWorker:
 
     # ------------------------------------------------------------------------------------------- steps
 
-    def _upsert(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
-        """Make sure a pending item exists and names a claimer; False when our message is a duplicate of a live
-        claim's. A stale claim (untouched for ``takeover_after``) becomes ours (see the module's diagrams)."""
-        item = self.pending.get(log_id, segment, entry)
-        if item is None:
-            try:
-                self.pending.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=now,
-                                                    modified=now, claimer=message.message_id))
-                return True
-            except errors.SnapshotCompleteError:
-                raise
-            except errors.ItemExistsError:
-                item = self.pending.get(log_id, segment, entry)
-        if item is not None and item.claimer is None:
-            try:
-                self.pending.set_claimer(log_id, segment, entry, message.message_id, increment=item.increment,
-                                         now=now)
-                return True
-            except errors.ItemExistsError:
-                item = self.pending.get(log_id, segment, entry)
-        if (item is not None and item.claimer is not None and item.claimer != message.message_id
-                and item.modified < now - self.takeover_after):
-            if self.pending.take_over(log_id, segment, entry, message.message_id, previous=item.claimer,
-                                      increment=item.increment, now=now, takeover_after=self.takeover_after):
-                log.info("stale claim taken over", previous_claimer=item.claimer, was_active=item.active,
-                         idle_seconds=now - item.modified)
-                return True
-            item = self.pending.get(log_id, segment, entry)  # another message took it first, or it completed
-        if item is None:
-            # Completed and removed by another invocation in the meantime: step 1 next time says so.
-            return True
-        return item.claimer == message.message_id
+    @property
+    def _claims(self) -> PendingClaims:
+        return PendingClaims(pending=self.pending, takeover_after=self.takeover_after)
 
     @property
     def _order(self) -> Order:
