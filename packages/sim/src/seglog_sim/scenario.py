@@ -95,8 +95,9 @@ class Scenario:
     #: ``seglog log retain --delete`` among them. Off until the fixes of issue 18 are merged: verify is wrong on
     #: mixed retention patterns, a late job for a deleted segment cycles for ever, rebuild rewrites history.
     retain_delete: bool = False
-    #: ``seglog rebuild`` among them. Off until rebuild honours a pinned chunk size and retired history (issue 18).
-    rebuild: bool = False
+    #: ``seglog rebuild`` among them: it claims what it builds as a worker does and leaves live claims to their jobs
+    #: (issue 18; seed 79 found a rebuild and a worker cutting one snapshot two ways).
+    rebuild: bool = True
     #: ``seglog reprocess --since`` among them.
     reprocess: bool = True
     #: ``seglog redrive`` among them (besides the redrive fault, which models it at run level).

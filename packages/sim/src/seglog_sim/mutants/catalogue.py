@@ -171,24 +171,19 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="retention ages a segment from its creation, not its close: a try that landed within the retry "
                   "horizon can be retired before its retry comes, which then cannot find it",
            survives=(
-                    "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until "
-                    "the def"
-                    "ects it finds are fixed (issue 18: seeds 96, 170, 286, 356); with archives a retry reads the "
-                    "archive"
-                    " exactly, so the horizon matters only for deleted history. "
-                    "tests/test_retention.py::test_retention_w"
-                    "aits_for_close_not_creation kills it")),
+               "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until the"
+               " defects it finds are fixed (issue 18: seeds 96, 170, 286, 356); with archives a retry reads the"
+               " archive exactly, so the horizon matters only for deleted history. "
+               "tests/test_retention.py::test_retention_waits_for_close_not_creation kills it")),
     Mutant(name="tombstone_end_segment", module=_LOG_STORE,
            old="if e.type is not EntryType.END_SEGMENT]",
            new="if True]",
            breaks="retention deletes a segment's EndSegment too: a reader paging through the segment as it is "
                   "retired takes its last entry for the tail and writes into retired history",
            survives=(
-                    "a simulated forward read reads a segment of a few dozen entries in one Query page, which the "
-                    "simulat"
-                    "ed table answers at one instant, so no deletion overtakes it between pages; "
-                    "tests/test_idempotence.p"
-                    "y (a store that retires the segment between two pages) kills it")),
+               "a simulated forward read reads a segment of a few dozen entries in one Query page, which the "
+               "simulated table answers at one instant, so no deletion overtakes it between pages; "
+               "tests/test_idempotence.py (a store that retires the segment between two pages) kills it")),
     Mutant(name="scan_hole", module=_IDEMPOTENCE,
            old="        if entry.num != expect:",
            new="        if False:",
@@ -200,57 +195,62 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="a retry whose since retention deleted is answered 409 unknown_position again (the dead end: load "
                   "and resend stores the entry twice)",
            survives=(
-                    "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until "
-                    "the def"
-                    "ects it finds are fixed (issue 18: seeds 96, 170, 286, 356); tests/test_idempotence.py (the "
-                    "deleted-"
-                    "form retry tests) and tests/test_api.py kill it")),
+               "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until the"
+               " defects it finds are fixed (issue 18: seeds 96, 170, 286, 356); tests/test_idempotence.py (the "
+               "deleted-form retry tests) and tests/test_api.py kill it")),
     Mutant(name="late_job_legacy_deleted", module=_WORKER,
            old="        if segments and segment < segments[0].num:",
            new="        if False:",
            breaks="a late job for a segment deleted with its item fails on every receive, through the DLQ and "
                   "after every redrive",
            survives=(
-                    "no world deletes a segment with its item any more (retention leaves a tombstone since issue "
-                    "18): onl"
-                    "y data written by older code has that form; packages/core/tests/test_worker_jobs.py kills it")),
+               "no world deletes a segment with its item any more (retention leaves a tombstone since issue 18):"
+               " only data written by older code has that form; packages/core/tests/test_worker_jobs.py kills it")),
     Mutant(name="late_job_tombstone", module=_WORKER,
            old="(s.archive is not None or s.retired is not None)",
            new="s.archive is not None",
            breaks="a late job for a segment retention deleted (its tombstone) fails on every receive for ever",
            survives=(
-                    "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until "
-                    "the def"
-                    "ects it finds are fixed (issue 18: seeds 96, 170, 286, 356); "
-                    "packages/core/tests/test_worker_jobs.py"
-                    " and tests/test_pipeline_recovery.py kill it")),
+               "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until the"
+               " defects it finds are fixed (issue 18: seeds 96, 170, 286, 356); "
+               "packages/core/tests/test_worker_jobs.py and tests/test_pipeline_recovery.py kill it")),
     Mutant(name="deferral_patience", module=_WORKER,
            old="        if receive > self.patience:",
            new="        if False:",
            breaks="deferral hides stay capped at 15 minutes: a waiting job reaches the DLQ in about 7.5 h, far "
                   "sooner than the template documents",
            survives=(
-                    "a job waits past 20 receives only behind a snapshot blocked or parked for hours; the worlds' "
-                    "faults "
-                    "stop after minutes and nothing blocks a snapshot there, so no job reaches the longer hides; "
-                    "tests/te"
-                    "st_snapshot_backoff.py drives the worker through 50 receives and kills it")),
+               "a job waits past 20 receives only behind a snapshot blocked or parked for hours; the worlds' "
+               "faults stop after minutes and nothing blocks a snapshot there, so no job reaches the longer "
+               "hides; tests/test_snapshot_backoff.py drives the worker through 50 receives and kills it")),
     Mutant(name="rebuild_keeps_completed", module=_FALLBACK,
            old="    if root is not None:\n        try:",
            new="    if root is not None and False:\n        try:",
            breaks="rebuild builds a completed snapshot again and writes over its chunks and root",
            survives=(
-                    "the simulator's worlds run `seglog rebuild` only with Scenario.rebuild, off until a rebuild "
-                    "racing a"
-                    " worker is fixed (seed 79: orphaned chunks); tests/test_verify_retention.py kills it")),
+               "measured: survives 1,000 seeds with Scenario.rebuild on — in every world the rebuilt state "
+               "equals the stored one (no change of the document model between code versions), so a rewrite "
+               "changes no state a check can see; tests/test_verify_retention.py kills it with a stored state "
+               "that differs from the fold")),
     Mutant(name="rebuild_from_empty", module=_FALLBACK,
            old="            previous, bodies = None, []",
            new="            previous, bodies = EMPTY_SNAPSHOT_ROOT, []",
            breaks="rebuild folds from an empty sheet past retired history and rewrites every later snapshot",
            survives=(
-                    "the simulator's worlds run `seglog rebuild` only with Scenario.rebuild (off, see "
-                    "rebuild_keeps_compl"
-                    "eted) and delete history only with retain_delete (off); tests/test_verify_retention.py kills it")),
+               "the simulator's worlds delete history only with Scenario.retain_delete (off), and past archived "
+               "history rebuild folds from the archives; tests/test_verify_retention.py kills it")),
+    Mutant(name="rebuild_claims", module=_FALLBACK,
+           old="        increment = self._claim(entry)\n"
+               "        if not isinstance(increment, int):\n"
+               "            return increment\n"
+               "        resumed = Checkpoint.of(pending.get(log_id, segment, num))\n"
+               "        build = SnapshotBuild(self.blobs, log_id, segment, num, previous, bodies,\n"
+               "                              chunk_cells=resumed.chunk_cells or self.chunk_cells)\n",
+           new="        resumed = Checkpoint.of(pending.get(log_id, segment, num))\n"
+               "        build = SnapshotBuild(self.blobs, log_id, segment, num, previous, bodies,\n"
+               "                              chunk_cells=resumed.chunk_cells or self.chunk_cells)\n",
+           breaks="rebuild builds without a claim, reading the pinned chunk size once: a job that claims the snapshot "
+                  "in between cuts the same chunk keys another way (orphans, I6, or a corrupt chunk, I3: seed 79)"),
     Mutant(name="load_cursor_unpinned", module=_ROUTES,
            old="        sheet, root = document.load_at(lid, cursor.snapshot, cursor.upto), None\n",
            new="        sheet, root = document.load(lid)[0], None\n",
