@@ -16,7 +16,7 @@ from seglog_sim import quiet_logs
 from seglog_sim.campaign import run_campaign
 from seglog_sim.checks import Violation, named, stuck
 from seglog_sim.jobs import Jobs
-from seglog_sim.run import build, execute, run_seed
+from seglog_sim.run import build, execute, retiring, run_seed
 from seglog_sim.scenario import Scenario
 from seglog_sim.waste import figures
 from seglog_sim.world import Killed, Task
@@ -86,6 +86,9 @@ def test_without_the_finishing_run_the_half_retired_segment_stays_claimed(
     unfinished, _ = execute(4, dataclasses.replace(_LAST_ROUND_ONLY, finish_retention=False))
     assert first_archive_dies_half_way
     assert _retiring_marks(unfinished)[first_archive_dies_half_way[0]]
+    # What the run reports when quiet with the finishing runs on (run.retiring): the claimed segment, named.
+    named = [(uuid.UUID(v.log_id or "").bytes, v.segment) for v in retiring(unfinished.ddb, unfinished.topology)]
+    assert named == first_archive_dies_half_way
     first_archive_dies_half_way.clear()
     finished, result = execute(4, _LAST_ROUND_ONLY)
     assert result.ok, [str(v) for v in result.violations]
