@@ -4,7 +4,7 @@ log that the scheduled retention function makes a bounded piece of at a time."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -98,6 +98,114 @@ def test_a_segment_missing_entries_without_a_complete_archive_is_left_alone(
     assert [] == list(blobs.keys(archive_key(log_id, 0)))
     assert left == list(store.entries(log_id, 0))[2:]
     assert [None, None, None] == [s.archive for s in store.segments(log_id)]
+
+
+class OtherFormMidway:
+    """The bucket as one retention run sees it while a run of the other form runs whole beside it: the first
+    call matching ``at`` (after it is made) runs ``other`` to its end, once."""
+
+    def __init__(self, blobs: BlobStore, at: Callable[[str, str], bool], other: Callable[[], object]) -> None:
+        self._blobs, self._at, self._other = blobs, at, other
+
+    def _maybe(self, call: str, key: str) -> None:
+        if self._at(call, key):
+            self._at = lambda *_: False
+            self._other()
+
+    def put(self, key: str, data: bytes, **kw: Any) -> None:
+        self._blobs.put(key, data, **kw)
+        self._maybe("put", key)
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        found = list(self._blobs.keys(prefix))
+        self._maybe("keys", prefix)
+        return iter(found)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._blobs, name)
+
+
+def _log_with_objects(store: LogStore, blobs: BlobStore, segments: int) -> uuid.UUID:
+    """Like make_log, but every body is large (an object) and every segment's first snapshot has a root object."""
+    log = EventLog(store=store, blobs=blobs, retry=FAST, large_threshold=8)
+    log_id = log.create()
+    for segment in range(1, segments):
+        for value in range(3):
+            log.append(log_id, SetCell(row=1, col=1, value=f"a large enough body {value}"))
+        log.start_segment(log_id)
+        root = f"snapshots/{log_id}/{segment}/0/root"
+        blobs.put(root, b"a root")
+        store.complete_snapshot(log_id, segment, 0, root)
+    return log_id
+
+
+@pytest.mark.parametrize("first", ["archive", "delete"])
+def test_an_archive_run_and_a_delete_run_on_one_segment_retire_it_in_one_form(
+        stores: tuple[LogStore, BlobStore], first: str) -> None:
+    """Seeds 356 and 170 of Scenario(retain_delete=True): the scheduled (archive) retention and `seglog log retain
+    --delete` on the same log at once. The delete run removed the objects the archive run's archive names (an
+    archived snapshot whose root is gone), or the archive run deleted the entries before the delete run read them
+    for its bodies (bodies nothing references, kept for ever); the segment ended marked both A and D. Each run
+    now claims the segment before removing anything: one form wins, whole."""
+    store, blobs = stores
+    log_id = _log_with_objects(store, blobs, segments=4)
+    objects = {e.external for e in store.entries(log_id, 1) if e.external} | {f"snapshots/{log_id}/1/0/root"}
+    assert len(objects) == 4
+
+    def other(archive: bool) -> Callable[[], object]:
+        return lambda: apply_retention(store, blobs, log_id, RetentionPolicy(keep=2, archive=archive))
+
+    if first == "archive":  # the other run goes once this one's archive of segment 1 is written
+        view = OtherFormMidway(blobs, lambda call, key: key == archive_key(log_id, 1), other(False))
+    else:  # ... once this one listed segment 1's snapshot objects
+        view = OtherFormMidway(blobs, lambda call, key: key == f"snapshots/{log_id}/1/", other(True))
+    apply_retention(store, view, log_id, RetentionPolicy(keep=2, archive=first == "archive"))
+
+    for segment in list(store.segments(log_id))[:2]:
+        assert (segment.archive is None) != (segment.retired is None), segment
+        assert not segment.retiring
+    tombstone = list(store.segments(log_id))[1]
+    if tombstone.archive is not None:  # archived: everything its archive names is still there
+        named = {e.external for e in read_archive(blobs, tombstone.archive) if e.external}
+        named |= {e.snapshot_root for e in read_archive(blobs, tombstone.archive)
+                  if e.snapshot_root and e.snapshot_root.startswith("snapshots/")}
+        assert named == objects
+        assert all(blobs.get(key) for key in named)
+    else:  # deleted: nothing of it is left behind, not even an archive
+        left = [key for key in [*objects, archive_key(log_id, 1)] if _exists(blobs, key)]
+        assert left == []
+
+
+def test_a_deletion_cut_short_after_its_claim_is_finished_by_any_later_run(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """A `seglog log retain --delete` that dies after claiming segment 0 (its D and P are set) and deleting its
+    objects, before its entries are gone: the segment reads as deleted from the claim on, and the next run
+    finishes it whatever its own policy — here the scheduled archive form, keeping more segments than exist."""
+    store, blobs = stores
+    log_id = _log_with_objects(store, blobs, segments=4)
+    bodies = [e.external for e in store.entries(log_id, 0) if e.external]
+    assert len(bodies) == 3
+    dying = DeletingRunView(store, segment=0, die_deleting=True)
+    with pytest.raises(errors.TransientStoreError):
+        apply_retention(dying, blobs, log_id, RetentionPolicy(keep=2, archive=False))  # type: ignore[arg-type]
+    half = next(iter(store.segments(log_id)))
+    assert half.retired is not None and half.archive is None and half.retiring
+    assert len(list(store.entries(log_id, 0))) > 1  # its entries are still there
+
+    assert [0] == apply_retention(store, blobs, log_id, RetentionPolicy(keep=10, archive=True))
+    done = next(iter(store.segments(log_id)))
+    assert (done.retired, done.archive, done.retiring) == (half.retired, None, False)
+    assert [EntryType.END_SEGMENT] == [e.type for e in store.entries(log_id, 0)]
+    assert [key for key in bodies if _exists(blobs, key)] == []
+    assert [1] == apply_retention(store, blobs, log_id, KEEP_TWO)  # and retention goes on as its policy says
+
+
+def _exists(blobs: BlobStore, key: str) -> bool:
+    try:
+        blobs.get(key)
+    except errors.BlobNotFoundError:
+        return False
+    return True
 
 
 def test_retention_waits_for_close_not_creation(stores: tuple[LogStore, BlobStore]) -> None:

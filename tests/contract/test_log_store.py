@@ -149,6 +149,27 @@ def test_delete_segment_deletes_and_marks_when_the_item_stays(log_store: LogStor
     assert [e.num for e in log_store.entries(log_id, 0)] == [30]
 
 
+@pytest.mark.parametrize("archive", [True, False], ids=["archive first", "delete first"])
+def test_mark_retiring_lets_one_form_claim_a_segment(log_store: LogStore, archive: bool) -> None:
+    log_id = _closed_log(log_store, 3)
+    key = "archive/x/0" if archive else None
+    assert log_store.mark_retiring(log_id, 0, key, retired=1_800_000_000)
+    assert log_store.mark_retiring(log_id, 0, key, retired=1_800_000_000)  # a rerun (or a lost answer's retry)
+    # The other form is refused and changes nothing.
+    assert not log_store.mark_retiring(log_id, 0, None if archive else "archive/x/0", retired=1_800_000_001)
+    claimed = (0, key, None if archive else 1_800_000_000, True)
+    assert next((s.num, s.archive, s.retired, s.retiring) for s in log_store.segments(log_id)) == claimed
+    assert len(list(log_store.entries(log_id, 0))) == 4  # a claim removes nothing
+    assert log_store.delete_segment(log_id, 0, key, retired=1_800_000_000) == 3
+    assert next((s.num, s.archive, s.retired, s.retiring) for s in log_store.segments(log_id)) == (*claimed[:3], False)
+
+
+def test_mark_retiring_never_creates_an_item(log_store: LogStore) -> None:
+    log_id = uuid.uuid4()
+    assert not log_store.mark_retiring(log_id, 0, retired=1)
+    assert list(log_store.segments(log_id)) == []
+
+
 def test_delete_segment_never_recreates_an_item_a_legacy_deletion_removed(log_store: LogStore) -> None:
     log_id = uuid.uuid4()  # no item at all: a segment an older retention deleted with its item
     assert log_store.delete_segment(log_id, 0, retired=1) == 0

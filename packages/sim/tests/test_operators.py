@@ -16,7 +16,7 @@ from seglog_sim import quiet_logs
 from seglog_sim.campaign import run_campaign
 from seglog_sim.checks import Violation, named, stuck
 from seglog_sim.jobs import Jobs
-from seglog_sim.run import build, execute, run_seed
+from seglog_sim.run import build, execute, retiring, run_seed
 from seglog_sim.scenario import Scenario
 from seglog_sim.waste import figures
 from seglog_sim.world import Killed, Task
@@ -35,7 +35,7 @@ def _quiet() -> None:
 
 @pytest.fixture
 def first_archive_dies_half_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[bytes, int]]]:
-    """The first retention run to retire a segment dies after deleting its entries, before marking it archived
+    """The first retention run to retire a segment dies after deleting its entries, before clearing its claim
     (the window a function timeout or a crash hits): a half-retired segment. Yields (log, segment) it left."""
     original = DynamoDBLogStore.delete_segment
     left: list[tuple[bytes, int]] = []
@@ -49,7 +49,7 @@ def first_archive_dies_half_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[lis
 
         def dying(operation: str, **params: Any) -> Any:
             if operation == "UpdateItem":
-                raise Killed("killed between the deletes and the archive mark")
+                raise Killed("killed between the deletes and clearing the claim")
             return call(operation, **params)
 
         self._call = dying  # type: ignore[method-assign]
@@ -71,24 +71,28 @@ def test_a_retention_run_killed_half_way_is_finished_by_a_later_run(
     assert result.retired >= 1
 
 
-def _archive_marks(run: Any) -> dict[tuple[bytes, int], bool]:
-    """Each segment item's key and whether it carries its archive mark ``A``, at the end of a run."""
-    return {(bytes(item["L"]["B"]), int(item["N"]["N"])): "A" in item
+def _retiring_marks(run: Any) -> dict[tuple[bytes, int], bool]:
+    """Each segment item's key and whether it still carries retention's claim ``P`` (retiring), at the end of a
+    run: the claim (``A`` with ``P``) goes before anything is removed, ``P`` is cleared once all is."""
+    return {(bytes(item["L"]["B"]), int(item["N"]["N"])): "P" in item
             for item in run.ddb.items(run.topology.segments_table, copy=False)}
 
 
-def test_without_the_finishing_run_the_half_retired_segment_stays_unmarked(
+def test_without_the_finishing_run_the_half_retired_segment_stays_claimed(
         first_archive_dies_half_way: list[tuple[bytes, int]]) -> None:
-    """The twin of the test above: without the finishing run the killed segment keeps its entries deleted and no
-    archive mark (verify reads it from its archive, which holds the whole segment, so only the state tells); with
-    it, the segment is marked archived."""
+    """The twin of the test above: without the finishing run the killed segment keeps its entries deleted and its
+    claim ``P`` (verify reads it from its archive, which holds the whole segment, so only the state tells); with
+    it, the claim is cleared."""
     unfinished, _ = execute(4, dataclasses.replace(_LAST_ROUND_ONLY, finish_retention=False))
     assert first_archive_dies_half_way
-    assert not _archive_marks(unfinished)[first_archive_dies_half_way[0]]
+    assert _retiring_marks(unfinished)[first_archive_dies_half_way[0]]
+    # What the run reports when quiet with the finishing runs on (run.retiring): the claimed segment, named.
+    named = [(uuid.UUID(v.log_id or "").bytes, v.segment) for v in retiring(unfinished.ddb, unfinished.topology)]
+    assert named == first_archive_dies_half_way
     first_archive_dies_half_way.clear()
     finished, result = execute(4, _LAST_ROUND_ONLY)
     assert result.ok, [str(v) for v in result.violations]
-    assert _archive_marks(finished)[first_archive_dies_half_way[0]]
+    assert not _retiring_marks(finished)[first_archive_dies_half_way[0]]
 
 
 def test_a_liveness_violation_names_log_segment_entry_and_the_jobs_last_outcome() -> None:

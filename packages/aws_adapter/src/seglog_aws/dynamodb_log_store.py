@@ -163,17 +163,36 @@ class DynamoDBLogStore:
                                       RequestItems={self.entries_table: batch})
                 batch = response.get("UnprocessedItems", {}).get(self.entries_table, [])
             count += min(25, len(keys) - i)
-        seg_key = {"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}
-        mark = {":m": {"S": archive}} if archive is not None else {
-            ":m": {"N": str(int(time.time()) if retired is None else retired)}}
         # Only on an existing item: UpdateItem would otherwise create one without C ("UpdateItem", DynamoDB API
         # Reference: "creates a new item if it does not already exist"); a legacy deletion removed it for good.
         with contextlib.suppress(errors.ItemExistsError):
-            self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table, Key=seg_key,
-                       UpdateExpression=f"SET {'A' if archive is not None else 'D'} = :m",
-                       ConditionExpression="attribute_exists(N)", ExpressionAttributeValues=mark,
-                       on_condition=lambda _: errors.ItemExistsError(f"segment {segment} (gone)"))
+            self._mark(log_id, segment, archive, retired, "REMOVE P", "attribute_exists(N)")
         return count
+
+    def mark_retiring(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                      retired: int | None = None) -> bool:
+        # The two forms exclude each other: one conditional write per item, so of an archive run and a delete run
+        # on the same segment exactly one claims it. A retry after a lost answer meets its own mark: it passes.
+        other = "D" if archive is not None else "A"
+        try:
+            self._mark(log_id, segment, archive, retired, "SET P = :p",
+                       f"attribute_exists(N) AND attribute_not_exists({other})", {":p": {"BOOL": True}})
+        except errors.ItemExistsError:
+            return False
+        return True
+
+    def _mark(self, log_id: uuid.UUID, segment: int, archive: str | None, retired: int | None, more: str,
+              condition: str, values: dict[str, Any] | None = None) -> None:
+        """``SET A = archive`` (else ``D = retired``) and ``more`` on the segment's item under ``condition``."""
+        mark = {":m": {"S": archive}} if archive is not None else {
+            ":m": {"N": str(int(time.time()) if retired is None else retired)}}
+        clause = f"SET {'A' if archive is not None else 'D'} = :m"
+        update = f"{clause}, {more.removeprefix('SET ')}" if more.startswith("SET ") else f"{clause} {more}"
+        self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table,
+                   Key={"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}, UpdateExpression=update,
+                   ConditionExpression=condition, ExpressionAttributeValues={**mark, **(values or {})},
+                   on_condition=lambda _: errors.ItemExistsError(f"segment {segment} (gone, or claimed by the "
+                                                                 "other form of retention)"))
 
     def _pages(self, **params: Any) -> Iterator[dict[str, Any]]:
         return self._calls.pages("Query", **params)

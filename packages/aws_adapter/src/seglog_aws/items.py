@@ -27,6 +27,8 @@ def segment_to_item(segment: Segment) -> Item:
         item["A"] = {"S": segment.archive}
     if segment.retired is not None:
         item["D"] = _n(segment.retired)
+    if segment.retiring:
+        item["P"] = {"BOOL": True}
     return item
 
 
@@ -38,6 +40,7 @@ def item_to_segment(item: Item) -> Segment:
         last_snapshot=int(item["S"]["N"]) if "S" in item else None,
         archive=item["A"]["S"] if "A" in item else None,
         retired=int(item["D"]["N"]) if "D" in item else None,
+        retiring="P" in item,
     )
 
 

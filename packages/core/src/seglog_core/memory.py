@@ -145,8 +145,19 @@ class InMemoryLogStore:
             if segment in segs:
                 mark = {"archive": archive} if archive is not None else {
                     "retired": int(time.time()) if retired is None else retired}
-                segs[segment] = msgspec.structs.replace(segs[segment], **mark)
+                segs[segment] = msgspec.structs.replace(segs[segment], **mark, retiring=False)
             return count
+
+    def mark_retiring(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                      retired: int | None = None) -> bool:
+        with self._lock:
+            seg = self._segments.get(log_id, {}).get(segment)
+            if seg is None or (seg.retired if archive is not None else seg.archive) is not None:
+                return False  # gone, or claimed by the other form (DynamoDBLogStore's condition)
+            mark = {"archive": archive} if archive is not None else {
+                "retired": int(time.time()) if retired is None else retired}
+            self._segments[log_id][segment] = msgspec.structs.replace(seg, **mark, retiring=True)
+            return True
 
 
 class InMemoryBlobStore:

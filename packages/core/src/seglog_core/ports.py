@@ -92,12 +92,20 @@ class LogStore(Protocol):
         """Move the segment's ``S`` forward to ``num``; never back (idempotent)."""
         ...
 
+    def mark_retiring(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
+                      retired: int | None = None) -> bool:
+        """Claim a segment for retention before anything of it is removed: mark its item ``A`` = ``archive``
+        (else ``D`` = ``retired``, epoch s; default now) and ``P`` (retiring), only if the item exists and bears
+        no mark of the other form. True if the segment now bears this form's mark (again, for a rerun); False if
+        the other form claimed it or the item is gone (then nothing changed)."""
+        ...
+
     def delete_segment(self, log_id: uuid.UUID, segment: int, archive: str | None = None, *,
                        retired: int | None = None) -> int:
         """Retire a segment: delete its entries (paged) but its EndSegment, then mark its item — ``A`` =
-        ``archive`` when archived, else ``D`` = ``retired`` (epoch s; default now). The item and the EndSegment
-        stay as a tombstone, so a reader paging through the segment meanwhile still finds where it ends
-        (seglog_core.retention). The mark is written only if the item exists. Returns the entries deleted."""
+        ``archive`` when archived, else ``D`` = ``retired`` (epoch s; default now) — and clear ``P``. The item and
+        the EndSegment stay as a tombstone, so a reader paging through the segment meanwhile still finds where it
+        ends (seglog_core.retention). The mark is written only if the item exists. Returns the entries deleted."""
         ...
 
 

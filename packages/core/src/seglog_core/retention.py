@@ -11,6 +11,20 @@ segment was retired under it; with the EndSegment gone it would take the last en
 and write into retired history. Segments an older version deleted have no item at all (a segment num below the
 oldest item is deleted).
 
+Claim first (seed 356 and seeds 96 and 170 of ``Scenario(retain_delete=True)``): an archive run and a delete run
+on the same segment used to overlap — the delete run removed the snapshots' objects and large bodies the other
+run's archive still names (an archived snapshot whose root is gone), or the archive run deleted the entries before
+the delete run read them for the bodies to delete (bodies kept that nothing references, I6). So before removing
+anything, a run *claims* the segment with one conditional write: it sets its form's mark (``A`` once the archive
+is written and complete, else ``D``) and ``P`` (retiring), only while the item bears no mark of the other form.
+Of two runs in different forms exactly one wins; the other leaves the segment alone (an archive it wrote for a
+segment the delete form won is deleted: nothing will ever name it). From the claim on, readers, verify, rebuild
+and late jobs treat the segment as retired — archived (its archive is complete before the mark) or deleted —
+so nothing reads what is then removed: the delete form's objects (found through its entries), then the entries
+but the EndSegment; ``P`` is cleared last. A run that dies after the claim leaves ``P``, and every later run
+finishes such a segment in its claimed form whatever its own policy (the policy that chose it may be gone: a
+``--delete`` by hand, a different keep), so a half-removed segment never stays.
+
 The retry horizon (``min_age``, template RetentionMinAgeSeconds): a segment is retired only once it was *closed*
 more than ``min_age`` ago — closed when the next segment was created (its ``C``: the same transaction wrote the
 EndSegment) — never by its own creation time, which says nothing about when its last entry landed. Every entry
@@ -107,25 +121,45 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
     segments = list(store.segments(log_id))
     keep = max(policy.keep, MIN_KEEP)
     done: list[int] = []
+    # A run cut short after its claim left the mark and P: finish it in the form it was claimed, whatever this
+    # run's policy (see the module, "Claim first"); the policy chose the segment once already.
+    for segment in segments:
+        if segment.retiring and not stop():
+            _finish(store, blobs, log_id, segment)
+            done.append(segment.num)
     for segment, following in itertools.pairwise(segments[: max(0, len(segments) - keep) + 1]):
         # ``following.created`` is when this segment was closed (see the module: the retry horizon).
         if is_retired(segment) or clock() - following.created < policy.min_age:
             continue
         if stop():
             break
-        if policy.archive:
-            key: str | None = _archive(store, blobs, log_id, segment.num)
-        else:
-            key = None
-            _delete_objects(store, blobs, log_id, segment.num)
-        count = store.delete_segment(log_id, segment.num, archive=key, retired=int(clock()))
-        log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=key)
+        key = _archive(store, blobs, log_id, segment.num) if policy.archive else None
+        if policy.archive and key is None:
+            continue  # another run claimed it for deletion meanwhile
+        now = int(clock())
+        if not store.mark_retiring(log_id, segment.num, archive=key, retired=now):
+            if key is not None:
+                blobs.delete(key)  # nothing will ever name it: a segment marked D never gets an A
+            log.info("segment claimed by another retention run in the other form: left to it", log_id=str(log_id),
+                     segment=segment.num, form="archive" if policy.archive else "delete")
+            continue
+        _finish(store, blobs, log_id, msgspec.structs.replace(segment, archive=key, retired=None if key else now))
         done.append(segment.num)
     return done
 
 
-def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int) -> str:
-    """Write the segment's archive if the segment is complete, else check the stored one is; returns its key."""
+def _finish(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: Segment) -> None:
+    """Remove what retention retires from a segment it claimed: for the delete form its objects first (they are
+    found through its entries), then its entries but the EndSegment; clears the claim's P last."""
+    if segment.archive is None:
+        _delete_objects(store, blobs, log_id, segment.num)
+    count = store.delete_segment(log_id, segment.num, archive=segment.archive, retired=segment.retired)
+    log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=segment.archive)
+
+
+def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int) -> str | None:
+    """Write the segment's archive if the segment is complete, else check the stored one is; returns its key
+    (None: another run claimed the segment for deletion after this run listed it)."""
     key = archive_key(log_id, segment)
     entries = list(store.entries(log_id, segment))
     if is_complete_segment(entries):
@@ -139,6 +173,8 @@ def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int)
     except errors.BlobNotFoundError:
         archived = []
     if not is_complete_segment(archived):
+        if any(s.num == segment and s.retired is not None for s in store.segments(log_id)):
+            return None  # a delete run claimed it after this run listed it, and is removing its entries
         raise errors.CorruptLogError(
             log_id, f"segment {segment} misses entries ({len(entries)} left) and {key} does not hold the whole "
                     "segment; nothing more was deleted. If a `seglog log retain --delete` was interrupted, run it "
@@ -149,10 +185,12 @@ def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int)
 
 
 def _delete_objects(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int) -> None:
-    """Delete the objects only this segment's entries reference (its snapshots', its large bodies), before the
-    entries themselves: a run that dies in between leaves the segment to be deleted again, never objects that
-    nothing references and no lifecycle rule expires (DESIGN §6 I6). Nothing else reads them: every build starts
-    from a snapshot in the two latest segments (see MIN_KEEP)."""
+    """Delete the objects only this segment's entries reference (its snapshots', its large bodies, an archive an
+    archive run wrote before losing the claim), before the entries themselves: a run that dies in between leaves
+    the claim's P, so a later run deletes again, never objects that nothing references and no lifecycle rule
+    expires (DESIGN §6 I6). Nothing else reads them: every build starts from a snapshot in the two latest segments
+    (see MIN_KEEP), and readers leave a segment marked D alone from the claim on."""
+    blobs.delete(archive_key(log_id, segment))
     for key in list(blobs.keys(f"snapshots/{log_id}/{segment}/")):
         blobs.delete(key)
     for entry in store.entries(log_id, segment):

@@ -167,6 +167,9 @@ class Segment(Record, frozen=True):
     archive: str | None = None
     #: When retention deleted the segment's entries (epoch s); its item and its EndSegment entry stay as a tombstone.
     retired: int | None = None
+    #: Retention marked the segment (``A`` or ``D``) and has not finished removing what it retires (``P``): the next
+    #: retention run finishes it whatever its policy (seglog_core.retention, "Claim first").
+    retiring: bool = False
 
 
 class Entry(Record, frozen=True):

@@ -269,7 +269,15 @@ def loads_are_states(log_id: uuid.UUID, history: list[list[Entry] | None], blobs
         for e in entries:
             if e.type is EntryType.SNAPSHOT:
                 if state is None and e.snapshot_root is not None:
-                    state = Sheet() if e.snapshot_root == EMPTY_SNAPSHOT_ROOT else read_sheet(blobs, e.snapshot_root)
+                    try:
+                        state = (Sheet() if e.snapshot_root == EMPTY_SNAPSHOT_ROOT
+                                 else read_sheet(blobs, e.snapshot_root))
+                    except SeglogError as exc:
+                        # A violation, not a crash of the check (seeds 286, 356 of retain_delete: an archive run and
+                        # a delete run on one segment left an archived snapshot whose objects were gone).
+                        found.append(Violation(invariant="I3", log_id=str(log_id), segment=e.segment, entry=e.num,
+                                               message=f"a completed snapshot the log still names cannot be read: "
+                                                       f"{exc}"))
             elif e.type is not EntryType.END_SEGMENT and state is not None:
                 try:
                     state.apply(_body(e, blobs))
