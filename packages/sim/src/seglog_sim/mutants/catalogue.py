@@ -169,12 +169,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            old="        if is_retired(segment) or clock() - following.created < policy.min_age:",
            new="        if is_retired(segment) or clock() - segment.created < policy.min_age:",
            breaks="retention ages a segment from its creation, not its close: a try that landed within the retry "
-                  "horizon can be retired before its retry comes, which then cannot find it",
-           survives=(
-               "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until the"
-               " defects it finds are fixed (issue 18: seeds 96, 170, 286, 356); with archives a retry reads the"
-               " archive exactly, so the horizon matters only for deleted history. "
-               "tests/test_retention.py::test_retention_waits_for_close_not_creation kills it")),
+                  "horizon can be retired before its retry comes, which then cannot find it"),
     Mutant(name="tombstone_end_segment", module=_LOG_STORE,
            old="if e.type is not EntryType.END_SEGMENT]",
            new="if True]",
@@ -193,11 +188,17 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "lost.segment, horizon)",
            new="                    raise errors.UnknownPositionError(log_id, since.segment, since.num) from None",
            breaks="a retry whose since retention deleted is answered 409 unknown_position again (the dead end: load "
-                  "and resend stores the entry twice)",
-           survives=(
-               "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until the"
-               " defects it finds are fixed (issue 18: seeds 96, 170, 286, 356); tests/test_idempotence.py (the "
-               "deleted-form retry tests) and tests/test_api.py kill it")),
+                  "and resend stores the entry twice)"),
+    Mutant(name="retention_one_form", module=_LOG_STORE,
+           old='                       f"attribute_exists(N) AND attribute_not_exists({other})", '
+               '{":p": {"BOOL": True}})',
+           new='                       "attribute_exists(N)", {":p": {"BOOL": True}})',
+           breaks="an archive run and a delete run both claim one segment: an archived snapshot's root is deleted, "
+                  "or bodies stay kept that nothing references (seeds 356, 170, 96)"),
+    Mutant(name="retention_finishes_claims", module=_RETENTION,
+           old="        if segment.retiring and not stop():",
+           new="        if False:",
+           breaks="a retention run cut short after its claim leaves its segment half removed for ever"),
     Mutant(name="late_job_legacy_deleted", module=_WORKER,
            old="        if segments and segment < segments[0].num:",
            new="        if False:",
@@ -209,11 +210,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant(name="late_job_tombstone", module=_WORKER,
            old="(s.archive is not None or s.retired is not None)",
            new="s.archive is not None",
-           breaks="a late job for a segment retention deleted (its tombstone) fails on every receive for ever",
-           survives=(
-               "the simulator's worlds run `log retain --delete` only with Scenario.retain_delete, off until the"
-               " defects it finds are fixed (issue 18: seeds 96, 170, 286, 356); "
-               "packages/core/tests/test_worker_jobs.py and tests/test_pipeline_recovery.py kill it")),
+           breaks="a late job for a segment retention deleted (its tombstone) fails on every receive for ever"),
     Mutant(name="deferral_patience", module=_WORKER,
            old="        if receive > self.patience:",
            new="        if False:",
@@ -235,10 +232,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant(name="rebuild_from_empty", module=_FALLBACK,
            old="            previous, bodies = None, []",
            new="            previous, bodies = EMPTY_SNAPSHOT_ROOT, []",
-           breaks="rebuild folds from an empty sheet past retired history and rewrites every later snapshot",
-           survives=(
-               "the simulator's worlds delete history only with Scenario.retain_delete (off), and past archived "
-               "history rebuild folds from the archives; tests/test_verify_retention.py kills it")),
+           breaks="rebuild folds from an empty sheet past retired history and rewrites every later snapshot"),
     Mutant(name="rebuild_claims", module=_FALLBACK,
            old="        increment = self._claim(entry)\n"
                "        if not isinstance(increment, int):\n"
