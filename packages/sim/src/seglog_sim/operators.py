@@ -158,6 +158,11 @@ class Operators:
             report = rebuild(backend.store, backend.blobs, backend.pending, log_id, body_of=backend.document().body,
                              chunk_cells=self.scenario.chunk_cells, takeover_after=self._takeover,
                              clock=self.world.clock, claimer=self.world.current.name)
+            # A refusal says a completed snapshot differs from rebuild's fold: a wrong snapshot (I3) or a wrong fold
+            # (a rebuild that folds from empty past deleted history refuses every later snapshot, and changes none).
+            self.violations += [Violation(invariant="I3", log_id=str(log_id), segment=segment, entry=entry,
+                                          message=f"rebuild refused this completed snapshot: {why}")
+                                for segment, entry, why in report.refused]
         finally:
             after = self.states(log_id)
             for position, state in before.items():
