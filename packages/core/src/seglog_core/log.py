@@ -117,6 +117,8 @@ class _Tail:
     #: A num a failed conditional put proved taken: an eventually consistent Query may still return an
     #: older latest entry, and writing below this num would only conflict again.
     taken: int = -1
+    #: When ``num`` was last proved the segment's tail (epoch s): by a read, or by a write at ``num`` itself.
+    checked: float = 0.0
 
 
 @dataclass(kw_only=True)
@@ -130,6 +132,8 @@ class EventLog:
         clock: seconds since the epoch.
         large_threshold: bodies above this many bytes go to S3.
         cache_tail: try ``tail + 1`` first (one PutItem, no Query) when this client knows the tail.
+        tail_ttl: seconds a known tail is trusted without a read (None: for ever). Keep it at most the
+            retention horizon (the stack's RetentionMinAgeSeconds) when retention runs: see :meth:`_fresh`.
     """
 
     store: LogStore
@@ -139,6 +143,7 @@ class EventLog:
     id_factory: Callable[[], uuid.UUID] = uuid.uuid4
     large_threshold: int = DEFAULT_LARGE_THRESHOLD
     cache_tail: bool = True
+    tail_ttl: float | None = 60.0
     #: Checks a document body before anything is written (rows and columns in range, values not too large).
     validate: Callable[[Body], None] = validate_body
     #: Snapshot policy: the writer of an entry whose num is a multiple of this appends a Snapshot entry.
@@ -176,7 +181,7 @@ class EventLog:
                 if not exc.retryable or attempt == self.retry.max_attempts:
                     raise
                 self.retry.backoff(attempt)
-        self._tails[log_id] = _Tail(segment=0, num=0)
+        self._tails[log_id] = _Tail(segment=0, num=0, checked=self.clock())
         log.info("log created", log_id=str(log_id))
         return log_id
 
@@ -313,7 +318,7 @@ class EventLog:
         """The num to write next, or the entry itself when the latest entry already is ours."""
         if expected is not None:
             return expected
-        if self.cache_tail and tail.num is not None and attempt == 1:
+        if self.cache_tail and tail.num is not None and attempt == 1 and self._fresh(tail):
             return tail.num + 1
         while True:
             latest = self.store.latest_entry(log_id, tail.segment)
@@ -330,6 +335,20 @@ class EventLog:
             if latest.entry_id == entry_id:
                 return latest
             return max(latest.num, tail.taken) + 1
+
+    def _fresh(self, tail: _Tail) -> bool:
+        """Whether ``tail.num`` may be written after without a read.
+
+        A conditional put at ``num + 1`` is refused while that num is taken, so a stale tail only costs a
+        conflict — as long as no item is ever deleted. Retention deletes a segment's items (archived or
+        deleted) once the segment was closed more than the horizon ago (DESIGN §3 Retention), and a put at a
+        deleted num succeeds: a client whose cached tail outlived its segment wrote into retired history
+        (seed 904: a Snapshot entry at 0/6 of a segment archived 200 s before). A tail proved at ``checked``,
+        by a read or by a write at it, is of a segment open then; it closed later, so it is not retired before
+        ``checked + horizon``. Trusted for ``tail_ttl`` ≤ horizon, the tail is safe; each write at it proves it
+        again.
+        """
+        return self.tail_ttl is None or self.clock() - tail.checked < self.tail_ttl
 
     def _follow_end(self, tail: _Tail, end: Entry) -> None:
         body = end.decoded()
@@ -358,9 +377,14 @@ class EventLog:
 
     def landed(self, entry: Entry, attempts: int, *, deduplicated: bool = False) -> Appended:
         """Record that ``entry`` is in the log (it moves this client's cached tail) and say how it got there."""
-        tail = self._tails.setdefault(entry.log_id, _Tail(segment=entry.segment))
-        if tail.segment == entry.segment and (tail.num is None or entry.num > tail.num):
-            tail.num = entry.num
+        # A deduplicated entry is an old one (it may lie in a segment retired since): it says nothing of the tail.
+        # A written one is the tail, in its segment, which may be later than the cached one (append_after reads
+        # forward past EndSegments without moving this client's tail; seed 904: the policy's Snapshot entry
+        # then went after the stale tail, into a retired segment).
+        tail = self._tails.get(entry.log_id)
+        known = (-1, -1) if tail is None else (tail.segment, -1 if tail.num is None else tail.num)
+        if not deduplicated and (entry.segment, entry.num) > known:
+            self._tails[entry.log_id] = _Tail(segment=entry.segment, num=entry.num, checked=self.clock())
         log.debug("appended", log_id=str(entry.log_id), segment=entry.segment, entry=entry.num,
                   attempts=attempts, deduplicated=deduplicated)
         return Appended(entry=entry, attempts=attempts, deduplicated=deduplicated)
@@ -402,7 +426,7 @@ class EventLog:
             try:
                 # The read is retried like the write (chaos runs found a single throttled Query skipping the
                 # snapshot).
-                if tail.num is None:
+                if tail.num is None or not self._fresh(tail):
                     latest = self.store.latest_entry(log_id, tail.segment)
                     if latest is None:
                         raise errors.CorruptLogError(log_id, f"segment {tail.segment} has no entries")
@@ -463,7 +487,7 @@ class EventLog:
                 )
                 try:
                     self.store.new_segment(end, new, first)
-                    self._tails[log_id] = _Tail(segment=nxt, num=0)
+                    self._tails[log_id] = _Tail(segment=nxt, num=0, checked=self.clock())
                     log.info("segment started", log_id=str(log_id), segment=nxt)
                     return new
                 except errors.StoreError as exc:
