@@ -427,6 +427,52 @@ def test_rebuild_restores_lost_objects_with_the_state_they_were_completed_with(g
     assert [] == grown.verify().violations
 
 
+class _RetainDuring:
+    """The bucket as rebuild sees it while ``seglog log retain --delete`` of segment 0 runs beside it: the
+    deletion runs whole just before rebuild's first ``call`` (get or put) of an object of segment 0's snapshots."""
+
+    def __init__(self, p: MemoryPipeline, call: str) -> None:
+        self._p, self._call, self.fired = p, call, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._p.blobs, name)
+
+    def _maybe_retain(self, call: str, key: str) -> None:
+        if call == self._call and not self.fired and key.startswith(f"snapshots/{self._p.log_id}/0/"):
+            self.fired = True
+            apply_retention(self._p.store, self._p.blobs, self._p.log_id,
+                            RetentionPolicy(keep=_segment_count(self._p) - 1, archive=False))
+
+    def get(self, key: str) -> bytes:
+        self._maybe_retain("get", key)
+        return self._p.blobs.get(key)
+
+    def put(self, key: str, data: bytes, **kwargs: Any) -> None:
+        self._maybe_retain("put", key)
+        self._p.blobs.put(key, data, **kwargs)
+
+
+@pytest.mark.parametrize("call", ["get", "put"])
+def test_rebuild_writes_no_snapshot_of_a_segment_retention_deletes_meanwhile(grown: MemoryPipeline,
+                                                                             call: str) -> None:
+    """Seed 801: rebuild read segment 0's entries, then a `log retain --delete` deleted the segment's objects and
+    entries, and rebuild found the snapshot's root gone and "restored" it: objects nothing references (I6).
+    Whether the deletion comes before rebuild reads the root (get) or while it writes it again (put: the run's
+    listing may precede our puts), no object of the deleted segment is left."""
+    first = [e for e in grown.store.entries(grown.log_id, 0)
+             if e.type is EntryType.SNAPSHOT and e.snapshot_root not in (None, "empty")]
+    assert first, "segment 0 holds a completed snapshot"
+    if call == "put":  # the bucket lost segment 0's snapshot objects: rebuild writes them again
+        for key in list(grown.blobs.keys(f"snapshots/{grown.log_id}/0/")):
+            grown.blobs.delete(key)
+    during = _RetainDuring(grown, call)
+    report = _rebuild(grown, blobs=during)  # type: ignore[arg-type]
+    assert during.fired
+    assert [] == list(grown.blobs.keys(f"snapshots/{grown.log_id}/0/"))
+    assert 0 in report.gone and not any(at[0] == 0 for at in report.restored)
+    assert [] == [v for v in grown.verify().violations if v.invariant == "I6"]
+
+
 def test_rebuild_refuses_to_write_over_a_snapshot_that_differs_from_the_fold(grown: MemoryPipeline) -> None:
     """A completed snapshot whose stored state is not the fold's is reported and left as it is (never given
     another state under its keys); the fold is unknown after it, so the next one is taken as stored."""

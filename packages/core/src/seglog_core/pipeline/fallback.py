@@ -263,7 +263,16 @@ def rebuild(store: LogStore, blobs: BlobStore, pending: PendingStore, log_id: uu
                 if moved:
                     bodies = []
             elif entry.type is not EntryType.END_SEGMENT and previous is not None:
-                bodies.append(body_of(entry))
+                try:
+                    bodies.append(body_of(entry))
+                except BlobNotFoundError:
+                    # A large body gone: retention is deleting the segment we read a moment ago (seed 801's
+                    # interleaving); its history is gone from here, as for a deleted segment. Otherwise a lost body.
+                    if not (span.live and _deleting(store, log_id, span.num)):
+                        raise
+                    report.gone.append(span.num)
+                    bodies, previous = [], None
+                    break
     log.info("rebuilt", log_id=str(log_id), snapshots=report.snapshots, completed=len(report.completed),
              restored=len(report.restored), started_from=report.started_from, refused=report.refused,
              unbuildable=report.unbuildable, left=report.left, gone=report.gone)
@@ -390,7 +399,28 @@ def _snapshot(run: _Rebuild, entry: Entry, previous: str | None, bodies: Sequenc
             report.refused.append((*at, f"this code cannot read its stored state ({exc}): left as it is"))
             return True, None
         except _Lost:
+            if _deleting(run.store, log_id, entry.segment):
+                report.gone.append(entry.segment)  # retention is deleting it (seed 801): its objects go with it
+                return True, None  # (a later snapshot in a kept segment starts the fold again)
             report.restored.append(at)  # its objects are gone: write them again with the state it was completed with
     built = fold.run()
+    if _deleting(run.store, log_id, entry.segment):
+        # Retention claimed the segment for deletion while we wrote: its run may have listed the snapshot's
+        # objects before our puts, so what we wrote would be orphaned (I6). Either its listing came after our
+        # puts and deleted them, or our look now sees its claim and we delete them ourselves (seed 801).
+        for key in list(blobs.keys(f"snapshots/{log_id}/{entry.segment}/{entry.num}/")):
+            blobs.delete(key)
+        report.restored.remove(at)
+        report.gone.append(entry.segment)
+        return True, None
     report.strays += stray_keys(blobs, built)
     return True, built
+
+
+def _deleting(store: LogStore, log_id: uuid.UUID, segment: int) -> bool:
+    """Whether retention deleted the segment or claimed it for deletion (``D``; an item gone: the legacy form).
+    Its snapshots' objects are then retention's to delete, and nothing may write them again."""
+    for found in store.segments(log_id):
+        if found.num == segment:
+            return found.retired is not None
+    return True
