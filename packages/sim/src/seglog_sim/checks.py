@@ -165,7 +165,24 @@ def _history(ddb: SimDynamoDB, topology: Topology) -> list[Violation]:
         last_s[key] = s
     done: dict[uuid.UUID, tuple[int, int]] = {}
     rooted: set[tuple[uuid.UUID, int, int]] = set()
+    stored: dict[bytes, tuple[int, int]] = {}
     for record in _records(ddb, topology.entries_table):
+        if record["eventName"] == "INSERT":
+            # Exactly once over the whole history, deleted segments included: verify reads what retention left,
+            # so an entry stored again after its first copy was deleted (a retry past a retired since that
+            # resent: the reverted fixes since_retired_lookup and retention_by_creation) shows only here.
+            image = record["dynamodb"].get("NewImage", {})
+            key = image.get("K", {}).get("B")
+            if key is None:
+                continue
+            position = (split_segment_key(bytes(image["G"]["B"]))[1], int(image["N"]["N"]))
+            first = stored.setdefault(bytes(key), position)
+            if first != position:
+                log_id = split_segment_key(bytes(image["G"]["B"]))[0]
+                found.append(Violation(invariant="I2", log_id=str(log_id), segment=position[0], entry=position[1],
+                                       message=f"entry id {uuid.UUID(bytes=bytes(key))} stored a second time (first "
+                                               f"at {first[0]}/{first[1]}, maybe since retired)"))
+            continue
         if record["eventName"] != "MODIFY":
             continue
         image = record["dynamodb"].get("NewImage", {})

@@ -53,6 +53,21 @@ class Scenario:
     #: do what the API answers (a 410 since_retired is followed by seglog_client inside the retry horizon). Before
     #: issue 18 a 409 unknown_position sent them to load and resend, which could store an entry twice.
     stale_since_share: float = 0.2
+    #: Share of API clients that pause mid-retry: between two tries of one entry (after a try whose answer was
+    #: lost, say) such a client sometimes stops for a while (a laptop lid closed, a process swapped out) and
+    #: then retries with the same entry id and ``since``, as seglog_client does. Retention may retire ``since``'s
+    #: segment, or the segment the first try landed in, meanwhile. Without them every retry came seconds after
+    #: its first try and two of issue 18's fixes could be reverted unseen (the mutants retention_by_creation and
+    #: since_retired_lookup).
+    pause_share: float = 0.3
+    #: Chance that a pausing client pauses at one wait between two tries, and for how many seconds (drawn).
+    pause_chance: float = 0.5
+    pause: tuple[float, float] = (5.0, 240.0)
+    #: Seconds a client keeps short of the retry horizon before it follows a 410 since_retired
+    #: (SeglogClient.horizon_margin). The client and the API share the world's clock here, so no skew to allow
+    #: for: a small margin lets the resend path run at the drawn horizons (0 to 120 s); the library's default
+    #: of 120 s would turn every 410 into OutcomeUnknownError.
+    horizon_margin: float = 1.0
     #: Appends per client: drawn in this range.
     appends: tuple[int, int] = (5, 9)
     #: Seconds a client thinks between appends: drawn in this range.
@@ -132,8 +147,9 @@ class Scenario:
             segment_entries=snapshot_every * rng.choice((1, 1, 2)),
             large_share=round(rng.uniform(0.0, 0.35), 3),
             retention_every=rng.choice((40.0, 60.0, 90.0)),
+            operator_every=rng.choice((20.0, 40.0, 60.0)),
             parameters=(("RetentionKeep", rng.choice((2, 2, 2, 3))),
-                        ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60)))),
+                        ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60, 120)))),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -141,7 +157,7 @@ class Scenario:
         return {"logs": self.logs, "api_clients": self.api_clients, "library_clients": self.library_clients,
                 "appends": list(self.appends), "snapshot_every": self.snapshot_every,
                 "segment_entries": self.segment_entries, "large_share": self.large_share,
-                "retention_every": self.retention_every,
+                "retention_every": self.retention_every, "operator_every": self.operator_every,
                 "parameters": dict(self.parameters),
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

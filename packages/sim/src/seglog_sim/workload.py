@@ -29,7 +29,7 @@ from typing import Any
 
 from seglog_client import SeglogClient
 from seglog_client import entries as client_entries
-from seglog_client.errors import ApiError, ProtocolError, RetriesExhaustedError
+from seglog_client.errors import ApiError, OutcomeUnknownError, ProtocolError, RetriesExhaustedError
 from seglog_client.hooks import Counters
 from seglog_client.models import START
 from seglog_client.models import Position as ClientPosition
@@ -128,6 +128,10 @@ class Ledger:
     failed_reads: list[str] = field(default_factory=list)
     gave_up: int = 0
     vanished: int = 0
+    #: Pauses pausing clients took between two tries, and appends seglog_client left unresent past the retry
+    #: horizon (OutcomeUnknownError: not acknowledged, nothing owed).
+    pauses: int = 0
+    outcome_unknown: int = 0
     #: Every try of every API request (seglog_client's own tally).
     counters: Counters = field(default_factory=Counters)
     tries: int = 0
@@ -161,22 +165,26 @@ class Clients:
     gateway: Gateway
     ledger: Ledger = field(default_factory=Ledger)
 
-    def client(self, *, max_tries: int = MAX_TRIES, vanish: float = 0.0) -> SeglogClient:
-        """The running task's SeglogClient: its tries go to the world's gateway, its waits are simulated, its
-        jitter is the task's; with ``vanish``, the chance that it vanishes instead of waiting to retry."""
-        world = self.world
+    def client(self, *, max_tries: int = MAX_TRIES, vanish: float = 0.0, pauses: bool = False) -> SeglogClient:
+        """The running task's SeglogClient: its tries go to the world's gateway, its waits and its timing of a
+        first try are simulated, its jitter is the task's; with ``vanish``, the chance that it vanishes instead
+        of waiting to retry; with ``pauses``, a client that sometimes stops for a while between two tries."""
+        world, scenario, ledger = self.world, self.scenario, self.ledger
         me = world.current
         rng = self.faults.rng(me)
 
-        def pause(seconds: float) -> None:
+        def wait(seconds: float) -> None:
             if vanish and rng.random() < vanish:
                 raise _Vanished
+            if pauses and rng.random() < scenario.pause_chance:
+                ledger.pauses += 1
+                seconds += rng.uniform(*scenario.pause)
             world.sleep(seconds)
 
-        return SeglogClient(BASE_URL, timeout=self.scenario.client_timeout, max_tries=max_tries, sleep=pause,
-                            backoff=Backoff(rng=rng), hooks=self.ledger.counters, credentials=CREDENTIALS,
-                            sign=self.scenario.sign_requests,
-                            clock=lambda: datetime.fromtimestamp(world.now, UTC),
+        return SeglogClient(BASE_URL, timeout=scenario.client_timeout, max_tries=max_tries, sleep=wait,
+                            backoff=Backoff(rng=rng), hooks=ledger.counters, credentials=CREDENTIALS,
+                            sign=scenario.sign_requests, horizon_margin=scenario.horizon_margin,
+                            clock=lambda: datetime.fromtimestamp(world.now, UTC), monotonic=lambda: world.now,
                             transport=InProcess(self.gateway.serve))
 
     def create(self, log_id: uuid.UUID) -> None:
@@ -187,9 +195,9 @@ class Clients:
         world, faults, scenario, ledger = self.world, self.faults, self.scenario, self.ledger
         me = world.current
         rng = faults.rng(me)
-        client = self.client(vanish=scenario.vanish_share)
-        client.note_position(log_id, START)  # the answer of the log's creation
         stale = rng.random() < scenario.stale_since_share
+        client = self.client(vanish=scenario.vanish_share, pauses=rng.random() < scenario.pause_share)
+        client.note_position(log_id, START)  # the answer of the log's creation
         # Acknowledged entries with the position sent on their first try: a reuse of an id resends that position
         # with another body, as a client whose retry changed its entry would. The API finds an id by reading forward
         # from since (no index of entry ids: README "Appending exactly once"), so a reuse from a later position is
@@ -212,6 +220,13 @@ class Clients:
                 return
             except RetriesExhaustedError:
                 ledger.gave_up += 1  # never acknowledged: nothing is owed
+                continue
+            except OutcomeUnknownError as exc:
+                # since was retired and the first try is past the retry horizon: seglog_client did not resend (an
+                # earlier try may have landed in the deleted history). Not acknowledged, so nothing is owed; a
+                # copy stored twice would still show (the history check: an entry id inserted once at most).
+                ledger.outcome_unknown += 1
+                me.tags["outcome_unknown"] = f"age {exc.age:.1f} s, horizon {exc.horizon} s"
                 continue
             except ApiError as exc:
                 if exc.code in EXPECTED_REFUSALS and (reused or stale):
@@ -280,7 +295,9 @@ class Clients:
         me = world.current
         rng = faults.rng(me)
         backend = self.lambdas.backend
-        event_log = EventLog(store=backend.append_store, blobs=backend.append_blobs,
+        # The library's cached tail is trusted for the retry horizon at most (EventLog._fresh; seed 904).
+        horizon = float(self.lambdas.topology.retention.Environment.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "0"))
+        event_log = EventLog(store=backend.append_store, blobs=backend.append_blobs, tail_ttl=horizon,
                              retry=RetryPolicy(rng=rng, sleep=world.sleep), clock=world.clock,
                              id_factory=lambda: new_id(rng), snapshot_every=scenario.snapshot_every,
                              segment_entries=scenario.segment_entries, large_threshold=scenario.large_threshold)

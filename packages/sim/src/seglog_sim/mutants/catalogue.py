@@ -171,11 +171,11 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="retention ages a segment from its creation, not its close: a try that landed within the retry "
                   "horizon can be retired before its retry comes, which then cannot find it",
            survives=(
-               "measured: survives 1,000 seeds with delete-form retention on. It matters only when an entry "
-               "landed in a segment that closed within the horizon yet was created before it, and its retry "
-               "comes after that segment was deleted; the worlds' retries come seconds after their first tries, "
-               "well inside any segment's life. Open (issue 18): a client that retries after a long pause would "
-               "reach it. tests/test_retention.py::test_retention_waits_for_close_not_creation kills it")),
+               "measured: survives 1,000 seeds with clients that pause mid-retry (Scenario.pause_share). It needs a "
+               "`log retain --delete` between the segment's creation + horizon and the first try + horizon, two "
+               "newer segments by then, and a paused retry after it but inside the horizon: a window as long as "
+               "the segment's life, seconds in these worlds. Open (issue 18). tests/test_retention.py::"
+               "test_retention_waits_for_close_not_creation kills it")),
     Mutant(name="tombstone_end_segment", module=_LOG_STORE,
            old="if e.type is not EntryType.END_SEGMENT]",
            new="if True]",
@@ -194,13 +194,37 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "lost.segment, horizon)",
            new="                    raise errors.UnknownPositionError(log_id, since.segment, since.num) from None",
            breaks="a retry whose since retention deleted is answered 409 unknown_position again (the dead end: load "
-                  "and resend stores the entry twice)",
+                  "and resend stores the entry twice; killed since clients pause mid-retry and the history check "
+                  "sees an entry id inserted twice across deleted segments)"),
+    Mutant(name="tail_ttl", module=_LOG,
+           old="        return self.tail_ttl is None or self.clock() - tail.checked < self.tail_ttl",
+           new="        return True",
+           breaks="a writer trusts its cached tail for ever: after an idle spell longer than the retry horizon it "
+                  "writes at tail + 1 in a segment retention retired, where the put succeeds (seed 904)",
            survives=(
-               "measured: survives 1,000 seeds with delete-form retention and stale-since clients on. The dead "
-               "end needs since's segment deleted between an entry's first try, which landed, and its retry; a "
-               "stale client's since is usually deleted before its first try, which is then refused, so nothing "
-               "lands. Open (issue 18): a client that pauses mid-retry would reach it. tests/test_idempotence.py"
-               " (the deleted-form retry tests) and tests/test_api.py kill it")),
+               "two guards on one path: in the worlds the stale tail came from a deduplicated answer, which no "
+               "longer moves the tail (landed_tail_segment), so seed 904 passes with either one reverted. "
+               "tests/test_tail_after_retention.py (the idle library writer) kills it")),
+    Mutant(name="landed_tail_segment", module=_LOG,
+           old="        if not deduplicated and (entry.segment, entry.num) > known:",
+           new="        if tail is None or tail.segment == entry.segment:",
+           breaks="a landing moves the tail only within the cached segment and a deduplicated old entry moves it "
+                  "too: the Snapshot entry after the next append goes after a stale tail, into a segment retention "
+                  "retired (seed 904)",
+           survives=(
+               "two guards on one path: the API's writer trusts its tail for EventLog.tail_ttl (60 s) only, and "
+               "seed 904's next append came later, so it read the tail again (tail_ttl). "
+               "tests/test_tail_after_retention.py (a retry answered from an archive) kills it")),
+    Mutant(name="rebuild_restores_deleted", module=_FALLBACK,
+           old="    if _deleting(run.store, log_id, entry.segment):\n        # Retention claimed",
+           new="    if False:\n        # Retention claimed",
+           breaks="rebuild writes again the objects of a snapshot whose segment retention deleted while it wrote "
+                  "them: objects nothing references (I6, seed 801)",
+           survives=(
+               "the look before writing (the segment claimed for deletion: gone) already stops seed 801; this one "
+               "is the look after, for a deletion that claims the segment while rebuild writes, a window of a few "
+               "storage calls. tests/test_verify_retention.py::"
+               "test_rebuild_writes_no_snapshot_of_a_segment_retention_deletes_meanwhile[memory-put] kills it")),
     Mutant(name="retention_one_form", module=_LOG_STORE,
            old='                       f"attribute_exists(N) AND attribute_not_exists({other})", '
                '{":p": {"BOOL": True}})',
