@@ -285,6 +285,36 @@ def test_a_retry_after_deleting_is_refused_with_where_to_resend_and_the_resend_i
                      since=Position(segment=0, num=0), strict=True)
 
 
+@pytest.mark.parametrize("form", ["retained", "archived"])
+def test_an_entry_id_found_after_a_deleted_since_with_another_body_is_refused(
+        stores: tuple[LogStore, BlobStore], form: str) -> None:
+    """A since retention deleted, the entry id found after it — in a retained segment, or in one archived before
+    the deletion (archive older, delete later leaves it after the gap) — with another body: refused
+    (entry_id_reused), not answered as stored; and with its own body it is answered from where it is (seeds 1031,
+    3474: the deleted-since path skipped the judgement, and began its read after archived segments)."""
+    store, blobs = stores
+    writer = _log(store, blobs)
+    log_id = writer.create()
+    _next_segment(writer, store, log_id)
+    entry_id = uuid.uuid4()
+    first = append_after(writer, log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START)
+    assert first.entry.segment == 1
+    for _ in range(3):
+        _next_segment(writer, store, log_id)
+    assert [0] == apply_retention(store, blobs, log_id, RetentionPolicy(keep=4, min_age=0, archive=False))
+    if form == "archived":  # then 1 archived: since (0/0) deleted, the entry in an archive after the gap
+        assert [1] == apply_retention(store, blobs, log_id, RetentionPolicy(keep=3, min_age=0))
+
+    with pytest.raises(errors.EntryIdReusedError) as reused:
+        append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value="another"), entry_id=entry_id,
+                     since=START, horizon=60)
+    assert (reused.value.segment, reused.value.num) == (1, first.entry.num)
+    same = append_after(_log(store, blobs), log_id, SetCell(row=1, col=1, value=1), entry_id=entry_id, since=START,
+                        horizon=60)
+    assert (True, Position.of(first.entry)) == (same.deduplicated, Position.of(same.entry))
+    assert 1 == _copies(store, blobs, log_id, entry_id)
+
+
 class RetiredBetweenPages:
     """A LogStore whose read of ``segment`` retires it (retention with ``policy``) right after the read returned
     entry ``after``, then goes on as DynamoDB's next page would: a new Query from the following num."""

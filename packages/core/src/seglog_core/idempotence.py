@@ -211,21 +211,30 @@ def _scan(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, start: Position,
 
 def _after_deleted(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, entry_id: uuid.UUID, since: Position,
                    lost: int, horizon: float | None) -> Entry:
-    """Step 5: the entry if the retained log holds it; else SinceRetiredError naming where to resend from."""
+    """Step 5: the entry if the retained log holds it; else SinceRetiredError naming where to resend from.
+
+    The retained log after the deleted segment includes archived segments (archive older, delete later leaves
+    them after a gap), read from their archives: an entry that landed in one is answered, and an entry id reused
+    there with another body is refused (seed 3474: the read began after the last retired segment of either form,
+    so a reuse was stored a second time).
+    """
     while True:
-        retired = [s.num for s in store.segments(log_id) if s.archive is not None or s.retired is not None]
+        segments = list(store.segments(log_id))
+        retired = [s.num for s in segments if s.archive is not None or s.retired is not None]
         resend = Position(segment=max([lost, *retired]) + 1, num=0)
+        kept = [s.num for s in segments if s.num > lost and s.retired is None]
+        start = Position(segment=kept[0], num=0) if kept else resend
         try:
-            scan = _scan(store, blobs, log_id, resend, entry_id, None)
+            scan = _scan(store, blobs, log_id, start, entry_id, None)
         except _Deleted as again:  # retired while we read: from after it
             lost = again.segment
             continue
         except errors.UnknownPositionError:
             # p/0 is not there: p was never created (so nothing is retained after q), or retired in between.
             latest = store.latest_segments(log_id, 1, consistent=True)
-            if not latest or latest[0].num < resend.segment:
+            if not latest or latest[0].num < start.segment:
                 raise
-            lost = resend.segment
+            lost = start.segment
             continue
         if scan.found is not None:
             return scan.found
@@ -268,7 +277,8 @@ def append_after(
                     if strict:
                         raise errors.VersionConflictError(log_id, since.segment, since.num + 1, None) from None
                     found = _after_deleted(store, event_log.blobs, log_id, entry_id, since, lost.segment, horizon)
-                    return event_log.landed(found, attempt, deduplicated=True)
+                    # The same judgement as every found entry: another body under this id is refused (seed 3474).
+                    return event_log.deduplicated(prepared, found, attempt)
                 if scan.found is not None:
                     return event_log.deduplicated(prepared, scan.found, attempt)
                 tail = scan.last
