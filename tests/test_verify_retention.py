@@ -431,17 +431,17 @@ class _RetainDuring:
     """The bucket as rebuild sees it while ``seglog log retain --delete`` of segment 0 runs beside it: the
     deletion runs whole just before rebuild's first ``call`` (get or put) of an object of segment 0's snapshots."""
 
-    def __init__(self, p: MemoryPipeline, call: str) -> None:
-        self._p, self._call, self.fired = p, call, False
+    def __init__(self, p: MemoryPipeline, call: str, segment: int = 0) -> None:
+        self._p, self._call, self._segment, self.fired = p, call, segment, False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._p.blobs, name)
 
     def _maybe_retain(self, call: str, key: str) -> None:
-        if call == self._call and not self.fired and key.startswith(f"snapshots/{self._p.log_id}/0/"):
+        if call == self._call and not self.fired and key.startswith(f"snapshots/{self._p.log_id}/{self._segment}/"):
             self.fired = True
             apply_retention(self._p.store, self._p.blobs, self._p.log_id,
-                            RetentionPolicy(keep=_segment_count(self._p) - 1, archive=False))
+                            RetentionPolicy(keep=_segment_count(self._p) - 1 - self._segment, archive=False))
 
     def get(self, key: str) -> bytes:
         self._maybe_retain("get", key)
@@ -471,6 +471,19 @@ def test_rebuild_writes_no_snapshot_of_a_segment_retention_deletes_meanwhile(gro
     assert [] == list(grown.blobs.keys(f"snapshots/{grown.log_id}/0/"))
     assert 0 in report.gone and not any(at[0] == 0 for at in report.restored)
     assert [] == [v for v in grown.verify().violations if v.invariant == "I6"]
+
+
+def test_rebuild_past_deleted_history_does_not_refuse_a_snapshot_retention_deletes_meanwhile(
+        grown: MemoryPipeline) -> None:
+    """Seed 1716: segment 0 deleted, so rebuild starts the fold at segment 1's first readable snapshot; a deletion
+    of segment 1 while it reads that snapshot made it unreadable, and rebuild refused it as a wrong snapshot. A
+    segment being deleted is gone history, not a refusal."""
+    _retire(grown, delete_below=1)
+    during = _RetainDuring(grown, "get", segment=1)
+    report = _rebuild(grown, blobs=during)  # type: ignore[arg-type]
+    assert during.fired
+    assert ([], True) == (report.refused, 1 in report.gone)
+    assert [] == list(grown.blobs.keys(f"snapshots/{grown.log_id}/1/"))
 
 
 def test_rebuild_refuses_to_write_over_a_snapshot_that_differs_from_the_fold(grown: MemoryPipeline) -> None:

@@ -367,6 +367,8 @@ def _snapshot(run: _Rebuild, entry: Entry, previous: str | None, bodies: Sequenc
             return True, root
         if root is None:
             report.unbuildable.append(at)
+        elif _deleting(run.store, log_id, entry.segment):
+            report.gone.append(entry.segment)  # unreadable because retention is deleting it meanwhile (seed 1716)
         else:
             report.refused.append((*at, "its stored state cannot be read and the history before it is gone"))
         return True, None
