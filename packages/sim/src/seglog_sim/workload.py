@@ -118,8 +118,10 @@ class Ledger:
     #: The body each acknowledged entry was sent with, by entry id: an acknowledged entry's body never changes.
     bodies: dict[uuid.UUID, Body] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
-    #: Requests answered as stored that should have been refused (an entry id reused with another body).
-    accepted_wrongly: list[str] = field(default_factory=list)
+    #: Requests answered as stored that should have been refused (an entry id reused with another body): log, id,
+    #: where the acknowledged entry was stored, what the client was told. Judged by the checks: a reuse whose first
+    #: entry retention deleted cannot be seen by the server (README "Appending exactly once").
+    accepted_wrongly: list[tuple[uuid.UUID, uuid.UUID, tuple[int, int], str]] = field(default_factory=list)
     #: Refusals a misbehaving client expects, by code.
     expected_refusals: dict[str, int] = field(default_factory=dict)
     loads: list[Load] = field(default_factory=list)
@@ -202,14 +204,14 @@ class Clients:
         # with another body, as a client whose retry changed its entry would. The API finds an id by reading forward
         # from since (no index of entry ids: README "Appending exactly once"), so a reuse from a later position is
         # outside what it promises.
-        mine: list[tuple[uuid.UUID, Body, ClientPosition]] = []
+        mine: list[tuple[uuid.UUID, Body, ClientPosition, tuple[int, int]]] = []
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
             body, entry_id = body_of(rng, scenario), new_id(rng)
             reused = bool(mine) and rng.random() < scenario.reuse_share
             since = START if stale else client.position(log_id)
             if reused:
-                entry_id, before, since = mine[rng.randrange(len(mine))]
+                entry_id, before, since, stored = mine[rng.randrange(len(mine))]
                 if body == before:
                     continue
             me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
@@ -235,13 +237,13 @@ class Clients:
                     ledger.refused.append(f"{me.name}: {exc}")
                 continue
             if reused:
-                ledger.accepted_wrongly.append(
+                ledger.accepted_wrongly.append((log_id, entry_id, stored, (
                     f"{me.name}: entry id {entry_id} reused with another body was answered as stored at "
-                    f"{answer.segment}/{answer.num} (deduplicated={answer.deduplicated}), not refused")
+                    f"{answer.segment}/{answer.num} (deduplicated={answer.deduplicated}), not refused")))
                 continue
             ledger.ack(log_id, entry_id, body)
             if since is not None:
-                mine.append((entry_id, body, since))
+                mine.append((entry_id, body, since, (answer.segment, answer.num)))
 
     def _append(self, client: SeglogClient, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID,
                 since: ClientPosition | None) -> Any:

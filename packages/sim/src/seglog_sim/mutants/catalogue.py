@@ -225,6 +225,28 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "is the look after, for a deletion that claims the segment while rebuild writes, a window of a few "
                "storage calls. tests/test_verify_retention.py::"
                "test_rebuild_writes_no_snapshot_of_a_segment_retention_deletes_meanwhile[memory-put] kills it")),
+    Mutant(name="deleted_since_judged", module=_IDEMPOTENCE,
+           old="                    return event_log.deduplicated(prepared, found, attempt)",
+           new="                    return event_log.landed(found, attempt, deduplicated=True)",
+           breaks="a retry whose since retention deleted answers the entry id it finds as stored without judging "
+                  "it: an id reused with another body is answered deduplicated (seeds 1031, 2095, 3474)"),
+    Mutant(name="deleted_since_reads_archives", module=_IDEMPOTENCE,
+           old="        start = Position(segment=kept[0], num=0) if kept else resend",
+           new="        start = resend",
+           breaks="after a deleted since the read begins past every retired segment, archived ones too: an entry in "
+                  "an archive after the gap is not found, and its id reused with another body is stored again "
+                  "(seed 3474)",
+           survives=(
+               "measured: survives the first 2,000 seeds and is killed by seed 3474 (`--mutant "
+               "deleted_since_reads_archives --seed 3474 --seeds 1`): it needs a segment deleted before a later one "
+               "is archived (delete form first, archive after) and a reuse from the deleted since. "
+               "tests/test_idempotence.py::test_an_entry_id_found_after_a_deleted_since_with_another_body_is_refused"
+               "[archived] kills it")),
+    Mutant(name="rebuild_refuses_deleting", module=_FALLBACK,
+           old="        elif _deleting(run.store, log_id, entry.segment):",
+           new="        elif False:",
+           breaks="rebuild refuses, as a wrong snapshot, one it cannot read because retention is deleting its "
+                  "segment meanwhile (seed 1716)"),
     Mutant(name="retention_one_form", module=_LOG_STORE,
            old='                       f"attribute_exists(N) AND attribute_not_exists({other})", '
                '{":p": {"BOOL": True}})',
