@@ -219,6 +219,42 @@ def _history(ddb: SimDynamoDB, topology: Topology, unseen: Collection[uuid.UUID]
     return found
 
 
+#: Seconds a segment's close (its successor's ``C``, whole seconds of the appender's clock) and a stream record's
+#: time (rounded down to the second) may each be off by.
+_ROUNDING = 2.0
+
+
+def horizon_kept(ddb: SimDynamoDB, topology: Topology, horizon: float, until: float) -> list[Violation]:
+    """The retry horizon as documented (README "Appending exactly once"): while clients write, no segment is
+    retired (its item marked ``A`` or ``D``) before it was closed ``horizon`` seconds ago — its close being its
+    successor's creation. Read from the Segments table's stream: the first record marking a segment, against the
+    record creating the next one. Retention after ``until`` (the clients done) keeps no horizon. Checked directly
+    because its consequence (a retry inside the horizon that finds nothing) needs a paused retry to land inside a
+    window of seconds: the mutant retention_by_creation survived 2,000 seeds of that (issue 18)."""
+    if horizon <= _ROUNDING:
+        return []
+    created: dict[tuple[bytes, int], int] = {}
+    retired: dict[tuple[bytes, int], float] = {}
+    for record in _records(ddb, topology.segments_table):
+        image = record["dynamodb"].get("NewImage")
+        if not image:
+            continue
+        key = (bytes(image["L"]["B"]), int(image["N"]["N"]))
+        created.setdefault(key, int(image["C"]["N"]))
+        if ("A" in image or "D" in image) and key not in retired:
+            retired[key] = record["dynamodb"]["ApproximateCreationDateTime"].timestamp()
+    found = []
+    for (log, num), at in sorted(retired.items(), key=lambda kv: kv[1]):
+        closed = created.get((log, num + 1))
+        if closed is None or at >= until or at - closed >= horizon - _ROUNDING:
+            continue
+        found.append(Violation(invariant="I2", log_id=str(uuid.UUID(bytes=log)), segment=num,
+                               message=f"retired {at - closed:.0f} s after it closed, inside the {horizon:.0f} s retry "
+                                       "horizon, while clients wrote: a retry inside the horizon may not find its "
+                                       "entry (README \"Appending exactly once\")"))
+    return found
+
+
 # ------------------------------------------------------------------------------------- what clients were told
 
 

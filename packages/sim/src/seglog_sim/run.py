@@ -31,7 +31,7 @@ from seglog_services.api.routes import hosting
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
-from seglog_sim.checks import Violation, check_run, named
+from seglog_sim.checks import Violation, check_run, horizon_kept, named
 from seglog_sim.cloud import Call, Cloud
 from seglog_sim.faults import Fault, Faults, Profile
 from seglog_sim.gateway import Gateway
@@ -233,12 +233,13 @@ class _Run:
         return moved
 
     def _horizon(self) -> float:
-        """The minimum age retention keeps while clients write, 0 once they are done: Scenario.retry_horizon, else
-        the deployment's retry horizon (RetentionMinAgeSeconds), which an operator's ``log retain`` must keep too
-        (README "Appending exactly once": the guarantee of a 410 since_retired rests on it)."""
+        """The minimum age retention keeps while clients write, 0 once they are done (:meth:`horizon`)."""
         writing = not self.client_tasks or not all(t.done for t in self.client_tasks)
-        if not writing:
-            return 0.0
+        return self.horizon() if writing else 0.0
+
+    def horizon(self) -> float:
+        """The retry horizon: Scenario.retry_horizon, else the deployment's (RetentionMinAgeSeconds), which an
+        operator's ``log retain`` must keep too (README "Appending exactly once": a 410 since_retired rests on it)."""
         if self.scenario.retry_horizon is not None:
             return self.scenario.retry_horizon
         return float(self.topology.retention.Environment.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "0"))
@@ -390,6 +391,9 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
     violations += run.unfinished + run.operators.violations
     if run.quiescent and run.scenario.finish_retention:
         violations += retiring(run.ddb, run.topology)
+    if run.client_tasks and all(t.done for t in run.client_tasks):
+        violations += horizon_kept(run.ddb, run.topology, run.horizon(),
+                                   max(t.ended or world.now for t in run.client_tasks))
     violations += [Violation(invariant="SIM", message=f"operator command {t.name} failed: "
                                                       f"{type(t.error).__name__}: {t.error}")
                    for t in world.tasks if t.kind == "operator" and t.error is not None

@@ -169,13 +169,9 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            old="        if is_retired(segment) or clock() - following.created < policy.min_age:",
            new="        if is_retired(segment) or clock() - segment.created < policy.min_age:",
            breaks="retention ages a segment from its creation, not its close: a try that landed within the retry "
-                  "horizon can be retired before its retry comes, which then cannot find it",
-           survives=(
-               "measured: survives 1,000 seeds with clients that pause mid-retry (Scenario.pause_share). It needs a "
-               "`log retain --delete` between the segment's creation + horizon and the first try + horizon, two "
-               "newer segments by then, and a paused retry after it but inside the horizon: a window as long as "
-               "the segment's life, seconds in these worlds. Open (issue 18). tests/test_retention.py::"
-               "test_retention_waits_for_close_not_creation kills it")),
+                  "horizon can be retired before its retry comes, which then cannot find it (killed by the check "
+                  "that the horizon is kept, seglog_sim.checks.horizon_kept: a paused retry inside the window "
+                  "survived 2,000 seeds)"),
     Mutant(name="tombstone_end_segment", module=_LOG_STORE,
            old="if e.type is not EntryType.END_SEGMENT]",
            new="if True]",
