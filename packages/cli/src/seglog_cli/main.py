@@ -25,14 +25,15 @@ COMMANDS = {
 
 
 class _LazyGroup(click.Group):
-    """A group whose commands are imported on first use (click's documented lazy-loading pattern)."""
+    """A group whose commands are imported on first use (click's documented lazy-loading pattern); a command
+    added with ``add_command`` still works."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted({*COMMANDS, *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
-            return None
+            return super().get_command(ctx, cmd_name)
         module, attribute = COMMANDS[cmd_name].split(":")
         command: click.Command = getattr(importlib.import_module(f"seglog_cli.{module}"), attribute)
         return command
