@@ -23,7 +23,7 @@ from seglog_sim.world import Killed, Task
 
 #: A calm world whose only retention is the last round's scheduled run (the schedule never fires before it, no
 #: operator command runs), with segments small enough that it retires some.
-_LAST_ROUND_ONLY = Scenario(faults=(), vary=False, retain=False, reprocess=False, redrive=False,
+_LAST_ROUND_ONLY = Scenario(faults=(), vary=False, retain=False, retain_delete=False, reprocess=False, redrive=False,
                             retention_every=1e9, operator_every=1e9, snapshot_every=3, segment_entries=3,
                             parameters=(("RetentionKeep", 2), ("RetentionMinAgeSeconds", 0)))
 

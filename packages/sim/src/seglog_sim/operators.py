@@ -86,17 +86,24 @@ class Operators:
                                       ("reprocess", s.reprocess), ("redrive", s.redrive), ("rebuild", s.rebuild))
                 if on]
 
-    def act(self, me: Task, *, min_age: float = 0.0, only: tuple[str, ...] = ()) -> Task | None:
-        """Start one of the enabled actions (of ``only``, when given), drawn from the operator's generator; None
-        when none is enabled. A retain keeps segments younger than ``min_age`` (the CLI's default keeps none)."""
+    def act(self, me: Task, *, min_age: float = 0.0, only: tuple[str, ...] = (), log: uuid.UUID | None = None,
+            keep: int | None = None) -> Task | None:
+        """Start one of the enabled actions (of ``only``, when given) on ``log`` (or a drawn one), drawn from the
+        operator's generator; None when none is enabled. A retain keeps segments younger than ``min_age`` (the
+        CLI's default keeps none) and the latest ``keep`` (drawn when None)."""
         names = [n for n in self.enabled() if not only or n in only]
+        # An operator who deletes does so more often than the other commands (Scenario.delete_weight).
+        names += ["retain --delete"] * (self.scenario.delete_weight - 1) if "retain --delete" in names else []
         if not names or not self.logs:
             return None
         rng = self.faults.rng(me)
         name = names[rng.randrange(len(names))]
-        log_id = self.logs[rng.randrange(len(self.logs))]
+        log_id = self.logs[rng.randrange(len(self.logs))] if log is None else log
         if name.startswith("retain"):
-            keep = max(2, int(dict(self.scenario.parameters).get("RetentionKeep", 3)))
+            if keep is None:
+                # Deletes often keep more than the schedule's archive does (delete what is old, archive what is
+                # recent): the schedule then archives segments after the deleted ones, history after a gap.
+                keep = self._keep + (rng.choice((0, 1, 2)) if name == "retain --delete" else 0)
             return self.retain(Retain(log_id=log_id, policy=RetentionPolicy(keep=keep, min_age=min_age,
                                                                              archive=name == "retain")))
         if name == "reprocess":
@@ -175,6 +182,11 @@ class Operators:
                         message="a rebuild changed this completed snapshot's state (DESIGN §5: a rebuild never "
                                 "gives a completed snapshot a different state)"))
         return report.snapshots
+
+    @property
+    def _keep(self) -> int:
+        """The segments a retain keeps at least: the schedule's RetentionKeep, and never fewer than 2."""
+        return max(2, int(dict(self.scenario.parameters).get("RetentionKeep", 3)))
 
     @property
     def _takeover(self) -> int:

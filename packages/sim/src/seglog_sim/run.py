@@ -175,10 +175,21 @@ class _Run:
         if not self.setup_failed and all(t.done for t in self.client_tasks):
             # A last round under faults once the clients are done, free of the retry horizon: the schedule fires and
             # an operator retains, so retention retires what the horizon kept, and may be cut short doing it.
-            scheduled = self.lambdas.retention()
+            tasks: list[Task | None] = []
+            log: uuid.UUID | None = None
+            forms: tuple[str, ...] = ("retain", "retain --delete")
+            if self.operators.logs and faults.rng(me).random() < scenario.operator_pairs:
+                # Another operator rebuilds a log a moment before it is retained: a rebuild that read a segment
+                # before a deletion claimed it reads its snapshots while they go (the mutant
+                # rebuild_refuses_deleting needs one; a rebuild that starts after the claim skips the segment).
+                log = self.operators.logs[faults.rng(me).randrange(len(self.operators.logs))]
+                tasks.append(self.operators.act(me, only=("rebuild",), log=log))
+                forms = ("retain --delete",)
+                world.sleep(faults.amount(me, 0.0, 0.03))
+            tasks.append(self.operators.act(me, only=forms, log=log, keep=2 if log else None))
+            tasks.append(scheduled := self.lambdas.retention())
             self.retention_runs.append(scheduled)
-            retain = self.operators.act(me, only=("retain", "retain --delete"))
-            for task in (scheduled, retain):
+            for task in tasks:
                 if task is not None:
                     world.join(task, timeout=scenario.liveness_bound)
         faults.active = False

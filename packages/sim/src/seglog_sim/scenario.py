@@ -52,7 +52,7 @@ class Scenario:
     #: Share of API clients that keep the ``since`` of their first answer for every entry, across retention, and
     #: do what the API answers (a 410 since_retired is followed by seglog_client inside the retry horizon). Before
     #: issue 18 a 409 unknown_position sent them to load and resend, which could store an entry twice.
-    stale_since_share: float = 0.2
+    stale_since_share: float = 0.4
     #: Share of API clients that pause mid-retry: between two tries of one entry (after a try whose answer was
     #: lost, say) such a client sometimes stops for a while (a laptop lid closed, a process swapped out) and
     #: then retries with the same entry id and ``since``, as seglog_client does. Retention may retire ``since``'s
@@ -68,6 +68,15 @@ class Scenario:
     #: for: a small margin lets the resend path run at the drawn horizons (0 to 120 s); the library's default
     #: of 120 s would turn every 410 into OutcomeUnknownError.
     horizon_margin: float = 1.0
+    #: Share of API clients that come back after their appends, a while later (seconds drawn in ``return_after``),
+    #: and append a few entries more (``returns``), each of which (by ``return_reuse_share``) reuses one of their
+    #: acknowledged entry ids with another body, from the position its first try sent. By then retention has
+    #: often retired that position's segment, or the entry's: the lookup after a deleted ``since`` runs in a few
+    #: seeds in a hundred, not in one in a thousand.
+    return_share: float = 0.3
+    return_after: tuple[float, float] = (60.0, 300.0)
+    returns: tuple[int, int] = (2, 5)
+    return_reuse_share: float = 0.5
     #: Appends per client: drawn in this range.
     appends: tuple[int, int] = (5, 9)
     #: Seconds a client thinks between appends: drawn in this range.
@@ -105,11 +114,18 @@ class Scenario:
     #: Operators (``seglog log retain``, ``reprocess``, ``redrive``, ``rebuild``) act at drawn moments: seconds
     #: between two of their actions while the faults last (drawn up to twice this).
     operator_every: float = 60.0
+    #: Chance that, in the last round of retention, another operator rebuilds a log a moment before it is deleted
+    #: (their commands overlap).
+    operator_pairs: float = 0.3
     #: ``seglog log retain`` (archive form) among the operators' actions.
     retain: bool = True
     #: ``seglog log retain --delete`` among them, beside the scheduled archive runs (it found overlapping archive and
     #: delete runs retiring one segment both ways: seeds 96, 170, 356 before retention claimed segments).
     retain_delete: bool = True
+    #: How many times more often than each other action the operators pick ``retain --delete`` (drawn per seed):
+    #: a segment deleted, then a later one archived by the schedule, is the pattern that leaves archived history
+    #: after a gap (the mutant deleted_since_reads_archives needs it).
+    delete_weight: int = 1
     #: ``seglog rebuild`` among them: it claims what it builds as a worker does and leaves live claims to their jobs
     #: (issue 18; seed 79 found a rebuild and a worker cutting one snapshot two ways).
     rebuild: bool = True
@@ -150,6 +166,7 @@ class Scenario:
             operator_every=rng.choice((20.0, 40.0, 60.0)),
             parameters=(("RetentionKeep", rng.choice((2, 2, 2, 3))),
                         ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60, 120)))),
+            delete_weight=rng.choice((1, 5)),
         )
 
     def describe(self) -> dict[str, Any]:

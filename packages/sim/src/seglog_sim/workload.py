@@ -48,6 +48,8 @@ from seglog_sim.world import World
 
 #: Tries of one request before a client gives up on it (an append never acknowledged: nothing is owed).
 MAX_TRIES = 40
+#: An API client's acknowledged entry: its id, its body, the position its first try sent, where it was stored.
+_Acked = tuple[uuid.UUID, Body, ClientPosition, tuple[int, int]]
 #: Refusals a client that misbehaves on purpose expects (issue 18): the reuse of an entry id with another body,
 #: and a ``since`` whose segment retention retired.
 EXPECTED_REFUSALS = frozenset({"entry_id_reused", "since_retired"})
@@ -134,6 +136,8 @@ class Ledger:
     #: horizon (OutcomeUnknownError: not acknowledged, nothing owed).
     pauses: int = 0
     outcome_unknown: int = 0
+    #: API clients that came back later to send old entry ids again (Scenario.return_share).
+    returns: int = 0
     #: Every try of every API request (seglog_client's own tally).
     counters: Counters = field(default_factory=Counters)
     tries: int = 0
@@ -204,46 +208,68 @@ class Clients:
         # with another body, as a client whose retry changed its entry would. The API finds an id by reading forward
         # from since (no index of entry ids: README "Appending exactly once"), so a reuse from a later position is
         # outside what it promises.
-        mine: list[tuple[uuid.UUID, Body, ClientPosition, tuple[int, int]]] = []
+        mine: list[_Acked] = []
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
-            body, entry_id = body_of(rng, scenario), new_id(rng)
-            reused = bool(mine) and rng.random() < scenario.reuse_share
-            since = START if stale else client.position(log_id)
-            if reused:
-                entry_id, before, since, stored = mine[rng.randrange(len(mine))]
-                if body == before:
-                    continue
-            me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
-            try:
-                answer = self._append(client, log_id, body, entry_id, since)
-            except _Vanished:
-                ledger.vanished += 1
+            if not self._api_entry(client, log_id, rng, mine, stale=stale, reuse=False):
                 return
-            except RetriesExhaustedError:
-                ledger.gave_up += 1  # never acknowledged: nothing is owed
-                continue
-            except OutcomeUnknownError as exc:
-                # since was retired and the first try is past the retry horizon: seglog_client did not resend (an
-                # earlier try may have landed in the deleted history). Not acknowledged, so nothing is owed; a
-                # copy stored twice would still show (the history check: an entry id inserted once at most).
-                ledger.outcome_unknown += 1
-                me.tags["outcome_unknown"] = f"age {exc.age:.1f} s, horizon {exc.horizon} s"
-                continue
-            except ApiError as exc:
-                if exc.code in EXPECTED_REFUSALS and (reused or stale):
-                    ledger.expect(exc.code)
-                else:
-                    ledger.refused.append(f"{me.name}: {exc}")
-                continue
-            if reused:
-                ledger.accepted_wrongly.append((log_id, entry_id, stored, (
-                    f"{me.name}: entry id {entry_id} reused with another body was answered as stored at "
-                    f"{answer.segment}/{answer.num} (deduplicated={answer.deduplicated}), not refused")))
-                continue
-            ledger.ack(log_id, entry_id, body)
-            if since is not None:
-                mine.append((entry_id, body, since, (answer.segment, answer.num)))
+        # Some come back much later, write again, and send old entry ids again with another body (an offline edit
+        # replayed, a queue restored from a backup): by then retention may have archived or deleted the segment of
+        # the since it sends, or of the entry it reuses, and the log grows on past the gap. Clients that reused
+        # only within their own few seconds left the lookups after a deleted since all but unread (the mutant
+        # deleted_since_judged was first killed by seed 1031, past a mutant run's 1,000 seeds).
+        if mine and rng.random() < scenario.return_share:
+            ledger.returns += 1
+            world.sleep(rng.uniform(*scenario.return_after))
+            for _ in range(rng.randint(*scenario.returns)):
+                if not self._api_entry(client, log_id, rng, mine, stale=stale,
+                                       reuse=rng.random() < scenario.return_reuse_share):
+                    return
+                world.sleep(rng.uniform(*scenario.think))
+
+    def _api_entry(self, client: SeglogClient, log_id: uuid.UUID, rng: random.Random, mine: list[_Acked], *,
+                   stale: bool, reuse: bool) -> bool:
+        """One entry of an API client: a new one, or (by chance, or when ``reuse``) an acknowledged entry's id
+        with another body from the position its first try sent. False when the client vanished."""
+        me, scenario, ledger = self.world.current, self.scenario, self.ledger
+        body, entry_id = body_of(rng, scenario), new_id(rng)
+        reused = bool(mine) and (reuse or rng.random() < scenario.reuse_share)
+        since = START if stale else client.position(log_id)
+        if reused:
+            entry_id, before, since, stored = mine[rng.randrange(len(mine))]
+            if body == before:
+                return True
+        me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
+        try:
+            answer = self._append(client, log_id, body, entry_id, since)
+        except _Vanished:
+            ledger.vanished += 1
+            return False
+        except RetriesExhaustedError:
+            ledger.gave_up += 1  # never acknowledged: nothing is owed
+            return True
+        except OutcomeUnknownError as exc:
+            # since was retired and the first try is past the retry horizon: seglog_client did not resend (an
+            # earlier try may have landed in the deleted history). Not acknowledged, so nothing is owed; a
+            # copy stored twice would still show (the history check: an entry id inserted once at most).
+            ledger.outcome_unknown += 1
+            me.tags["outcome_unknown"] = f"age {exc.age:.1f} s, horizon {exc.horizon} s"
+            return True
+        except ApiError as exc:
+            if exc.code in EXPECTED_REFUSALS and (reused or stale):
+                ledger.expect(exc.code)
+            else:
+                ledger.refused.append(f"{me.name}: {exc}")
+            return True
+        if reused:
+            ledger.accepted_wrongly.append((log_id, entry_id, stored, (
+                f"{me.name}: entry id {entry_id} reused with another body was answered as stored at "
+                f"{answer.segment}/{answer.num} (deduplicated={answer.deduplicated}), not refused")))
+            return True
+        ledger.ack(log_id, entry_id, body)
+        if since is not None:
+            mine.append((entry_id, body, since, (answer.segment, answer.num)))
+        return True
 
     def _append(self, client: SeglogClient, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID,
                 since: ClientPosition | None) -> Any:

@@ -225,34 +225,20 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            old="                    return event_log.deduplicated(prepared, found, attempt)",
            new="                    return event_log.landed(found, attempt, deduplicated=True)",
            breaks="a retry whose since retention deleted answers the entry id it finds as stored without judging "
-                  "it: an id reused with another body is answered deduplicated (seeds 1031, 2095, 3474)",
-           survives=(
-               "measured: killed by seed 1031, past the 1,000 seeds a mutant run takes (`--mutant "
-               "deleted_since_judged --seed 1031 --seeds 1`): it needs an id reused from a since that a deletion "
-               "retired meanwhile. tests/test_idempotence.py::"
-               "test_an_entry_id_found_after_a_deleted_since_with_another_body_is_refused kills it")),
+                  "it: an id reused with another body is answered deduplicated (seeds 1031, 2095, 3474; since "
+                  "clients come back later to reuse ids, seed 51)"),
     Mutant(name="deleted_since_reads_archives", module=_IDEMPOTENCE,
            old="        start = Position(segment=kept[0], num=0) if kept else resend",
            new="        start = resend",
            breaks="after a deleted since the read begins past every retired segment, archived ones too: an entry in "
                   "an archive after the gap is not found, and its id reused with another body is stored again "
-                  "(seed 3474)",
-           survives=(
-               "measured: survives the first 2,000 seeds and is killed by seed 3474 (`--mutant "
-               "deleted_since_reads_archives --seed 3474 --seeds 1`): it needs a segment deleted before a later one "
-               "is archived (delete form first, archive after) and a reuse from the deleted since. "
-               "tests/test_idempotence.py::test_an_entry_id_found_after_a_deleted_since_with_another_body_is_refused"
-               "[archived] kills it")),
+                  "(seed 3474; since deletes keep more than the schedule's archive, seed 51)"),
     Mutant(name="rebuild_refuses_deleting", module=_FALLBACK,
            old="        elif _deleting(run.store, log_id, entry.segment):",
            new="        elif False:",
            breaks="rebuild refuses, as a wrong snapshot, one it cannot read because retention is deleting its "
-                  "segment meanwhile (seed 1716)",
-           survives=(
-               "measured: killed by seed 1716, past the 1,000 seeds a mutant run takes (`--mutant "
-               "rebuild_refuses_deleting --seed 1716 --seeds 1`): a rebuild must read a snapshot in the few calls "
-               "between a deletion's claim and its deletes. tests/test_verify_retention.py::"
-               "test_rebuild_past_deleted_history_does_not_refuse_a_snapshot_retention_deletes_meanwhile kills it")),
+                  "segment meanwhile (seed 1716; since an operator may rebuild a moment before a deletion, seed "
+                  "383)"),
     Mutant(name="retention_one_form", module=_LOG_STORE,
            old='                       f"attribute_exists(N) AND attribute_not_exists({other})", '
                '{":p": {"BOOL": True}})',
