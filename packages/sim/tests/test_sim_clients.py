@@ -14,12 +14,14 @@ from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_client import set_cell
 from seglog_client.errors import ApiError
 from seglog_core.document import SheetDocument
+from seglog_core.log import EventLog
+from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.schema import SetCell
 from seglog_services.api.routes import hosting
 from seglog_sim import quiet_logs
 from seglog_sim.aws.dynamodb import SimDynamoDBClient
 from seglog_sim.aws.s3 import SimS3Client
-from seglog_sim.checks import _history_of, bodies_unchanged, loads_are_states
+from seglog_sim.checks import _history_of, bodies_unchanged, loads_are_states, reuses_stored
 from seglog_sim.faults import Fault
 from seglog_sim.gateway import Answer
 from seglog_sim.run import _Run, build
@@ -187,3 +189,22 @@ def test_an_acknowledged_body_that_changed_is_a_violation(world: Any) -> None:
     ledger.bodies[answer.entry_id] = SetCell(row=3, col=3, value=2)  # what the client sent, had it been this
     assert [v.invariant for v in bodies_unchanged(_history_of(store, blobs, log_id), blobs, ledger)] == ["I3"]
 
+
+
+def test_a_reuse_whose_first_entry_retention_deleted_is_unseen_whatever_its_client_heard() -> None:
+    """The server finds an id by reading the log, so a reuse whose first entry retention deleted is stored again
+    (README "Appending exactly once"): the checks leave its id alone whether its client heard the answer or
+    vanished after the copy was stored (seed 5562); a reuse answered as stored while its first entry is still
+    there is a violation."""
+    store = InMemoryLogStore()
+    event_log = EventLog(store=store, blobs=InMemoryBlobStore())
+    deleted_log, live_log = event_log.create(), event_log.create()
+    assert store.mark_retiring(deleted_log, 0)
+    store.delete_segment(deleted_log, 0)
+    never_heard, heard, seen = (uuid.UUID(int=n, version=4) for n in (1, 2, 3))
+    ledger = Ledger()
+    ledger.reuses += [(deleted_log, never_heard, (0, 1)), (deleted_log, heard, (0, 2)), (live_log, seen, (0, 1))]
+    ledger.accepted_wrongly += [(deleted_log, heard, (0, 2), "heard"), (live_log, seen, (0, 1), "seen")]
+    found, unseen = reuses_stored(store, ledger)
+    assert unseen == {never_heard, heard}
+    assert [(v.invariant, v.message) for v in found] == [("I2", "seen")]

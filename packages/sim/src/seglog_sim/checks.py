@@ -110,16 +110,15 @@ def reuses_stored(store: LogStore, ledger: Ledger) -> tuple[list[Violation], set
     """Reuses of an entry id with another body that were answered as stored: a violation, unless retention deleted
     the segment of the acknowledged entry first — the server finds ids by reading the log, and that entry is no
     longer in it (README "Appending exactly once"). Those ids are returned, for the checks that would see the
-    second entry (seeds 2613, 7990, 8121)."""
-    found: list[Violation] = []
-    unseen: set[uuid.UUID] = set()
-    for log_id, entry_id, (segment, _), message in ledger.accepted_wrongly:
-        item = next((s for s in store.segments(log_id) if s.num == segment), None)
-        if item is None or item.retired is not None:
-            unseen.add(entry_id)
-        else:
-            found.append(Violation(invariant="I2", log_id=str(log_id), message=message))
-    return found, unseen
+    second entry (seeds 2613, 7990, 8121), with those of every such reuse whose client never heard its answer (it
+    vanished or gave up after the copy was stored: seed 5562)."""
+    deleted = {(log_id, segment) for log_id, _, (segment, _) in ledger.reuses
+               if (item := next((s for s in store.segments(log_id) if s.num == segment), None)) is None
+               or item.retired is not None}
+    unseen = {entry_id for log_id, entry_id, (segment, _) in ledger.reuses if (log_id, segment) in deleted}
+    return [Violation(invariant="I2", log_id=str(log_id), message=message)
+            for log_id, entry_id, (segment, _), message in ledger.accepted_wrongly
+            if (log_id, segment) not in deleted], unseen
 
 
 def named(violation: Violation, jobs: Jobs) -> Violation:

@@ -124,6 +124,9 @@ class Ledger:
     #: where the acknowledged entry was stored, what the client was told. Judged by the checks: a reuse whose first
     #: entry retention deleted cannot be seen by the server (README "Appending exactly once").
     accepted_wrongly: list[tuple[uuid.UUID, uuid.UUID, tuple[int, int], str]] = field(default_factory=list)
+    #: Every reuse tried, whatever its client heard (answered, refused, or never: it vanished or gave up with the
+    #: copy perhaps stored): log, id, where the acknowledged entry was stored.
+    reuses: list[tuple[uuid.UUID, uuid.UUID, tuple[int, int]]] = field(default_factory=list)
     #: Refusals a misbehaving client expects, by code.
     expected_refusals: dict[str, int] = field(default_factory=dict)
     loads: list[Load] = field(default_factory=list)
@@ -239,6 +242,7 @@ class Clients:
             entry_id, before, since, stored = mine[rng.randrange(len(mine))]
             if body == before:
                 return True
+            ledger.reuses.append((log_id, entry_id, stored))
         me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
         try:
             answer = self._append(client, log_id, body, entry_id, since)
