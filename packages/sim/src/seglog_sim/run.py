@@ -419,6 +419,7 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
     stats.update({"client tries": ledger.tries + ledger.counters.requests, "client lost answers": ledger.lost_answers,
                   "client gave up": ledger.gave_up, "clients vanished": ledger.vanished,
                   "client pauses mid-retry": ledger.pauses, "client outcome unknown": ledger.outcome_unknown,
+                  "clients came back to reuse ids": ledger.returns,
                   "loads": len(ledger.loads), "load pages": sum(load.pages for load in ledger.loads),
                   "syncs": len(ledger.syncs), "supervisor restarts": run.pollers.restarts,
                   **{f"refused as expected: {code}": n for code, n in ledger.expected_refusals.items()}})
