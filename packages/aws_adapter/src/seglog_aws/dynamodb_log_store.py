@@ -19,7 +19,7 @@ from seglog_aws.items import entry_key, entry_to_item, item_to_entry, item_to_se
 from seglog_aws.meter import Meter
 from seglog_core import errors
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import Entry, EntryType, Segment, segment_key
+from seglog_core.schema import Entry, EntryType, Segment, segment_key, uuid_from_bytes
 
 _NOT_EXISTS_ENTRY = "attribute_not_exists(N)"
 _NOT_EXISTS_SEGMENT = "attribute_not_exists(N)"
@@ -74,7 +74,7 @@ class DynamoDBLogStore:
     def log_ids(self) -> Iterator[uuid.UUID]:
         seen: set[uuid.UUID] = set()
         for item in self._calls.pages("Scan", TableName=self.segments_table, ProjectionExpression="L"):
-            log_id = uuid.UUID(bytes=bytes(item["L"]["B"]))
+            log_id = uuid_from_bytes(bytes(item["L"]["B"]))
             if log_id not in seen:
                 seen.add(log_id)
                 yield log_id

@@ -22,7 +22,7 @@ from seglog_aws.dynamodb_calls import DynamoDBCalls
 from seglog_aws.meter import Meter
 from seglog_core import errors
 from seglog_core.retry import RetryPolicy
-from seglog_core.schema import PendingSnapshot, pending_key, segment_key, split_pending_key
+from seglog_core.schema import PendingSnapshot, pending_key, segment_key, split_pending_key, uuid_from_bytes
 
 Item = dict[str, dict[str, Any]]
 
@@ -47,7 +47,7 @@ def pending_to_item(p: PendingSnapshot) -> Item:
 def item_to_pending(item: Item) -> PendingSnapshot:
     segment, entry = split_pending_key(bytes(item["P"]["B"]))
     return PendingSnapshot(
-        log_id=uuid.UUID(bytes=bytes(item["L"]["B"])), segment=segment, entry=entry,
+        log_id=uuid_from_bytes(bytes(item["L"]["B"])), segment=segment, entry=entry,
         created=int(item["C"]["N"]), modified=int(item["M"]["N"]), retries=int(item.get("R", {"N": "0"})["N"]),
         active=bool(item.get("A", {"BOOL": False})["BOOL"]), increment=int(item.get("X", {"N": "0"})["N"]),
         claimer=item["Q"]["S"] if "Q" in item else None,

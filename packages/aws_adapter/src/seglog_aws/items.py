@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from seglog_core.errors import UnknownEntryTypeError
-from seglog_core.schema import Entry, Segment, entry_type, segment_key, split_segment_key
+from seglog_core.schema import Entry, Segment, entry_type, segment_key, split_segment_key, uuid_from_bytes
 
 Item = dict[str, dict[str, Any]]
 
@@ -34,7 +34,7 @@ def segment_to_item(segment: Segment) -> Item:
 
 def item_to_segment(item: Item) -> Segment:
     return Segment(
-        log_id=uuid.UUID(bytes=bytes(item["L"]["B"])),
+        log_id=uuid_from_bytes(bytes(item["L"]["B"])),
         num=int(item["N"]["N"]),
         created=int(item["C"]["N"]),
         last_snapshot=int(item["S"]["N"]) if "S" in item else None,
@@ -81,6 +81,6 @@ def item_to_entry(item: Item) -> Entry:
         version=int(item["V"]["N"]) if "V" in item else 1,
         body=bytes(item["B"]["B"]) if "B" in item else None,
         external=item["E"]["S"] if "E" in item else None,
-        entry_id=uuid.UUID(bytes=bytes(item["K"]["B"])) if "K" in item else None,
+        entry_id=uuid_from_bytes(bytes(item["K"]["B"])) if "K" in item else None,
         snapshot_root=item["R"]["S"] if "R" in item else None,
     )

@@ -144,7 +144,8 @@ class Faults:
     def decide(self, task: Task, kind: Fault, where: str = "") -> bool:
         """Whether ``kind`` fires for ``task`` now. Draws one number whether the kind is on or not, so a task's
         later decisions do not depend on which kinds are on."""
-        draw = self.rng(task).random()
+        # self.rng(task) without the call while the task has its generator: a storage call decides five times.
+        draw = (self._rngs.get(task.name) or self.rng(task)).random()
         rate = self.profile.rates.get(kind)
         if rate is None or not self.active or draw >= rate:
             return False

@@ -85,7 +85,11 @@ class _Page:
         if select not in _SELECT:
             raise ValidationError(f"1 validation error detected: Value '{select}' at 'select' failed to satisfy "
                                   f"constraint: Member must satisfy enum value set: [{', '.join(_SELECT)}]")
-        if select != "COUNT":
+        if select == "COUNT":
+            pass
+        elif projection is None:  # most reads: copy_item straight away (a page may hold hundreds of items)
+            response["Items"] = [copy_item(i) for i in self.items]
+        else:
             response["Items"] = [_project(i, projection) for i in self.items]
         response["Count"] = len(self.items)
         response["ScannedCount"] = self.scanned
