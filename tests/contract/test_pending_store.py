@@ -79,6 +79,11 @@ def test_for_log_is_in_segment_then_entry_order_and_delete_is_idempotent(pending
     for segment, entry in [(1, 0), (0, 300), (0, 20), (2, 5)]:
         pending_store.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=1, modified=1))
     assert [(p.segment, p.entry) for p in pending_store.for_log(log_id)] == [(0, 20), (0, 300), (1, 0), (2, 5)]
+    # Only those before a segment and entry (the worker's order wait): bounded in the query, not filtered after.
+    assert [(p.segment, p.entry) for p in pending_store.for_log(log_id, before=(1, 0))] == [(0, 20), (0, 300)]
+    assert [(p.segment, p.entry) for p in pending_store.for_log(log_id, before=(2, 6))] == [
+        (0, 20), (0, 300), (1, 0), (2, 5)]
+    assert pending_store.for_log(log_id, before=(0, 20)) == []
     pending_store.delete(log_id, 0, 20)
     pending_store.delete(log_id, 0, 20)
     assert [(p.segment, p.entry) for p in pending_store.for_log(log_id)] == [(0, 300), (1, 0), (2, 5)]

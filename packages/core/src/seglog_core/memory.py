@@ -306,9 +306,10 @@ class InMemoryPendingStore:
         with self._lock:
             self._items.pop(self._key(log_id, segment, entry), None)
 
-    def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
+    def for_log(self, log_id: uuid.UUID, *, before: tuple[int, int] | None = None) -> list[PendingSnapshot]:
         with self._lock:
-            return [self._items[k] for k in sorted(k for k in self._items if k[0] == log_id)]
+            return [self._items[k] for k in sorted(k for k in self._items
+                                                   if k[0] == log_id and (before is None or k[1:] < before))]
 
     def scan(self) -> Iterator[PendingSnapshot]:
         with self._lock:

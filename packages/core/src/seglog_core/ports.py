@@ -201,8 +201,9 @@ class PendingStore(Protocol):
         """Remove the item (idempotent)."""
         ...
 
-    def for_log(self, log_id: uuid.UUID) -> list[PendingSnapshot]:
-        """Every pending item of a log, in (segment, entry) order."""
+    def for_log(self, log_id: uuid.UUID, *, before: tuple[int, int] | None = None) -> list[PendingSnapshot]:
+        """Every pending item of a log (only those before ``before``, a segment and entry, when given), in
+        (segment, entry) order."""
         ...
 
     def scan(self) -> Iterator[PendingSnapshot]:

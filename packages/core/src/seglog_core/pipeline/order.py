@@ -61,7 +61,7 @@ class Order:
 
     def earlier(self, log_id: uuid.UUID, segment: int, entry: int) -> list[PendingSnapshot]:
         """The log's pending items before ``segment``/``entry``."""
-        return [p for p in self.pending.for_log(log_id) if (p.segment, p.entry) < (segment, entry)]
+        return self.pending.for_log(log_id, before=(segment, entry))
 
     def ensure_predecessors(self, log_id: uuid.UUID, incomplete: list[Entry], earlier: list[PendingSnapshot],
                             now: int) -> None:
