@@ -17,7 +17,7 @@ from typing import Any
 import openpyxl
 import pytest
 
-from seglog_core.log import MAX_BODY
+from seglog_core.bodies import MAX_BODY
 from seglog_services import runtime
 from seglog_stack.local import LocalDeployment
 from test_api import OMIT, START, Api, Reply, assert_error, use_deployment

@@ -8,9 +8,10 @@ import uuid
 import pytest
 
 from seglog_core import errors
+from seglog_core.bodies import external_body_key
 from seglog_core.document import SheetDocument
 from seglog_core.idempotence import Position, append_after
-from seglog_core.log import EventLog, external_body_key
+from seglog_core.log import EventLog
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.reader import LogReader
 from seglog_core.retention import RetentionPolicy, apply_retention, read_archive

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from seglog_core.log import MAX_BODY
+from seglog_core.bodies import MAX_BODY
 from seglog_core.sheet import MAX_CELL_BYTES
 
 VERSION: Final = "0.1.0"

@@ -36,7 +36,7 @@ from seglog_aws.clients import region
 from seglog_aws.errors import translate
 from seglog_aws.s3_blob_store import DISCARDABLE_TAG
 from seglog_core import errors
-from seglog_core.log import MAX_BODY
+from seglog_core.bodies import MAX_BODY
 from seglog_core.ports import BlobStore
 from seglog_core.schema import Body, Import, SetRange
 from seglog_core.sheet import parse_ref, read_import

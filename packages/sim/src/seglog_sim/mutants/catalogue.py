@@ -15,6 +15,7 @@ _ORDER: Final = "seglog_core.pipeline.order"
 _PENDING: Final = "seglog_aws.dynamodb_pending_store"
 _LOG_STORE: Final = "seglog_aws.dynamodb_log_store"
 _LOG: Final = "seglog_core.log"
+_BODIES: Final = "seglog_core.bodies"
 _IDEMPOTENCE: Final = "seglog_core.idempotence"
 _RETENTION: Final = "seglog_core.retention"
 _FALLBACK: Final = "seglog_core.pipeline.fallback"
@@ -160,7 +161,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="        if False:",
            breaks="a request reusing an entry id with another body is answered as stored (deduplicated) instead of "
                   "refused with 422 entry_id_reused: the client believes an entry is in the log that is not"),
-    Mutant(name="body_key_digest", module=_LOG,
+    Mutant(name="body_key_digest", module=_BODIES,
            old='    return f"entries/{log_id}/{entry_id}/{hashlib.sha256(data).hexdigest()}"',
            new='    return f"entries/{log_id}/{entry_id}"',
            breaks="two tries of one entry id with different large bodies share one object: the later put replaces "
