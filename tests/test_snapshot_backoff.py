@@ -20,7 +20,7 @@ from seglog_core.document import SheetDocument
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline import Backoff, Outcome, SnapshotWorker
-from seglog_core.pipeline.worker import LAMBDA_MAX_TIMEOUT, SQS_MAX_VISIBILITY
+from seglog_core.pipeline.backoff import LAMBDA_MAX_TIMEOUT, SQS_MAX_VISIBILITY
 from seglog_core.ports import QueueMessage
 from seglog_core.reader import LogReader
 from seglog_core.schema import Entry, PendingSnapshot, SetCell, SnapshotJob

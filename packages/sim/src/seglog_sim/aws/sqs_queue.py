@@ -11,14 +11,16 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from seglog_core.pipeline.backoff import SQS_MAX_VISIBILITY
+
 #: SendMessage: "The minimum size is one character. The maximum size is 1 MiB or 1,048,576 bytes", and only
 #: "#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF" (Amazon SQS API Reference,
 #: SendMessage, MessageBody); outside that set SQS answers InvalidMessageContents (same page, Errors).
 MAX_MESSAGE_BYTES: Final = 1_048_576
 _INVALID_CHARS: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-#: ChangeMessageVisibility / ReceiveMessage VisibilityTimeout: "Values range: 0 to 43200. Maximum: 12 hours"
-#: (Amazon SQS API Reference, ChangeMessageVisibility).
-MAX_VISIBILITY: Final = 43_200
+#: ChangeMessageVisibility / ReceiveMessage VisibilityTimeout: at most 12 hours from the receive. One constant,
+#: cited where the worker's backoff is bounded by it (seglog_core.pipeline.backoff).
+MAX_VISIBILITY: Final = SQS_MAX_VISIBILITY
 #: DelaySeconds: "0 to 900 (15 minutes)" (Amazon SQS Developer Guide, sqs-delay-queues).
 MAX_DELAY: Final = 900
 #: The SenderId of every simulated message (an IAM user id's shape; Lambda's SQS event requires the field).

@@ -16,6 +16,7 @@ _PENDING: Final = "seglog_aws.dynamodb_pending_store"
 _LOG_STORE: Final = "seglog_aws.dynamodb_log_store"
 _LOG: Final = "seglog_core.log"
 _BODIES: Final = "seglog_core.bodies"
+_BACKOFF: Final = "seglog_core.pipeline.backoff"
 _IDEMPOTENCE: Final = "seglog_core.idempotence"
 _RETENTION: Final = "seglog_core.retention"
 _FALLBACK: Final = "seglog_core.pipeline.fallback"
@@ -262,7 +263,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            old="(s.archive is not None or s.retired is not None)",
            new="s.archive is not None",
            breaks="a late job for a segment retention deleted (its tombstone) fails on every receive for ever"),
-    Mutant(name="deferral_patience", module=_WORKER,
+    Mutant(name="deferral_patience", module=_BACKOFF,
            old="        if receive > self.patience:",
            new="        if False:",
            breaks="deferral hides stay capped at 15 minutes: a waiting job reaches the DLQ in about 7.5 h, far "
