@@ -203,23 +203,33 @@ class World:
         step; through the scheduler a step took two. Whatever :meth:`run` alone decides — a stop, the step bound,
         ``until``, an empty queue — is left to it."""
         assert self._main is not None
-        heap, until = self._heap, self._until
-        while heap and not self._stopped and self.steps < self.max_steps:
-            at, _, due, token = heap[0]
+        if not self._stopped and self.steps < self.max_steps:
+            due = self._pop_due(self._until)
+            if due is not None:
+                self.steps += 1
+                if due is not task:
+                    self._current = due
+                    assert due.glet is not None
+                    due.glet.switch()
+                return
+        self._main.switch()
+
+    def _pop_due(self, until: float | None) -> Task | None:
+        """The next task due, its wake-up taken off the queue and the clock moved to it (stale wake-ups dropped);
+        None when the queue is empty or its next wake-up is after ``until``. The one step rule of :meth:`run` and
+        :meth:`_switch_from`."""
+        heap = self._heap
+        while heap:
+            at, _, task, token = heap[0]
             if until is not None and at > until:
-                break
+                return None
             heapq.heappop(heap)
-            if token != due._token or due.done:
-                continue  # a stale wake-up, dropped as run() drops it
-            self.steps += 1
+            if token != task._token or task.done:
+                continue
             if at > self.now:
                 self.now = at
-            if due is not task:
-                self._current = due
-                assert due.glet is not None
-                due.glet.switch()
-            return
-        self._main.switch()
+            return task
+        return None
 
     # --------------------------------------------------------------------------------------------- driver
 
@@ -230,21 +240,11 @@ class World:
         self._until = until
         if driver is not None:
             driver(self)
-        heap = self._heap
         self._stopped = False
-        while heap and not self._stopped:
-            at, _, task, token = heap[0]
-            if until is not None and at > until:
-                self.now = until
-                return
-            heapq.heappop(heap)
-            if token != task._token or task.done:
-                continue
+        while not self._stopped and (task := self._pop_due(until)) is not None:
             self.steps += 1
             if self.steps > self.max_steps:
                 raise SimulationError(f"more than {self.max_steps} scheduling steps: a task is spinning")
-            if at > self.now:
-                self.now = at
             self._current = task
             assert task.glet is not None
             task.glet.switch()
