@@ -112,9 +112,10 @@ def reuses_stored(store: LogStore, ledger: Ledger) -> tuple[list[Violation], set
     longer in it (README "Appending exactly once"). Those ids are returned, for the checks that would see the
     second entry (seeds 2613, 7990, 8121), with those of every such reuse whose client never heard its answer (it
     vanished or gave up after the copy was stored: seed 5562)."""
-    deleted = {(log_id, segment) for log_id, _, (segment, _) in ledger.reuses
-               if (item := next((s for s in store.segments(log_id) if s.num == segment), None)) is None
-               or item.retired is not None}
+    # Segments neither deleted nor gone, read once per log.
+    kept = {log_id: {s.num for s in store.segments(log_id) if s.retired is None}
+            for log_id in {log_id for log_id, _, _ in ledger.reuses}}
+    deleted = {(log_id, segment) for log_id, _, (segment, _) in ledger.reuses if segment not in kept[log_id]}
     unseen = {entry_id for log_id, entry_id, (segment, _) in ledger.reuses if (log_id, segment) in deleted}
     return [Violation(invariant="I2", log_id=str(log_id), message=message)
             for log_id, entry_id, (segment, _), message in ledger.accepted_wrongly

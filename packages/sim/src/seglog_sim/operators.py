@@ -37,7 +37,7 @@ from seglog_aws.redrive import redrive
 from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_core import errors
 from seglog_core.pipeline.fallback import rebuild, reprocess
-from seglog_core.retention import RetentionPolicy, apply_retention
+from seglog_core.retention import MIN_KEEP, RetentionPolicy, apply_retention
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, split_segment_key
 from seglog_core.snapshot import read_sheet
 from seglog_sim.aws.dynamodb import SimDynamoDB
@@ -185,8 +185,9 @@ class Operators:
 
     @property
     def _keep(self) -> int:
-        """The segments a retain keeps at least: the schedule's RetentionKeep, and never fewer than 2."""
-        return max(2, int(dict(self.scenario.parameters).get("RetentionKeep", 3)))
+        """The segments a retain keeps at least: the schedule's RetentionKeep, and never fewer than retention's own
+        floor."""
+        return max(MIN_KEEP, int(dict(self.scenario.parameters).get("RetentionKeep", 3)))
 
     @property
     def _takeover(self) -> int:

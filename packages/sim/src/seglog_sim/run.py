@@ -28,6 +28,7 @@ from typing import Any
 
 from seglog_aws.redrive import redrive
 from seglog_core import errors
+from seglog_core.retention import MIN_KEEP
 from seglog_report.model import Meter
 from seglog_services.api.routes import hosting
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
@@ -188,7 +189,8 @@ class _Run:
                 tasks.append(self.operators.act(me, only=("rebuild",), log=log))
                 forms = ("retain --delete",)
                 world.sleep(faults.amount(me, 0.0, 0.03))
-            tasks.append(self.operators.act(me, only=forms, log=log, keep=2 if log else None))
+            # Paired, the deletion keeps the fewest segments a retain may keep, so it has segments to delete.
+            tasks.append(self.operators.act(me, only=forms, log=log, keep=None if log is None else MIN_KEEP))
             tasks.append(scheduled := self.lambdas.retention())
             self.retention_runs.append(scheduled)
             for task in tasks:
