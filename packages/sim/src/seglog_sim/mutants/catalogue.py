@@ -147,6 +147,12 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="a retried large append tags its already-kept body discardable again: it would expire under "
                   "its entry (I6); since issue 18 the conditional put is the only guard (routes.keep_body, which "
                   "untagged it again, is gone)"),
+    Mutant(name="order_wait_bound", module=_PENDING,
+           old='condition, values[":p"] = "L = :l AND P < :p", {"B": pending_key(*before)}',
+           new='condition, values[":p"] = "L = :l AND P <= :p", {"B": pending_key(*before)}',
+           breaks="the order wait's Query bounded one key too far counts a snapshot's own pending item as an "
+                  "earlier one: every job defers behind itself until the DLQ (the bound moved into the Query when "
+                  "the wait stopped reading the log's later items)"),
     Mutant(name="predecessor_job", module=_ORDER,
            old="                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))\n",
            new="                pass\n",
