@@ -175,6 +175,7 @@ class Scenario:
                 "appends": list(self.appends), "snapshot_every": self.snapshot_every,
                 "segment_entries": self.segment_entries, "large_share": self.large_share,
                 "retention_every": self.retention_every, "operator_every": self.operator_every,
+                "delete_weight": self.delete_weight,
                 "parameters": dict(self.parameters),
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

@@ -246,7 +246,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="        elif False:",
            breaks="rebuild refuses, as a wrong snapshot, one it cannot read because retention is deleting its "
                   "segment meanwhile (seed 1716; since an operator may rebuild a moment before a deletion, seed "
-                  "383)"),
+                  "200)"),
     Mutant(name="retention_one_form", module=_LOG_STORE,
            old='                       f"attribute_exists(N) AND attribute_not_exists({other})", '
                '{":p": {"BOOL": True}})',
