@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bench.support import Headline
+from seglog_awsmodel.config import AWS_IAM, HttpRoute
 from seglog_client.sigv4 import Credentials, header_map, sign
 from seglog_client.transport import exchange
 from seglog_emulator.api_auth import Caller, IamAuthorizer
-from seglog_emulator.config import AWS_IAM, HttpRoute
 from seglog_emulator.gateway import Gateway
 from seglog_emulator.invoker import InvocationResult, Outcome
 

@@ -21,9 +21,9 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.config import Config
 
+from seglog_awsmodel.template import load_template
 from seglog_emulator.iam.guard import IamGuard
 from seglog_emulator.iam.roles import function_permissions
-from seglog_stack.template import load_template
 
 STACK, REGION = "bench", "us-east-1"
 TABLE = f"{STACK}-EntriesTable"

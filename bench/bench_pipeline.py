@@ -49,6 +49,7 @@ from typing import Any
 
 from bench.support import Headline, local_deployment, median, options, percentile, profiles, quiet_logs
 from seglog_aws.backend import Backend
+from seglog_awsmodel.template import default_template_path
 from seglog_client import START, Credentials, SeglogClient, set_cell
 from seglog_emulator.chaos import Campaign, RunReport, Workload
 from seglog_emulator.chaos.runner import _SupervisorProcess
@@ -57,7 +58,6 @@ from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import free_port
 from seglog_stack import local
 from seglog_stack.local import LocalDeployment
-from seglog_stack.template import default_template_path
 
 SNAPSHOT_EVERY = 10
 P50_TARGET, P99_TARGET = 1.0, 3.0

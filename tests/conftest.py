@@ -26,13 +26,13 @@ from seglog_aws.dynamodb_log_store import DynamoDBLogStore
 from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_aws.sqs_job_queue import SqsJobQueue
+from seglog_awsmodel.template import load_template
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_stack import StackConfig, StackManager, docker_available, local
-from seglog_stack.template import load_template
 
 #: Test stacks use their own ports so a developer's `seglog up` stack (4566/8000) is left alone.
 #: SEGLOG_TEST_PORT_BASE moves them, so two test sessions can run side by side.

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import yaml
 
+from seglog_awsmodel.template import load_template
 from seglog_cli.emulator_commands import emulate
 from seglog_core.verify import verify_log
 from seglog_stack import DYNAMODB_PORT_ENV, LOCALSTACK_PORT_ENV, SERVICES, Profile, docker_available, local
 from seglog_stack.config import DEFAULT_REGION
 from seglog_stack.info import ENDPOINT_ENV, stack_env
 from seglog_stack.local import LocalDeployment
-from seglog_stack.template import load_template
 from signed_http import call, send
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from seglog_aws.clients import client, local_session
+from seglog_awsmodel.template import load_template
 from seglog_stack import local
 from seglog_stack.provision import physical_name
-from seglog_stack.template import load_template
 
 pytestmark = pytest.mark.stack
 REPO = Path(__file__).resolve().parent.parent

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from seglog_awsmodel.template import load_template
 from seglog_core import errors
 from seglog_core.document import SheetDocument
 from seglog_core.log import EventLog
@@ -24,7 +25,6 @@ from seglog_core.pipeline.backoff import LAMBDA_MAX_TIMEOUT, SQS_MAX_VISIBILITY
 from seglog_core.ports import QueueMessage
 from seglog_core.reader import LogReader
 from seglog_core.schema import Entry, PendingSnapshot, SetCell, SnapshotJob
-from seglog_stack.template import load_template
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from seglog_awsmodel.template import Template, TemplateError, load_template
 from seglog_stack.sam_transform import PACKAGED_CODE_URI, as_packaged, transform_template
-from seglog_stack.template import Template, TemplateError, load_template
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("SegmentsTable", "EntriesTable", "PendingSnapshotsTable")

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from seglog_awsmodel.template import default_template_path
 from seglog_client import Credentials, SeglogClient
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from seglog_awsmodel.template import default_template_path
 from seglog_cli.main import cli
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
 

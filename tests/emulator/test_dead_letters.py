@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from seglog_awsmodel.template import default_template_path
 from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, stack_update
 from seglog_emulator.chaos.watch import queue_depth
 from seglog_emulator.faults import FaultPlan, FaultSchedule
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
 

@@ -24,9 +24,10 @@ import pytest
 
 import signed_http
 from seglog_aws.clients import client, local_session
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
+from seglog_awsmodel.template import Template, load_template
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.child import Child
-from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.gateway import Gateway
 from seglog_emulator.iam.evaluation import FunctionPermissions
 from seglog_emulator.iam.roles import function_permissions
@@ -34,7 +35,6 @@ from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.settings import EmulatorSettings
 from seglog_stack.local import LocalDeployment
-from seglog_stack.template import Template, load_template
 
 pytestmark = pytest.mark.stack
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from emulator.test_supervisor import wait_for
+from seglog_awsmodel.template import default_template_path
 from seglog_client import SeglogClient, set_cell
 from seglog_core.retention import read_archive
 from seglog_core.verify import verify_log
@@ -21,7 +22,6 @@ from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
 

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import signed_http
+from seglog_awsmodel.template import default_template_path
 from seglog_cli.main import cli
 from seglog_client import SeglogClient, set_cell
 from seglog_core.verify import verify_log
@@ -26,7 +27,6 @@ from seglog_emulator.child import read_statuses
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, Supervisor
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 pytestmark = pytest.mark.stack
 

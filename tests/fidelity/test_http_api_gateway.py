@@ -14,12 +14,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from fidelity.conftest import MakeInvoker, Probe
+from seglog_awsmodel.config import AWS_IAM, HttpRoute
+from seglog_awsmodel.cors import CorsConfiguration
 from seglog_client import Credentials, SeglogClient
 from seglog_client.sigv4 import sign
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
-from seglog_emulator.config import AWS_IAM, HttpRoute
-from seglog_emulator.cors import CorsConfiguration
 from seglog_emulator.gateway import Gateway
 from signed_http import LOCAL, Reply, send, signed
 

@@ -23,12 +23,12 @@ import pytest
 
 from fidelity.conftest import MakeInvoker, MakeQueue, Probe, Queue, running
 from fidelity.probe_handler import UNKNOWN_IDENTIFIER
-from seglog_emulator.config import EmulatorConfig, FunctionResponseType, QueueMapping
-from seglog_emulator.filtering import compile_filter_criteria
+from seglog_awsmodel.config import EmulatorConfig, FunctionResponseType, QueueMapping
+from seglog_awsmodel.filtering import compile_filter_criteria
+from seglog_awsmodel.template import Template, TemplateError
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers.queue import QueuePoller
 from seglog_stack.local import LocalDeployment
-from seglog_stack.template import Template, TemplateError
 
 REPORT = (FunctionResponseType.REPORT_BATCH_ITEM_FAILURES,)
 
@@ -222,7 +222,7 @@ def test_function_timeout_above_the_queue_visibility_timeout_is_rejected() -> No
     def resolve(value: Any) -> str:
         return f"local:{json.dumps(value)}"
 
-    with pytest.raises(TemplateError) as refused:  # EmulatorConfigError, with every problem listed
+    with pytest.raises(TemplateError) as refused:  # TemplateConfigError, with every problem listed
         EmulatorConfig.from_template(template(3), resolve)
     (problem,) = refused.value.problems  # type: ignore[attr-defined]
     assert "Worker.Events.Work: function Worker has Timeout 3 s, more than queue Jobs's VisibilityTimeout 2 s" \

@@ -10,9 +10,9 @@ import time
 import uuid
 
 from fidelity.conftest import MakeInvoker, Probe
-from seglog_emulator.config import ScheduleRule
+from seglog_awsmodel.config import ScheduleRule
+from seglog_awsmodel.schedule_expressions import parse_schedule_expression
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
-from seglog_emulator.schedule_expressions import parse_schedule_expression
 from seglog_emulator.scheduler import Scheduler
 
 

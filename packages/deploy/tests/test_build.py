@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from seglog_awsmodel.template import Template, load_template
 from seglog_cli.main import cli
 from seglog_deploy import tree
 from seglog_deploy.build import Builder, host_arch
@@ -19,7 +20,6 @@ from seglog_deploy.errors import BuildError, ToolNotFoundError
 from seglog_deploy.manifest import UNZIPPED_LIMIT, ZIPPED_LIMIT, ArtifactRecord, Manifest
 from seglog_deploy.targets import PLATFORMS, handler_file, read_functions
 from seglog_deploy.toolchain import find_uv
-from seglog_stack.template import Template, load_template
 
 #: What helps develop and must never ship (DESIGN §10.4, STYLE "What ships and what helps develop live apart").
 NEVER_SHIPPED = ("seglog_stack", "seglog_emulator", "seglog_deploy", "seglog_cli", "psutil", "yaml", "click", "rich")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from seglog_aws.resources import ENV as RESOURCE_ENV
+from seglog_awsmodel.template import load_template
 from seglog_deploy.artifacts import S3Location, bucket_name
 from seglog_deploy.deploy import artifacts_of
 from seglog_deploy.errors import DeployError, StackNotFoundError, TargetError
@@ -15,7 +16,6 @@ from seglog_deploy.manifest import Manifest
 from seglog_deploy.package import INLINE_TEMPLATE_LIMIT, package_template, template_json
 from seglog_deploy.record import OUTPUT_FIELDS, StackRecord
 from seglog_deploy.target import Target
-from seglog_stack.template import load_template
 
 OUTPUTS = {"SegmentsTableName": "s-Seg", "EntriesTableName": "s-Ent", "PendingSnapshotsTableName": "s-Pen",
            "SnapshotBucketName": "s-bucket", "SnapshotQueueUrl": "https://sqs/q", "SnapshotDeadLetterQueueUrl":

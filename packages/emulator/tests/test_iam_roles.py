@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from seglog_awsmodel.template import Template, load_template
 from seglog_emulator.errors import IamTemplateError
 from seglog_emulator.iam.evaluation import FunctionPermissions, Outcome
 from seglog_emulator.iam.roles import function_permissions, managed_policies
-from seglog_stack.template import Template, load_template
 
 STACK, REGION = "st", "us-east-1"
 ARN = "arn:aws:{service}:us-east-1:000000000000:{resource}"

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from seglog_emulator.config import EmulatorConfig, EmulatorConfigError, ScheduleRule
-from seglog_emulator.errors import ScheduleExpressionError
+from seglog_awsmodel.config import EmulatorConfig, ScheduleRule, TemplateConfigError
+from seglog_awsmodel.errors import ScheduleExpressionError
+from seglog_awsmodel.schedule_expressions import CronExpression, RateExpression, parse_schedule_expression
+from seglog_awsmodel.template import Template, load_template
 from seglog_emulator.invoker import InvocationResult, Outcome
-from seglog_emulator.schedule_expressions import CronExpression, RateExpression, parse_schedule_expression
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.supervisor import child_names
-from seglog_stack.template import Template, load_template
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 UTC = dt.UTC
@@ -85,7 +85,7 @@ def test_state_input_and_name_are_read_and_a_disabled_rule_gets_no_child() -> No
 ], ids=lambda value: value if isinstance(value, str) and len(value) < 60 else None)
 def test_schedule_events_aws_or_the_emulator_refuses_name_the_event(props: dict[str, Any], fragment: str) -> None:
     """A template the emulator cannot run as AWS would fails with the event and property named."""
-    with pytest.raises(EmulatorConfigError) as caught:
+    with pytest.raises(TemplateConfigError) as caught:
         read(schedule_event(**props))
     assert any(fragment in problem for problem in caught.value.problems), caught.value.problems
 

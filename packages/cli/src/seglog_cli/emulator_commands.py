@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from seglog_awsmodel.template import default_template_path
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
@@ -22,7 +23,6 @@ from seglog_emulator.supervisor import Supervisor
 from seglog_report.html import publish
 from seglog_stack import local
 from seglog_stack.info import ENDPOINT_ENV
-from seglog_stack.template import default_template_path
 
 
 def parse_parameters(values: tuple[str, ...]) -> dict[str, Any]:

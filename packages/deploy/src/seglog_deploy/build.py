@@ -37,6 +37,7 @@ from typing import Final
 
 import structlog
 
+from seglog_awsmodel.template import load_template
 from seglog_deploy import tree
 from seglog_deploy.errors import BuildError
 from seglog_deploy.manifest import (
@@ -49,7 +50,6 @@ from seglog_deploy.manifest import (
 )
 from seglog_deploy.targets import ArtifactTarget, group, handler_file, read_functions, workspace_root
 from seglog_deploy.toolchain import Toolchain
-from seglog_stack.template import load_template
 
 log = structlog.get_logger("seglog.build")
 

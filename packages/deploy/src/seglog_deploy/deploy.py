@@ -30,6 +30,7 @@ from typing import Any
 
 import structlog
 
+from seglog_awsmodel.template import load_template
 from seglog_deploy.artifacts import ArtifactsBucket, S3Location
 from seglog_deploy.build import Builder
 from seglog_deploy.changeset import ChangeSetDeployer, StackState
@@ -40,7 +41,6 @@ from seglog_deploy.manifest import Manifest
 from seglog_deploy.package import INLINE_TEMPLATE_LIMIT, package_template, template_json
 from seglog_deploy.record import StackRecord
 from seglog_deploy.target import Target
-from seglog_stack.template import load_template
 
 log = structlog.get_logger("seglog.deploy")
 

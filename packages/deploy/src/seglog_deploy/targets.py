@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from seglog_awsmodel.template import Template
 from seglog_deploy.errors import BuildError
-from seglog_stack.template import Template
 
 FUNCTION_TYPE: Final = "AWS::Serverless::Function"
 #: Lambda architecture -> (uv's --python-platform, the ELF machine its binaries must have).

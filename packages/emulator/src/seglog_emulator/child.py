@@ -23,13 +23,14 @@ import structlog
 
 from seglog_aws.clients import client, local_session
 from seglog_aws.events.dynamodb_stream import StreamReader
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
+from seglog_awsmodel.template import load_template
 from seglog_core import logs
 from seglog_emulator import logfeed
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.checkpoints import CheckpointStore
-from seglog_emulator.config import EmulatorConfig, FunctionSpec
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.gateway import Gateway
@@ -40,7 +41,6 @@ from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import EmulatorSettings
 from seglog_stack.provision import physical_name
-from seglog_stack.template import load_template
 
 log = structlog.get_logger("seglog.emulator.child")
 
@@ -92,7 +92,7 @@ class Child:
         self._template, self._resolver = template, resolver
         self._permissions: dict[str, FunctionPermissions] | None = None
         runtime = FaultRuntime.from_env()
-        self.faults: FaultSchedule | None = runtime.schedule(name) if runtime else None
+        self.faults: FaultSchedule | None = runtime.schedule(name, count_start=True) if runtime else None
         self._stop: Any = None
         self.invoker: LambdaInvoker | None = None
 

@@ -12,7 +12,7 @@ a path no route matches answers 404 ``{"message":"Not Found"}``. Clients use one
 Before the function runs, the gateway does what API Gateway does for the route: an AWS_IAM route needs a valid
 SigV4 signature (:mod:`seglog_emulator.api_auth`: 403 and API Gateway's message otherwise; the event then carries
 ``requestContext.authorizer.iam``), and with a CorsConfiguration a preflight no route catches is answered by the
-gateway itself, and answers to allowed origins carry the CORS headers (:mod:`seglog_emulator.cors`).
+gateway itself, and answers to allowed origins carry the CORS headers (:mod:`seglog_awsmodel.cors`).
 
 Fault (DESIGN §7): lost_response — the function ran (the write happened) but the connection is closed
 without an answer, so the client sees an error and must retry safely (with its entry id).
@@ -31,12 +31,12 @@ from urllib.parse import urlsplit
 import structlog
 
 from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
+from seglog_awsmodel.config import AWS_IAM, HttpRoute
+from seglog_awsmodel.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
+from seglog_awsmodel.faults import FaultKind
 from seglog_client.sigv4 import header_map
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
-from seglog_emulator.config import AWS_IAM, HttpRoute
-from seglog_emulator.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
-from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import Outcome
 from seglog_emulator.pollers.common import Invoker, site

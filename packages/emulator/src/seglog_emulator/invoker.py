@@ -44,8 +44,8 @@ from typing import IO, TYPE_CHECKING, Any, Self
 
 import structlog
 
+from seglog_awsmodel.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator import logfeed, sandbox
-from seglog_emulator.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess

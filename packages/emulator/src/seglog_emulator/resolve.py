@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from seglog_awsmodel.template import Template, TemplateError
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_stack.provision import physical_name
-from seglog_stack.template import Template, TemplateError
 
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
            "AWS::NoValue": None}

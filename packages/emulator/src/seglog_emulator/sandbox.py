@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Final
 from seglog_emulator.worker_process import WRAPPER_VARIABLES
 
 if TYPE_CHECKING:
-    from seglog_emulator.config import FunctionSpec
+    from seglog_awsmodel.config import FunctionSpec
 
 #: The module the worker process runs, and the root of what the runtime directory holds.
 WRAPPER: Final = "seglog_emulator.worker_process"
@@ -125,9 +125,10 @@ def runtime_dir() -> Path:
 
 def wrapper_modules(root: str = WRAPPER) -> dict[str, Path]:
     """The emulator's modules the wrapper needs, by path relative to the runtime directory: ``root``, every
-    ``seglog_emulator`` module it imports (at any depth, read from the source, lazy imports included), and their
-    packages' ``__init__``. Found by following imports, so a module added to the wrapper is carried along."""
-    package = root.partition(".")[0]
+    ``seglog_emulator`` and ``seglog_awsmodel`` module it imports (at any depth, read from the source, lazy
+    imports included), and their packages' ``__init__``. Found by following imports, so a module added to the
+    wrapper is carried along."""
+    packages = (root.partition(".")[0], "seglog_awsmodel")
     found: dict[str, Path] = {}
     pending = [root]
     while pending:
@@ -141,7 +142,7 @@ def wrapper_modules(root: str = WRAPPER) -> dict[str, Path]:
         found[relative] = path
         parent = name.rpartition(".")[0]
         pending += [parent] if parent else []
-        pending += [n for n in _imports(path, name) if n == package or n.startswith(package + ".")]
+        pending += [n for n in _imports(path, name) if n.partition(".")[0] in packages]
     return dict(sorted(found.items()))
 
 

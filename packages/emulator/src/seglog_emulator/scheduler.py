@@ -2,7 +2,7 @@
 
 What it reproduces:
 
-* the rule fires at each time its expression names (:mod:`seglog_emulator.schedule_expressions`): a rate
+* the rule fires at each time its expression names (:mod:`seglog_awsmodel.schedule_expressions`): a rate
   expression from the rule's creation (here: the scheduler's start), a cron expression at its UTC minutes;
 * each firing invokes the function *asynchronously* with the "Scheduled Event" (or the event's Input) built by
   :func:`seglog_aws.events.scheduled.scheduled_event`: EventBridge does not wait for one invocation before the
@@ -31,9 +31,9 @@ from typing import Any, Final
 import structlog
 
 from seglog_aws.events.scheduled import scheduled_event
-from seglog_emulator.config import ScheduleRule
+from seglog_awsmodel.config import ScheduleRule
+from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.errors import InvokerClosedError
-from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_emulator.pollers.common import Invoker, site

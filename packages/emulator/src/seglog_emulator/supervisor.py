@@ -39,15 +39,15 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_aws.clients import client, local_session
+from seglog_awsmodel.config import EmulatorConfig
+from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
-from seglog_emulator.config import EmulatorConfig
 from seglog_emulator.errors import EmulatorError
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
-from seglog_stack.template import load_template
 
 log = structlog.get_logger("seglog.supervisor")
 

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
+from seglog_awsmodel.config import HttpRoute
 from seglog_client.sigv4 import Credentials
-from seglog_emulator.config import HttpRoute
 from seglog_sim.faults import Fault, Faults
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.world import World

@@ -1,17 +1,20 @@
-"""The two event source mappings, with the delivery rules of DESIGN §9, as tasks of the world.
+"""The two event source mappings as tasks of the world: the simulator's driver of the model's rules (DESIGN §12).
+
+What happens to a stream batch once read (checkpoint, retries, bisect, partial failures, record age, OnFailure)
+is :class:`seglog_awsmodel.stream_batches.StreamBatch`, and what an SQS batch deletes after its invocation is
+:func:`seglog_awsmodel.queue_batches.settled_messages` — the emulator's pollers run the same two. This module
+only reads the simulated stream and queue, invokes, sleeps on the world's clock and keeps the checkpoints.
 
 Streams (one poller per shard, ParallelizationFactor 1): one batch in flight per shard; records the filter drops
-advance the checkpoint without an invocation (§9.5); the checkpoint moves only when a batch succeeds (§9.1);
-with ReportBatchItemFailures the batch resumes from the lowest reported SequenceNumber, later successes run
-again (§9.1); a failed batch is retried (MaximumRetryAttempts -1: until it succeeds, §9.3), split in halves first
-when BisectBatchOnFunctionError is on (§9.4). The checkpoint lives outside the poller (as the emulator's
-checkpoint store), so a restarted poller resumes from it and redelivers what was in flight.
+advance the checkpoint without an invocation (§9.5). The checkpoints live outside the poller (as the emulator's
+checkpoint store), so a restarted poller resumes from them and redelivers what was in flight. A discarded part
+(MaximumRetryAttempts or the record age; the template sets neither, so none is discarded) is counted, as the
+simulated world has no OnFailure destination.
 
 SQS: batches run concurrently up to MaximumConcurrency (§9.9); a receive hides the messages for the visibility
 timeout and counts the receive (§9.6, the simulated queue does that, and moves a message received more than
-maxReceiveCount times to the DLQ); after an invocation the mapping deletes every message of the batch except
-the reported failures; an invocation that crashed or timed out deletes nothing (§9.7): the messages reappear
-when their visibility ends.
+maxReceiveCount times to the DLQ); an invocation that crashed or timed out deletes nothing (§9.7): the messages
+reappear when their visibility ends.
 
 Idle pollers wait for a signal (a new stream record, a message sent or made visible) instead of asking four
 times a second: the same deliveries, without thousands of empty polls per simulated hour.
@@ -20,11 +23,12 @@ times a second: the same deliveries, without thousands of empty polls per simula
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from seglog_aws.events.dynamodb_stream import stream_record
-from seglog_emulator.filtering import select
-from seglog_emulator.pollers.common import reported_failures
+from seglog_awsmodel.filtering import select
+from seglog_awsmodel.queue_batches import settled_messages
+from seglog_awsmodel.stream_batches import Discard, Done, StreamBatch, sequence_number
 from seglog_sim.faults import Fault, Faults
 from seglog_sim.lambdas import Invocations
 from seglog_sim.topology import REGION, Topology
@@ -41,6 +45,11 @@ class Functions(Protocol):
     def router(self, records: list[dict[str, Any]]) -> Task: ...
 
     def worker(self, messages: list[dict[str, Any]]) -> Task: ...
+
+
+#: The counter each of the model's outcomes bumps (the summary's names, as before the model).
+_OUTCOMES: Final = {"ok": "router ok", "partial": "router partial failures", "failed": "router batches failed",
+                    "bisected": "router batches bisected"}
 
 
 @dataclass(kw_only=True)
@@ -102,43 +111,29 @@ class Pollers:
             records = [stream_record(r, event_source_arn=arn, region=REGION) for r in raw]
             batch = select(mapping.FilterCriteria, records) if mapping.FilterCriteria else records
             self._count("stream records filtered out", len(records) - len(batch))
-            if batch:
-                self._deliver([dict(r) for r in batch])
-            self.checkpoints[shard] = records[-1]["dynamodb"]["SequenceNumber"]
+            self._deliver(shard, [dict(r) for r in batch], sequence_number(records[-1]))
 
-    def _deliver(self, batch: list[dict[str, Any]]) -> None:
-        """Invoke the router until the batch has succeeded: retried without end (MaximumRetryAttempts -1), halved
-        first on a function error when BisectBatchOnFunctionError is on, resumed from the lowest reported
-        failure."""
-        world, mapping = self.world, self.lambdas.topology.stream
-        parts, retries = [batch], 0
-        while parts:
-            part = parts.pop(0)
-            task = self.lambdas.router(part)
+    def _deliver(self, shard: str, batch: list[dict[str, Any]], last_sequence: str) -> None:
+        """Carry out the model's steps for one batch until it is done."""
+        world = self.world
+        state = StreamBatch(self.lambdas.topology.stream, batch, last_sequence=last_sequence)
+        while not isinstance(step := state.step(world.now), Done):
+            if isinstance(step, Discard):
+                self._count(f"router batches discarded ({step.condition})")
+                self.checkpoints[shard] = step.checkpoint
+                continue
+            task = self.lambdas.router([dict(r) for r in step.part])
             world.join(task)
-            if task.killed is not None or task.error is not None:
+            failed = task.killed is not None or task.error is not None
+            if failed:
                 self._count(f"router {'crashed' if task.killed == 'crash' else task.killed or 'error'}")
-                if mapping.BisectBatchOnFunctionError and len(part) > 1:
-                    self._count("router batches bisected")
-                    retry = [part[:len(part) // 2], part[len(part) // 2:]]
-                else:
-                    retry = [part]
-            else:
-                known = {r["dynamodb"]["SequenceNumber"] for r in part}
-                failures = reported_failures(task.result, known) if mapping.reports_batch_item_failures else set()
-                if failures is None:  # a malformed response fails the whole batch (§9.7)
-                    self._count("router batches failed by their response")
-                    retry = [part]
-                elif failures:
-                    self._count("router partial failures")
-                    lowest = min(int(f) for f in failures)
-                    retry = [[r for r in part if int(r["dynamodb"]["SequenceNumber"]) >= lowest]]
-                else:
-                    self._count("router ok")
-                    continue
-            parts[:0] = retry
-            retries += 1
-            world.sleep(min(2.0 ** min(retries, 6), 60.0))
+            settled = state.settle(task.result, failed=failed, now=world.now)
+            self._count(_OUTCOMES[settled.outcome])
+            if settled.checkpoint is not None:
+                self.checkpoints[shard] = settled.checkpoint
+            if settled.pause:
+                world.sleep(settled.pause)
+        self.checkpoints[shard] = step.checkpoint
 
     # --------------------------------------------------------------------------------------------- queue
 
@@ -170,12 +165,11 @@ class Pollers:
             self.lambdas.invocations.add("worker", "crashed" if invocation.killed == "crash" or (
                 invocation.killed or "").startswith("crash") else invocation.killed or "error")
             return
-        known = {m["MessageId"] for m in messages}
-        failed = reported_failures(invocation.result, known) if self.lambdas.topology.jobs.reports_batch_item_failures \
-            else set()
-        if failed is None:  # the whole batch failed: nothing is deleted
+        done_ids = settled_messages(self.lambdas.topology.jobs, [m["MessageId"] for m in messages],
+                                    invocation.result, failed=False)
+        if done_ids is None:  # the whole batch failed: nothing is deleted
             return
-        done = [m for m in messages if m["MessageId"] not in failed]
+        done = [m for m in messages if m["MessageId"] in set(done_ids)]
         if done:
             self.sqs.call("DeleteMessageBatch", {"QueueUrl": self.queue_url, "Entries": [
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]})

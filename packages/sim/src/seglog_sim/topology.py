@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_emulator.config import EmulatorConfig, FunctionSpec, QueueMapping, QueueSpec, StreamMapping
-from seglog_stack.template import Template, load_template
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec, QueueMapping, QueueSpec, StreamMapping
+from seglog_awsmodel.template import Template, load_template
 
 REGION: Final = "us-east-1"
 ACCOUNT: Final = "123456789012"

@@ -14,9 +14,9 @@ from typing import Any
 from seglog_aws.backend import Backend
 from seglog_aws.clients import client, local_session
 from seglog_aws.resources import Resources
+from seglog_awsmodel.template import load_template
 from seglog_stack import StackConfig, StackManager
 from seglog_stack.provision import Provisioner
-from seglog_stack.template import load_template
 
 STATE_FILE = "deployment.json"
 DEFAULT_STACK_NAME = "seglog"

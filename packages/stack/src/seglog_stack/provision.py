@@ -21,7 +21,7 @@ import structlog
 from botocore.exceptions import ClientError
 
 from seglog_aws.resources import Resources
-from seglog_stack.template import Template, TemplateError
+from seglog_awsmodel.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.provision")
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from seglog_stack.template import Template, TemplateError, load_template
+from seglog_awsmodel.template import Template, TemplateError, load_template
 
 #: What ``sam package`` would put in CodeUri; only its form matters to the translator.
 PACKAGED_CODE_URI = "s3://seglog-artifacts/function.zip"

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from seglog_awsmodel.template import default_template_path
 from seglog_emulator.artifacts import host_artifact
 from seglog_emulator.chaos.report import CampaignReport
 from seglog_emulator.chaos.runner import (
@@ -28,7 +29,6 @@ from seglog_emulator.chaos.runner import (
 from seglog_emulator.chaos.workload import Workload
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_stack import local
-from seglog_stack.template import default_template_path
 
 
 class Campaign:

@@ -48,7 +48,7 @@ import structlog
 
 from seglog_aws.redrive import RedriveError
 from seglog_aws.redrive import redrive as redrive_messages
-from seglog_emulator.faults.kinds import FaultKind
+from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.pollers.queue import WAIT_SECONDS

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from seglog_emulator.faults.kinds import CHUNK_CELLS_ENV
+from seglog_awsmodel.faults import CHUNK_CELLS_ENV
 from seglog_emulator.usage import Usage, add_usage
 
 #: Job outcomes that show the invocation built (DESIGN §5 step 5); the others never reached the build.

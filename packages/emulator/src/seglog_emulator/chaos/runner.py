@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import structlog
 
+from seglog_awsmodel.faults import FaultKind
 from seglog_core.verify import verify_log
 from seglog_emulator.chaos import timeline
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
@@ -48,7 +49,6 @@ from seglog_emulator.chaos.watch import SnapshotLife, SnapshotWatcher, percentil
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
-from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings

@@ -38,7 +38,7 @@ from typing import Any, Final
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
-from seglog_emulator.faults.kinds import FaultKind
+from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
 
 #: DynamoDB item operations (Amazon DynamoDB API Reference, "Actions"); control-plane calls are not faulted.

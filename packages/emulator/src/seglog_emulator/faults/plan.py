@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seglog_awsmodel.faults import AMOUNTS, CRASH_POINTS, FaultKind
 from seglog_emulator.errors import FaultPlanError as FaultPlanError  # importable from here too
-from seglog_emulator.faults.kinds import AMOUNTS, CRASH_POINTS, FaultKind
 
 _SUFFIXES = (".toml", ".json")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_emulator.faults.kinds import FaultKind
+from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.schedule import FaultSchedule, InjectedFault
 
@@ -66,10 +66,13 @@ class FaultRuntime:
 
     # ---------------------------------------------------------------------------------------- schedule
 
-    def schedule(self, process: str) -> FaultSchedule:
-        """A schedule for one process, switched by :meth:`stop`/:meth:`start`, logging to the shared file."""
+    def schedule(self, process: str, *, count_start: bool = False) -> FaultSchedule:
+        """A schedule for one process, switched by :meth:`stop`/:meth:`start`, logging to the shared file.
+        With ``count_start`` (a supervisor's child: one process per name at a time) this start is counted and
+        the schedule's ``incarnation`` is the number of earlier starts of ``process`` in the run."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / LOG_FILE
+        incarnation = self._count_start(process) if count_start else 0
 
         def sink(fault: InjectedFault) -> None:
             line = json.dumps({"kind": str(fault.kind), "key": fault.key, "params": fault.params, "at": fault.at,
@@ -80,7 +83,17 @@ class FaultRuntime:
             finally:
                 os.close(fd)
 
-        return FaultSchedule(self.plan, active=lambda: self.active, sink=sink)
+        return FaultSchedule(self.plan, active=lambda: self.active, sink=sink, incarnation=incarnation)
+
+    def _count_start(self, process: str) -> int:
+        """Append one byte to ``starts.<process>`` and return how many were there before: the file outlives
+        the process (and the supervisor), so a restarted poller draws new decisions."""
+        fd = os.open(self.directory / f"starts.{process}", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, b".")
+            return os.fstat(fd).st_size - 1
+        finally:
+            os.close(fd)
 
     def injected(self) -> list[dict[str, Any]]:
         """Every fault any process of the run recorded, in file order."""

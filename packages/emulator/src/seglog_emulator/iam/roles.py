@@ -22,13 +22,13 @@ from typing import Any
 
 import structlog
 
+from seglog_awsmodel.template import Template, TemplateError
 from seglog_emulator.errors import IamPolicyError, IamTemplateError
 from seglog_emulator.iam.evaluation import LOCAL_ACCOUNT, FunctionPermissions
 from seglog_emulator.iam.intrinsics import Fallback, PolicyIntrinsics
 from seglog_emulator.iam.policy import Policy
 from seglog_stack.provision import physical_name
 from seglog_stack.sam_transform import transform_template
-from seglog_stack.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.emulator.iam")
 

@@ -5,7 +5,7 @@
 * :class:`QueuePoller` — an SQS queue: concurrent batches, visibility, deletes, partial batch failures.
 
 Both hand their batches to a :class:`seglog_emulator.invoker.LambdaInvoker` and take their settings, names
-and defaults from the template (:mod:`seglog_emulator.config`).
+and defaults from the template (:mod:`seglog_awsmodel.config`).
 """
 
 from seglog_emulator.pollers.queue import QueuePoller

@@ -6,7 +6,7 @@ maxReceiveCount the queue moves it to the dead-letter queue (with-sqs, services-
 Lambda adds, this poller adds:
 
 * up to ``concurrency`` batches at once — MaximumConcurrency from ScalingConfig (services-sqs-scaling),
-  capped locally (:data:`seglog_emulator.config.LOCAL_MAX_CONCURRENCY`) — each poller thread long-polls,
+  capped locally (:data:`seglog_awsmodel.config.LOCAL_MAX_CONCURRENCY`) — each poller thread long-polls,
   gathers up to BatchSize messages within MaximumBatchingWindowInSeconds, and invokes;
 * on success every message is deleted; with ReportBatchItemFailures all but the reported messageIds are
   deleted, and an empty, null or unknown itemIdentifier fails the whole batch (services-sqs-errorhandling);
@@ -33,12 +33,13 @@ from typing import Any, Final
 import structlog
 
 from seglog_aws.events.sqs import sqs_record
-from seglog_emulator.config import QueueMapping
-from seglog_emulator.faults.kinds import CHUNK_CELLS_ENV, FaultKind
+from seglog_awsmodel.config import QueueMapping
+from seglog_awsmodel.faults import CHUNK_CELLS_ENV, FaultKind
+from seglog_awsmodel.filtering import matches
+from seglog_awsmodel.queue_batches import settled_messages
 from seglog_emulator.faults.schedule import FaultSchedule
-from seglog_emulator.filtering import matches
 from seglog_emulator.invoker import InvocationResult
-from seglog_emulator.pollers.common import Invoker, maybe_restart, reported_failures, site
+from seglog_emulator.pollers.common import Invoker, maybe_restart, site
 from seglog_emulator.pollers.usage import OldestMessage, PollerUsage
 
 log = structlog.get_logger("seglog.poller.queue")
@@ -192,20 +193,17 @@ class QueuePoller:
                                    environment=environment, log_fields={"message_id": ids[0] if len(ids) == 1 else ids})
 
     def _settle(self, records: list[dict[str, Any]], handles: dict[str, str], result: InvocationResult) -> None:
-        """Delete what the invocation finished with (services-sqs-errorhandling)."""
-        if not result.ok:
+        """Delete what the invocation finished with (the model's rule: :mod:`seglog_awsmodel.queue_batches`)."""
+        done = settled_messages(self.mapping, list(handles), result.payload, failed=not result.ok)
+        if done is None:
+            if result.ok:
+                log.warning("invalid batch item failures: the whole batch fails", poller=self.name,
+                            payload=str(result.payload)[:200])
             return  # the whole batch reappears after its visibility timeout
-        known = set(handles)
-        failed = reported_failures(result.payload, known) if self.mapping.reports_batch_item_failures else set()
-        if failed is None:
-            log.warning("invalid batch item failures: the whole batch fails", poller=self.name,
-                        payload=str(result.payload)[:200])
-            return
         maybe_restart(self.faults, self.name, site(*(r["body"] for r in records),
                                                    *(r["attributes"]["ApproximateReceiveCount"] for r in records)))
-        for record in records:
-            if record["messageId"] not in failed:
-                self._delete(handles[record["messageId"]], record["messageId"], "done")
+        for message_id in done:
+            self._delete(handles[message_id], message_id, "done")
 
     def _delete(self, receipt_handle: str, message_id: str, why: str) -> None:
         try:

@@ -7,14 +7,9 @@ What it reproduces, each from the AWS Lambda Developer Guide:
 * each shard is polled about four times a second (with-ddb: "Lambda polls shards in your DynamoDB stream for
   records at a base rate of 4 times per second"); a batch is invoked when BatchSize records are there, when
   MaximumBatchingWindowInSeconds has passed since the first one, or at 6 MB of event (services-ddb-params);
-* the checkpoint moves only on success; with ReportBatchItemFailures it moves to just before the lowest
-  reported SequenceNumber and the batch resumes there, later successes included
-  (services-ddb-batchfailurereporting);
-* a failed batch is retried until it succeeds, MaximumRetryAttempts is spent, or its oldest record is older
-  than MaximumRecordAgeInSeconds (or 24 h, the stream's retention); then its *description* (not its records)
-  goes to the OnFailure destination and the shard moves on (services-dynamodb-errors);
-* BisectBatchOnFunctionError splits a failed batch in two without spending a retry; with a partial batch
-  response it splits at the reported record (services-ddb-batchfailurereporting);
+* what happens to a batch once read — checkpoints, retries, bisect, record age, OnFailure — is the model's
+  (:mod:`seglog_awsmodel.stream_batches`, DESIGN §12), which the simulator runs too; this poller carries its
+  steps out (invokes, sleeps, checkpoints, sends the discarded batch's description);
 * FilterCriteria: records no filter matches are never sent, and they advance the checkpoint
   (invocation-eventfiltering).
 
@@ -23,7 +18,9 @@ throttling it, so a throttle never happens.
 
 Faults (DESIGN §7): router_crash_after_send arms the stream router's crash point for one invocation;
 poller_restart ends this process between an invocation and its checkpoint; function_timeout cuts an
-invocation short. Decision sites are the batch's first and last keys and its attempt, which a seed replays.
+invocation short. Decision sites are the batch's first and last keys, its attempt and the process's
+incarnation (the attempt restarts at 1 in a new process: without the incarnation the same restart fired in
+every new process), which a seed replays.
 """
 
 from __future__ import annotations
@@ -45,14 +42,15 @@ from seglog_aws.events.dynamodb_stream import (
     lambda_stream_arn,
     stream_record,
 )
+from seglog_awsmodel.config import StreamMapping, StreamPosition
+from seglog_awsmodel.faults import FaultKind
+from seglog_awsmodel.filtering import matches
+from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, sequence_number
 from seglog_core.crashpoints import ROUTER_AFTER_SEND
 from seglog_emulator.checkpoints import CheckpointStore
-from seglog_emulator.config import StreamMapping, StreamPosition
-from seglog_emulator.faults.kinds import FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
-from seglog_emulator.filtering import matches
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
-from seglog_emulator.pollers.common import Invoker, maybe_restart, reported_failures, site
+from seglog_emulator.pollers.common import Invoker, maybe_restart, site
 from seglog_emulator.pollers.usage import PollerUsage, ShardAges
 
 log = structlog.get_logger("seglog.poller.stream")
@@ -62,12 +60,6 @@ POLL_SECONDS: Final = 0.25
 #: A Lambda invocation payload is at most 6 MB (services-ddb-params: "... or the batch reaches the payload
 #: limit of 6 MB").
 MAX_EVENT_BYTES: Final = 6 * 1024 * 1024
-#: DynamoDB Streams keep records for 24 hours, so no record is retried past that (with-ddb).
-RETENTION_SECONDS: Final = 24 * 3600
-#: Pause between retries of a failed batch, doubling up to the cap (AWS documents no figure; this keeps a
-#: failing shard from spinning).
-RETRY_BASE_SECONDS: Final = 0.1
-RETRY_CAP_SECONDS: Final = 2.0
 
 OnFailure = Callable[[dict[str, Any]], None]
 
@@ -216,74 +208,32 @@ class StreamPoller:
     # ------------------------------------------------------------------------------------------ a batch
 
     def _deliver(self, shard_id: str, batch: list[dict[str, Any]]) -> None:
-        """Invoke until the batch is checkpointed or discarded (one batch in flight per shard)."""
+        """Invoke until the batch is checkpointed or discarded (one batch in flight per shard); the rules are
+        the model's (:class:`~seglog_awsmodel.stream_batches.StreamBatch`), this only carries them out."""
         events = [self._event_record(r) for r in batch]
-        kept = [(r, e) for r, e in zip(batch, events, strict=True)
-                if not self.mapping.FilterCriteria or matches(self.mapping.FilterCriteria, e)]
-        if not kept:  # filtered-out records advance the checkpoint (invocation-eventfiltering)
-            self._checkpoint(shard_id, batch[-1])
-            return
-        retries = 0
-        attempt = 0
-        # Sub-batches still to run, in stream order: a bisected batch becomes two entries.
-        todo: list[list[tuple[dict[str, Any], dict[str, Any]]]] = [kept]
-        while todo:
-            if self._stop.is_set() and attempt > 0 and retries > 0:
+        kept = [e for e in events if not self.mapping.FilterCriteria or matches(self.mapping.FilterCriteria, e)]
+        state = StreamBatch(self.mapping, kept, last_sequence=sequence_number(events[-1]))
+        while not isinstance(step := state.step(self.clock()), Done):
+            if isinstance(step, Discard):
+                self._discard(shard_id, step)
+                continue
+            if self._stop.is_set() and step.attempt > 1 and state.retries > 0:
                 return  # draining: a failing batch is left for the next start, uncheckpointed
-            current = todo[0]
-            if attempt == 0 and self._too_old(current):
-                # Records past MaximumRecordAgeInSeconds are not sent at all (services-dynamodb-errors:
-                # "... retries until the records expire or exceed the maximum age"): straight to OnFailure.
-                self._discard(shard_id, todo.pop(0), "RecordAgeExceeded", attempt)
-                if not todo:
-                    self._checkpoint(shard_id, batch[-1])
-                continue
-            attempt += 1
-            result = self._invoke(shard_id, current, attempt)
-            sequence = [e["dynamodb"]["SequenceNumber"] for _, e in current]
-            failed: set[str] | None
-            if result.ok:
-                failed = reported_failures(result.payload, set(sequence)) if self.mapping.reports_batch_item_failures \
-                    else set()
-            else:
-                failed = None  # an error, timeout or crash fails the whole batch
-            maybe_restart(self.faults, self.name, site(sequence[0], attempt))
-            if failed is not None and not failed:
-                todo.pop(0)
-                # The whole original batch, filtered records included, is done when its last part is.
-                self._checkpoint(shard_id, batch[-1] if not todo else current[-1][0])
-                retries, attempt = 0, 0
-                continue
-            if failed:  # partial success: everything before the lowest failure is done
-                lowest = min(range(len(current)), key=lambda i: int(sequence[i]) if sequence[i] in failed
-                             else 1 << 200)
-                if lowest > 0:
-                    self._checkpoint(shard_id, current[lowest - 1][0])
-                rest = current[lowest:]
-                if self.mapping.BisectBatchOnFunctionError and len(rest) > 1 and lowest > 0:
-                    todo[0] = rest  # split at the reported record: only the rest is retried
-                else:
-                    todo[0] = rest
-                    retries += 1
-            elif self.mapping.BisectBatchOnFunctionError and len(current) > 1:
-                half = len(current) // 2
-                todo[0:1] = [current[:half], current[half:]]  # bisect: no retry spent
-                log.info("batch bisected", sizes=[half, len(current) - half])
-                continue
-            else:
-                retries += 1
-            reason = self._give_up(todo[0], retries)
-            if reason is not None:
-                self._discard(shard_id, todo.pop(0), reason, attempt)
-                retries, attempt = 0, 0
-                if not todo:
-                    self._checkpoint(shard_id, batch[-1])
-                continue
-            self._sleep(min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** min(retries, 10)))
+            result = self._invoke(shard_id, step.part, step.attempt)
+            maybe_restart(self.faults, self.name,
+                          site(sequence_number(step.part[0]), step.attempt, self._incarnation))
+            settled = state.settle(result.payload, failed=not result.ok, now=self.clock())
+            if settled.checkpoint is not None:
+                self.checkpoints.put(shard_id, settled.checkpoint)
+            if settled.outcome == "bisected":
+                log.info("batch bisected", sizes=[len(p) for p in state.todo[:2]])
+            if settled.pause:
+                self._sleep(settled.pause)
+        self.checkpoints.put(shard_id, step.checkpoint)
 
-    def _invoke(self, shard_id: str, current: list[tuple[dict[str, Any], dict[str, Any]]],
-                attempt: int) -> InvocationResult:
-        keys = (current[0][1]["dynamodb"].get("Keys"), current[-1][1]["dynamodb"].get("Keys"), attempt)
+    def _invoke(self, shard_id: str, current: list[Record], attempt: int) -> InvocationResult:
+        keys = (current[0]["dynamodb"].get("Keys"), current[-1]["dynamodb"].get("Keys"), attempt,
+                self._incarnation)
         crash_points: list[str] = []
         timeout: float | None = None
         if self.faults is not None:
@@ -294,35 +244,22 @@ class StreamPoller:
                 timeout = cut.amount / 1000
         self.batches += 1
         return self.invoker.invoke(
-            {"Records": [e for _, e in current]}, attempt=attempt, source=self.name, crash_points=crash_points,
-            timeout=timeout, log_fields={"shard_id": shard_id,
-                                         "first_sequence_number": current[0][1]["dynamodb"]["SequenceNumber"]})
+            {"Records": list(current)}, attempt=attempt, source=self.name, crash_points=crash_points,
+            timeout=timeout, log_fields={"shard_id": shard_id, "first_sequence_number": sequence_number(current[0])})
 
-    def _give_up(self, current: list[tuple[dict[str, Any], dict[str, Any]]], retries: int) -> str | None:
-        """Why a failing batch is discarded now (OnFailure's ``condition``), or None to retry it."""
-        limit = self.mapping.MaximumRetryAttempts
-        if limit != -1 and retries > limit:
-            return "RetryAttemptsExhausted"
-        if self._too_old(current):
-            return "RecordAgeExceeded"
-        return None
+    @property
+    def _incarnation(self) -> int:
+        """Part of every decision site keyed by ``attempt``, which restarts at 1 in a new process."""
+        return self.faults.incarnation if self.faults is not None else 0
 
-    def _too_old(self, current: list[tuple[dict[str, Any], dict[str, Any]]]) -> bool:
-        """Whether the batch's oldest record is past MaximumRecordAgeInSeconds (or the stream's 24 h)."""
-        max_age = self.mapping.MaximumRecordAgeInSeconds
-        max_age = RETENTION_SECONDS if max_age == -1 else min(max_age, RETENTION_SECONDS)
-        oldest = current[0][1]["dynamodb"].get("ApproximateCreationDateTime")
-        return oldest is not None and self.clock() - float(oldest) > max_age
-
-    def _discard(self, shard_id: str, current: list[tuple[dict[str, Any], dict[str, Any]]], reason: str,
-                 attempt: int) -> None:
-        """Send the batch's description to OnFailure and move past it (services-dynamodb-errors)."""
-        first, last = current[0][1]["dynamodb"], current[-1][1]["dynamodb"]
+    def _discard(self, shard_id: str, step: Discard) -> None:
+        """Send the part's description to OnFailure and move past it (services-dynamodb-errors)."""
+        first, last = step.part[0]["dynamodb"], step.part[-1]["dynamodb"]
         # The invocation record Lambda sends to an on-failure destination (services-dynamodb-errors, "Example
         # invocation record"): metadata of the batch, never its records.
         info = {
             "requestContext": {"requestId": str(uuid.uuid4()), "functionArn": self._function_arn(),
-                               "condition": reason, "approximateInvokeCount": attempt},
+                               "condition": step.condition, "approximateInvokeCount": step.attempts},
             "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
             "version": "1.0",
             "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -332,22 +269,19 @@ class StreamPoller:
                 "endSequenceNumber": last["SequenceNumber"],
                 "approximateArrivalOfFirstRecord": _iso(first.get("ApproximateCreationDateTime")),
                 "approximateArrivalOfLastRecord": _iso(last.get("ApproximateCreationDateTime")),
-                "batchSize": len(current),
+                "batchSize": len(step.part),
                 "streamArn": lambda_stream_arn(self.reader.stream_arn, self.region),
             },
         }
-        log.error("batch discarded", condition=reason, batch_size=len(current), attempts=attempt,
+        log.error("batch discarded", condition=step.condition, batch_size=len(step.part), attempts=step.attempts,
                   destination=self.mapping.OnFailure)
         if self.on_failure is not None:
             self.on_failure(info)
-        self._checkpoint(shard_id, current[-1][0])
+        self.checkpoints.put(shard_id, step.checkpoint)
 
     def _function_arn(self) -> str:
         arn = getattr(self.invoker, "arn", None)
         return str(arn) if arn else f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{self.mapping.function}"
-
-    def _checkpoint(self, shard_id: str, record: Mapping[str, Any]) -> None:
-        self.checkpoints.put(shard_id, record["dynamodb"]["SequenceNumber"])
 
 
 def _created(record: Mapping[str, Any]) -> float | None:

@@ -3,7 +3,7 @@
 The template is the only description of the topology; this module reads it the way SAM and Lambda would and
 keeps AWS's names (BatchSize, MaximumRetryAttempts, FilterCriteria, ...) so every setting can be looked up in
 the AWS documentation. Defaults are AWS's, cited where they are set. A template AWS would refuse is refused
-here, with every problem listed at once (:class:`EmulatorConfigError`); what the emulator does not run (event
+here, with every problem listed at once (:class:`TemplateConfigError`); what the emulator does not run (event
 types other than DynamoDB, SQS, HttpApi and Schedule, properties it does not emulate) is ignored and recorded in
 :attr:`EmulatorConfig.notes`; an authorizer it cannot enforce (JWT, Lambda) is refused rather than left open.
 
@@ -23,11 +23,11 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_emulator.cors import CorsConfiguration
-from seglog_emulator.errors import EmulatorError
-from seglog_emulator.filtering import Matcher
-from seglog_emulator.schedule_expressions import ScheduleExpression
-from seglog_stack.template import Template, TemplateError
+from seglog_awsmodel.cors import CorsConfiguration
+from seglog_awsmodel.errors import ModelError
+from seglog_awsmodel.filtering import Matcher
+from seglog_awsmodel.schedule_expressions import ScheduleExpression
+from seglog_awsmodel.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.emulator.config")
 
@@ -59,7 +59,7 @@ class FunctionResponseType(StrEnum):
     REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
 
 
-class EmulatorConfigError(EmulatorError, TemplateError):
+class TemplateConfigError(ModelError, TemplateError):
     """template.yaml describes something AWS would refuse, or the emulator cannot run.
 
     Attributes:
@@ -256,9 +256,9 @@ class EmulatorConfig:
             parameters: overrides of template parameters (as ``--parameter-overrides`` would give them).
 
         Raises:
-            EmulatorConfigError: with every problem found, e.g. a BatchSize out of AWS's range or a function
+            TemplateConfigError: with every problem found, e.g. a BatchSize out of AWS's range or a function
                 timeout longer than its queue's visibility timeout.
         """
-        from seglog_emulator.template_reader import TemplateReader  # it builds the specs defined here
+        from seglog_awsmodel.template_reader import TemplateReader  # it builds the specs defined here
 
         return TemplateReader(template, resolve, parameters or {}).read()

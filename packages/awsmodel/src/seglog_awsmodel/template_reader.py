@@ -1,4 +1,4 @@
-"""Reading template.yaml into the emulator's specs (:mod:`seglog_emulator.config`): one pass over the template,
+"""Reading template.yaml into the emulator's specs (:mod:`seglog_awsmodel.config`): one pass over the template,
 collecting specs, every problem and notes, with AWS's defaults and ranges cited where they are applied."""
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final
 
-from seglog_core.errors import SeglogError
-from seglog_emulator.config import (
+from seglog_awsmodel.config import (
     FUNCTION_TYPE,
     LOCAL_MAX_CONCURRENCY,
     MAX_FILTERS,
     EmulatorConfig,
-    EmulatorConfigError,
     FunctionResponseType,
     FunctionSpec,
     HttpRoute,
@@ -25,12 +23,14 @@ from seglog_emulator.config import (
     ScheduleRule,
     StreamMapping,
     StreamPosition,
+    TemplateConfigError,
 )
-from seglog_emulator.errors import ScheduleExpressionError
-from seglog_emulator.filtering import FilterPatternError, Matcher, compile_filter_criteria
-from seglog_emulator.http_api_reader import HttpApiReader
-from seglog_emulator.schedule_expressions import parse_schedule_expression
-from seglog_stack.template import Template
+from seglog_awsmodel.errors import ScheduleExpressionError
+from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filter_criteria
+from seglog_awsmodel.http_api_reader import HttpApiReader
+from seglog_awsmodel.schedule_expressions import parse_schedule_expression
+from seglog_awsmodel.template import Template
+from seglog_core.errors import SeglogError
 
 #: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
 _DYNAMODB_PROPERTIES: Final = frozenset({
@@ -102,7 +102,7 @@ class TemplateReader:
                     self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
                                "HttpApi and Schedule events")
         if self.problems:
-            raise EmulatorConfigError(self.template.path, self.problems)
+            raise TemplateConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
                               queue_mappings=tuple(queue_mappings), http_routes=tuple(routes),
                               schedules=tuple(schedules), http_apis=apis, notes=tuple(self.notes))

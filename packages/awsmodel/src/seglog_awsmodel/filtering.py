@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from seglog_emulator.errors import FilterPatternError as FilterPatternError  # importable from here too
+from seglog_awsmodel.errors import FilterPatternError as FilterPatternError  # importable from here too
 
 #: A filter's Pattern is a string of at most 4096 characters (Lambda API Reference, Filter: "Pattern ... Maximum
 #: length of 4096").

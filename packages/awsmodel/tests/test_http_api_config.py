@@ -8,9 +8,9 @@ from typing import Any
 
 from test_config import FakeResolver, config, make_template, problems, read, template
 
-from seglog_emulator.config import AWS_IAM, EmulatorConfig, HttpApiSpec
-from seglog_emulator.cors import CorsConfiguration
-from seglog_stack.template import Template
+from seglog_awsmodel.config import AWS_IAM, EmulatorConfig, HttpApiSpec
+from seglog_awsmodel.cors import CorsConfiguration
+from seglog_awsmodel.template import Template
 
 __all__ = ["config", "template"]
 

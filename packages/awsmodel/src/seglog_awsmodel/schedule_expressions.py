@@ -13,7 +13,7 @@ From the Amazon EventBridge User Guide:
   in one, you must use ? in the other." All times are UTC; the finest resolution is one minute.
 
 The emulator runs all of that except the ``L``, ``W`` and ``#`` wildcards: an expression using them is refused
-with a clear error (:class:`~seglog_emulator.errors.ScheduleExpressionError`), as is anything EventBridge refuses.
+with a clear error (:class:`~seglog_awsmodel.errors.ScheduleExpressionError`), as is anything EventBridge refuses.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from seglog_emulator.errors import ScheduleExpressionError
+from seglog_awsmodel.errors import ScheduleExpressionError
 
 _RATE: Final = re.compile(r"rate\(\s*(\S+)\s+(\S+)\s*\)")
 _CRON: Final = re.compile(r"cron\((.*)\)")

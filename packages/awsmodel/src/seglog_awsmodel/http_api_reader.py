@@ -1,17 +1,17 @@
 """Reading the template's HTTP APIs: AWS::Serverless::HttpApi resources (their Auth and CorsConfiguration) and the
 HttpApi events of functions (routes, and each route's authorizer by SAM's rules), for
-:class:`~seglog_emulator.template_reader.TemplateReader`, whose value helpers and problem list it shares."""
+:class:`~seglog_awsmodel.template_reader.TemplateReader`, whose value helpers and problem list it shares."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from seglog_emulator.config import AWS_IAM, HttpApiSpec, HttpRoute
-from seglog_emulator.cors import CorsConfiguration
+from seglog_awsmodel.config import AWS_IAM, HttpApiSpec, HttpRoute
+from seglog_awsmodel.cors import CorsConfiguration
 
 if TYPE_CHECKING:
-    from seglog_emulator.template_reader import TemplateReader
+    from seglog_awsmodel.template_reader import TemplateReader
 
 HTTP_API_TYPE: Final = "AWS::Serverless::HttpApi"
 #: HttpApi properties the emulator reads (sam-resource-httpapi); the rest (stage, domain, access logs, ...) shape

@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from seglog_emulator.config import (
+from seglog_awsmodel.config import (
     AWS_IAM,
     LOCAL_MAX_CONCURRENCY,
     EmulatorConfig,
-    EmulatorConfigError,
     FunctionResponseType,
     FunctionSpec,
     HttpRoute,
@@ -26,9 +25,10 @@ from seglog_emulator.config import (
     QueueSpec,
     StreamMapping,
     StreamPosition,
+    TemplateConfigError,
 )
-from seglog_emulator.filtering import compile_filter_criteria
-from seglog_stack.template import Template, TemplateError, load_template
+from seglog_awsmodel.filtering import compile_filter_criteria
+from seglog_awsmodel.template import Template, TemplateError, load_template
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GLOBAL_ENV = {
@@ -164,7 +164,7 @@ def test_parameter_overrides_apply_and_are_checked(template: Template) -> None:
     raised = EmulatorConfig.from_template(template, FakeResolver(), parameters={"SnapshotWorkerTimeout": 120})
     assert 120 == raised.functions["SnapshotWorkerFunction"].Timeout
     assert any("less than 6 x" in note for note in raised.notes)
-    with pytest.raises(EmulatorConfigError, match="Timeout 400 s, more than queue SnapshotQueue's VisibilityTimeout"):
+    with pytest.raises(TemplateConfigError, match="Timeout 400 s, more than queue SnapshotQueue's VisibilityTimeout"):
         EmulatorConfig.from_template(template, FakeResolver(), parameters={"SnapshotWorkerTimeout": "400"})
 
 
@@ -206,7 +206,7 @@ def read(template: Template) -> EmulatorConfig:
 
 
 def problems(template: Template) -> tuple[str, ...]:
-    with pytest.raises(EmulatorConfigError) as caught:
+    with pytest.raises(TemplateConfigError) as caught:
         read(template)
     assert isinstance(caught.value, TemplateError)
     return caught.value.problems

@@ -19,8 +19,7 @@ import pytest
 
 from seglog_aws.events.dynamodb_stream import stream_record
 from seglog_aws.items import entry_to_item
-from seglog_core.schema import Entry, EntryType
-from seglog_emulator.filtering import (
+from seglog_awsmodel.filtering import (
     FilterPatternError,
     Matcher,
     compile_filter_criteria,
@@ -28,7 +27,8 @@ from seglog_emulator.filtering import (
     matches,
     select,
 )
-from seglog_stack.template import load_template
+from seglog_awsmodel.template import load_template
+from seglog_core.schema import Entry, EntryType
 
 LAMBDA = "invocation-eventfiltering"
 EB_PATTERNS = "eb-event-patterns"

@@ -1,0 +1,43 @@
+"""The model's errors, under one root (:class:`ModelError`): a template, a filter pattern or a schedule expression
+AWS would refuse. Each says what is wrong and where to read AWS's rule (STYLE "Errors")."""
+
+from __future__ import annotations
+
+from seglog_core.errors import SeglogError
+
+
+class ModelError(SeglogError):
+    """Something the model of AWS refuses, as AWS would."""
+
+
+class FilterPatternError(ModelError, ValueError):
+    """A FilterCriteria pattern Lambda would refuse: malformed, or using a rule Lambda does not support.
+
+    Attributes:
+        path: where in the pattern the problem is, e.g. ``dynamodb.NewImage.E.S[0].exists``.
+        reason: what is wrong there.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        where = f" at {path}" if path else ""
+        super().__init__(
+            f"FilterCriteria pattern is not valid{where}: {reason} "
+            "(see AWS Lambda Developer Guide, invocation-eventfiltering, 'Filter rule syntax')"
+        )
+
+
+class ScheduleExpressionError(ModelError, ValueError):
+    """A schedule expression EventBridge would refuse, or one the emulator does not run.
+
+    Attributes:
+        expression: the expression as written.
+        reason: what is wrong with it, and what to write instead.
+    """
+
+    def __init__(self, expression: str, reason: str) -> None:
+        self.expression = expression
+        self.reason = reason
+        super().__init__(f"schedule expression {expression!r}: {reason} (Amazon EventBridge User Guide, "
+                         "eb-scheduled-rule-pattern)")
