@@ -37,7 +37,10 @@ def site(*parts: object) -> str:
 
 def maybe_restart(faults: FaultSchedule | None, name: str, key: str) -> None:
     """The poller_restart fault: this poller process exits here, its in-memory state lost (the supervisor
-    starts it again). Called between an invocation and its checkpoint or deletes, the worst moment."""
-    if faults is not None and faults.decide(FaultKind.POLLER_RESTART, site("poller", name, key)):
+    starts it again). Called between an invocation and its checkpoint or deletes, the worst moment. The site
+    carries the process's incarnation, so no restart repeats in the next process (two SQS messages with the same
+    body and receive count — a job the router sent twice — made the same site in tests/emulator/test_liveness.py)."""
+    if faults is not None and faults.decide(FaultKind.POLLER_RESTART,
+                                            site("poller", name, key, faults.incarnation)):
         log.warning("poller restart (injected fault): exiting", poller=name)
         os._exit(RESTART_EXIT_STATUS)

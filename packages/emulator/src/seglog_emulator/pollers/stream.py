@@ -220,8 +220,7 @@ class StreamPoller:
             if self._stop.is_set() and step.attempt > 1 and state.retries > 0:
                 return  # draining: a failing batch is left for the next start, uncheckpointed
             result = self._invoke(shard_id, step.part, step.attempt)
-            maybe_restart(self.faults, self.name,
-                          site(sequence_number(step.part[0]), step.attempt, self._incarnation))
+            maybe_restart(self.faults, self.name, site(sequence_number(step.part[0]), step.attempt))
             settled = state.settle(result.payload, failed=not result.ok, now=self.clock())
             if settled.checkpoint is not None:
                 self.checkpoints.put(shard_id, settled.checkpoint)
