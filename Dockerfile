@@ -30,6 +30,7 @@ COPY --chown=seglog:seglog packages/core/pyproject.toml packages/core/
 COPY --chown=seglog:seglog packages/aws_adapter/pyproject.toml packages/aws_adapter/
 COPY --chown=seglog:seglog packages/stack/pyproject.toml packages/stack/
 COPY --chown=seglog:seglog packages/deploy/pyproject.toml packages/deploy/
+COPY --chown=seglog:seglog packages/awsmodel/pyproject.toml packages/awsmodel/
 COPY --chown=seglog:seglog packages/emulator/pyproject.toml packages/emulator/
 COPY --chown=seglog:seglog packages/sim/pyproject.toml packages/sim/
 COPY --chown=seglog:seglog packages/report/pyproject.toml packages/report/
