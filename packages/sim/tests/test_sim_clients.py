@@ -24,7 +24,7 @@ from seglog_sim.aws.s3 import SimS3Client
 from seglog_sim.checks import _history_of, bodies_unchanged, loads_are_states, reuses_stored
 from seglog_sim.faults import Fault
 from seglog_sim.gateway import Answer
-from seglog_sim.run import _Run, build
+from seglog_sim.phases import Run, build
 from seglog_sim.scenario import Scenario
 from seglog_sim.workload import Ledger, Load
 from seglog_sim.world import World
@@ -35,11 +35,11 @@ CALM = Scenario(faults=())
 
 
 @pytest.fixture
-def world() -> Iterator[Callable[[Callable[[_Run], Any], Scenario], tuple[_Run, Any]]]:
+def world() -> Iterator[Callable[[Callable[[Run], Any], Scenario], tuple[Run, Any]]]:
     """Runs ``body(run)`` as a client task of a world without faults (unless the test turns some on); returns the
     run and what the body returned (its exception re-raised)."""
 
-    def go(body: Callable[[_Run], Any], scenario: Scenario = CALM) -> tuple[_Run, Any]:
+    def go(body: Callable[[Run], Any], scenario: Scenario = CALM) -> tuple[Run, Any]:
         run = build(7, scenario)
 
         def driver(w: World) -> None:
@@ -58,7 +58,7 @@ def world() -> Iterator[Callable[[Callable[[_Run], Any], Scenario], tuple[_Run, 
     yield go
 
 
-def _recording(run: _Run) -> list[tuple[str, str, bytes, Answer | None]]:
+def _recording(run: Run) -> list[tuple[str, str, bytes, Answer | None]]:
     """Every try the gateway serves from now on: (method, target, body, answer)."""
     seen: list[tuple[str, str, bytes, Answer | None]] = []
     serve = run.clients.gateway.serve
@@ -74,7 +74,7 @@ def _recording(run: _Run) -> list[tuple[str, str, bytes, Answer | None]]:
 
 
 def test_a_malformed_request_gets_the_api_handlers_400_through_the_clients_error(world: Any) -> None:
-    def body(run: _Run) -> ApiError:
+    def body(run: Run) -> ApiError:
         log_id = uuid.UUID(int=1, version=4)
         client = run.clients.client()
         client.create(log_id)
@@ -90,7 +90,7 @@ def test_a_malformed_request_gets_the_api_handlers_400_through_the_clients_error
 
 
 def test_a_lost_answer_makes_the_client_resend_the_same_entry_id_and_since(world: Any) -> None:
-    def body(run: _Run) -> Any:
+    def body(run: Run) -> Any:
         log_id = uuid.UUID(int=2, version=4)
         seen = _recording(run)
         armed = [False]
@@ -122,7 +122,7 @@ def test_a_lost_answer_makes_the_client_resend_the_same_entry_id_and_since(world
     assert len(stored) == 1  # stored once, by the try whose answer was lost
 
 
-def _paged_load_between_writes(run: _Run) -> tuple[uuid.UUID, Load]:
+def _paged_load_between_writes(run: Run) -> tuple[uuid.UUID, Load]:
     """A sheet of several pages; a write lands between the first page of a load and the next."""
     log_id = uuid.UUID(int=4, version=4)
     writer = run.clients.client()
@@ -144,14 +144,14 @@ def _paged_load_between_writes(run: _Run) -> tuple[uuid.UUID, Load]:
                         position=(sheet.position.segment, sheet.position.num), rows=sheet.rows, pages=sheet.pages)
 
 
-def _stores(run: _Run) -> tuple[DynamoDBLogStore, S3BlobStore]:
+def _stores(run: Run) -> tuple[DynamoDBLogStore, S3BlobStore]:
     """The run's log and bucket as the checks read them (no faults)."""
     return (DynamoDBLogStore(SimDynamoDBClient.of(run.ddb), segments_table=run.topology.segments_table,
                              entries_table=run.topology.entries_table),
             S3BlobStore(SimS3Client.of(run.s3), bucket=run.topology.bucket))
 
 
-def _load_violations(run: _Run, log_id: uuid.UUID, load: Load) -> list[Any]:
+def _load_violations(run: Run, log_id: uuid.UUID, load: Load) -> list[Any]:
     store, blobs = _stores(run)
     return loads_are_states(log_id, _history_of(store, blobs, log_id), blobs, [load])
 
@@ -175,7 +175,7 @@ def test_the_load_check_fails_when_the_page_cursor_stops_pinning_its_state(world
 
 
 def test_an_acknowledged_body_that_changed_is_a_violation(world: Any) -> None:
-    def body(run: _Run) -> tuple[uuid.UUID, Any]:
+    def body(run: Run) -> tuple[uuid.UUID, Any]:
         log_id = uuid.UUID(int=5, version=4)
         client = run.clients.client()
         client.create(log_id)

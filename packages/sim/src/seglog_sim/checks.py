@@ -382,3 +382,33 @@ def syncs_are_slices(log_id: uuid.UUID, history: list[list[Entry] | None], syncs
                                    message=f"{sync.client}'s sync after {sync.since} answered entries {answered}, "
                                            f"the log holds {expected} up to {sync.position}"))
     return found
+
+
+def retiring(ddb: SimDynamoDB, topology: Topology) -> list[Violation]:
+    """Segments retention claimed and never finished (their ``P`` still set) once the world is quiet: every run
+    cut short after its claim must be finished by a later one (seglog_core.retention, "Claim first"), or its
+    segment stays half removed — with the finishing reruns done, verify alone cannot tell (a deleted segment's
+    entries are not read)."""
+    found = []
+    for item in ddb.items(topology.segments_table, copy=False):
+        if "P" in item:
+            log_id = str(uuid.UUID(bytes=bytes(item["L"]["B"])))
+            found.append(Violation(invariant="I5", log_id=log_id, segment=int(item["N"]["N"]),
+                                   message="retention claimed this segment and never finished retiring it (P is "
+                                           "still set after the runs that finish retention cut short)"))
+    return found
+
+
+def retired(ddb: SimDynamoDB, topology: Topology, logs: list[uuid.UUID]) -> int:
+    """Segments archived or deleted in the run: segment items with an archive (``A``) or a deletion time (``D``),
+    and the segments below each log's first item (deleted with their item, the legacy form)."""
+    first: dict[bytes, int] = {log_id.bytes: -1 for log_id in logs}
+    count = 0
+    for item in ddb.items(topology.segments_table, copy=False):
+        log = bytes(item["L"]["B"])
+        num = int(item["N"]["N"])
+        if "A" in item or "D" in item:
+            count += 1
+        if log in first and (first[log] < 0 or num < first[log]):
+            first[log] = num
+    return count + sum(max(0, num) for num in first.values())

@@ -15,13 +15,13 @@ from seglog_aws.meter import s3_request_class
 from seglog_report.model import FunctionUse, Meter
 
 if TYPE_CHECKING:
-    from seglog_sim.run import _Run
+    from seglog_sim.phases import Run
 
 #: Task kinds that are invocations of a template function.
 FUNCTION_KINDS = ("api", "router", "worker", "retention")
 
 
-def meter_of(run: _Run) -> Meter:
+def meter_of(run: Run) -> Meter:
     rru = wru = 0.0
     for table in run.topology.tables:
         read, write = run.ddb.consumed(table)
