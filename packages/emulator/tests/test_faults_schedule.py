@@ -15,6 +15,7 @@ from seglog_emulator.chaos.runner import DEFAULT_RATES, default_plan
 from seglog_emulator.faults import (
     AMOUNTS,
     CRASH_POINTS,
+    EMULATED,
     ERROR_CODES,
     FaultKind,
     FaultPlan,
@@ -33,7 +34,7 @@ def every_kind(seed: int, rate: float = 0.2) -> FaultPlan:
 def run(plan: FaultPlan, order_seed: int) -> FaultSchedule:
     """Ask every (kind, key) from 8 threads, in an order shuffled by ``order_seed``."""
     schedule = FaultSchedule(plan)
-    sites = [(kind, key) for kind in FaultKind for key in KEYS]
+    sites = [(kind, key) for kind in EMULATED for key in KEYS]
     random.Random(order_seed).shuffle(sites)
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda site: schedule.decide(*site), sites))
@@ -73,7 +74,7 @@ def test_disabled_kinds_never_fire() -> None:
     plan = FaultPlan.from_flags("ddb_throttle=1,s3_error=0", rate=1.0, seed=5)
     schedule = FaultSchedule(plan)
 
-    for kind in FaultKind:
+    for kind in EMULATED:
         if kind is FaultKind.DDB_THROTTLE:
             continue
         assert all(schedule.decide(kind, key) is None for key in KEYS), kind
@@ -130,7 +131,7 @@ def test_flags_name_kinds_with_a_shared_rate_and_per_kind_overrides() -> None:
 def test_all_switches_every_kind_on_with_default_amounts() -> None:
     plan = FaultPlan.from_flags("all", rate=0.1, seed=0)
 
-    assert set(FaultKind) == set(plan.specs)
+    assert set(EMULATED) == set(plan.specs)
     assert {kind: default for kind, (_, default) in AMOUNTS.items()} == {
         kind: spec.amount for kind, spec in plan.specs.items() if spec.amount is not None}
 
@@ -272,8 +273,15 @@ def test_chaos_gives_every_kind_a_rate_of_its_own() -> None:
     (a kind without would make the default plan fail), and each is a probability per decision site."""
     plan = default_plan(1, "all")
 
-    assert set(FaultKind) == set(plan.specs)
-    assert {kind: DEFAULT_RATES[kind] for kind in FaultKind} == {kind: spec.rate for kind, spec in plan.specs.items()}
+    assert set(EMULATED) == set(plan.specs)
+    assert {kind: DEFAULT_RATES[kind] for kind in EMULATED} == {kind: spec.rate for kind, spec in plan.specs.items()}
     assert all(0 < rate <= 1 for rate in DEFAULT_RATES.values())
     assert {FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2} == {
         kind: spec.rate for kind, spec in default_plan(1, "dlq,redrive,mixed_version").specs.items()}
+
+
+def test_a_plan_refuses_the_simulators_own_kinds_and_says_why() -> None:
+    """One catalogue holds both drivers' kinds; a kind only the simulator injects is refused by name."""
+    with pytest.raises(FaultPlanError, match=r"'crash'.*not emulated"):
+        FaultPlan.from_flags("crash", rate=0.1, seed=1)
+    assert FaultKind.CRASH not in FaultPlan.from_flags("all", rate=0.1, seed=1).specs

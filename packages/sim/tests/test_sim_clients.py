@@ -11,6 +11,7 @@ import pytest
 
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
 from seglog_aws.s3_blob_store import S3BlobStore
+from seglog_awsmodel.faults import FaultKind
 from seglog_client import set_cell
 from seglog_client.errors import ApiError
 from seglog_core.document import SheetDocument
@@ -22,7 +23,6 @@ from seglog_sim import quiet_logs
 from seglog_sim.aws.dynamodb import SimDynamoDBClient
 from seglog_sim.aws.s3 import SimS3Client
 from seglog_sim.checks import _history_of, bodies_unchanged, loads_are_states, reuses_stored
-from seglog_sim.faults import Fault
 from seglog_sim.gateway import Answer
 from seglog_sim.phases import Run, build
 from seglog_sim.scenario import Scenario
@@ -104,7 +104,7 @@ def test_a_lost_answer_makes_the_client_resend_the_same_entry_id_and_since(world
         run.clients.gateway.serve = once  # type: ignore[method-assign, assignment]
         client = run.clients.client()
         client.create(log_id)
-        run.faults.profile.rates[Fault.LOST_RESPONSE] = 1.0  # the answer is lost: applied, never delivered
+        run.faults.profile.rates[FaultKind.LOST_RESPONSE] = 1.0  # the answer is lost: applied, never delivered
         armed[0] = True
         answer = client.append(log_id, set_cell("B2", 5), entry_id=uuid.UUID(int=3, version=4))
         return seen, answer

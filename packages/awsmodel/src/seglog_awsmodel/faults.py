@@ -1,4 +1,6 @@
-"""The kinds of fault the emulator injects (DESIGN §7) and what each one's decision carries.
+"""The one catalogue of fault kinds (DESIGN §7, §12): both drivers' kinds, which driver injects each
+(:data:`EMULATED`, :data:`SIMULATED`), what each one's decision carries, and AWS's error codes they answer with
+(:data:`AWS_ERRORS`: status and message, one table for the emulator's injector and the simulator's services).
 
 A kind's *amount* is one integer parameter drawn from a range the plan may set (``latency_ms = [50, 500]``);
 :data:`AMOUNTS` names it and gives the default range. Kinds that answer with an AWS error draw one of
@@ -63,6 +65,15 @@ class FaultKind(StrEnum):
     """While a chaos run goes, the DLQ is redriven to the snapshot queue (at most ``messages`` messages): they
     come back with new messageIds, so the claimer a pending item names may never be seen again. Decided once
     per tick of the run, by the chaos runner (which also redrives what is left when faults stop)."""
+    SQS_ERROR = "sqs_error"
+    """Simulator only: an SQS call fails with InternalFailure before it is sent."""
+    CRASH = "crash"
+    """Simulator only: a Lambda invocation dies (kill -9) at a storage call, before it is sent or after it was
+    applied (the emulator kills at named crash points: worker_crash, router_crash_after_send)."""
+    PAUSE = "pause"
+    """Simulator only: a long stall before a storage call. Past the function's timeout it is killed (what the
+    emulator's function_timeout does), past the queue's visibility timeout a duplicate runs concurrently
+    (visibility_expiry), past the takeover timeout its claim is taken over while it lives."""
     MIXED_VERSION = "mixed_version"
     """Two code versions at once, as during a deploy mid-build: one snapshot worker invocation (duplicates
     included) runs with ``SEGLOG_CHUNK_CELLS`` = ``chunk_cells``. A build it starts is cut that way; a build it
@@ -89,14 +100,49 @@ AMOUNTS: Final[dict[FaultKind, tuple[str, tuple[int, int]]]] = {
 #: mixed_version invocation overrides.
 CHUNK_CELLS_ENV: Final = "SEGLOG_CHUNK_CELLS"
 
-#: The AWS error codes (and HTTP status) each error kind draws from. DynamoDB: Amazon DynamoDB Developer Guide,
-#: Programming.Errors; S3: Amazon S3 API Reference, ErrorResponses ("InternalError 500", "SlowDown 503").
-ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
-    FaultKind.DDB_THROTTLE: (("ProvisionedThroughputExceededException", 400), ("ThrottlingException", 400)),
-    FaultKind.DDB_TRANSACTION_CONFLICT: (("TransactionCanceledException", 400),),
-    FaultKind.DDB_5XX: (("InternalServerError", 500),),
-    FaultKind.S3_ERROR: (("SlowDown", 503), ("InternalError", 500)),
-    FaultKind.DDB_LOST_RESPONSE: (("InternalServerError", 500),),
+#: The kinds only the simulator injects; every other kind is the emulator's too.
+_SIMULATOR_ONLY: Final = frozenset({FaultKind.SQS_ERROR, FaultKind.CRASH, FaultKind.PAUSE})
+#: The kinds the emulator injects (a plan's ``all``), in catalogue order.
+EMULATED: Final[tuple[FaultKind, ...]] = tuple(k for k in FaultKind if k not in _SIMULATOR_ONLY)
+#: The kinds the simulator injects, in the order a seed draws its profile (changing it changes every seed).
+SIMULATED: Final[tuple[FaultKind, ...]] = (
+    FaultKind.DDB_THROTTLE, FaultKind.DDB_5XX, FaultKind.DDB_TRANSACTION_CONFLICT, FaultKind.DDB_LOST_RESPONSE,
+    FaultKind.STALE_READ, FaultKind.S3_ERROR, FaultKind.S3_LATENCY, FaultKind.SQS_ERROR, FaultKind.CRASH,
+    FaultKind.WORKER_CRASH, FaultKind.PAUSE, FaultKind.DUPLICATE_DELIVERY, FaultKind.CLOCK_SKEW,
+    FaultKind.MIXED_VERSION, FaultKind.LOST_RESPONSE, FaultKind.SUPERVISOR_RESTART, FaultKind.DLQ, FaultKind.REDRIVE,
+)
+
+#: AWS's error codes the faults answer with: HTTP status and the message AWS sends. DynamoDB: Amazon DynamoDB
+#: Developer Guide, Programming.Errors; S3: Amazon S3 API Reference, ErrorResponses ("InternalError 500",
+#: "SlowDown 503"); SQS: Amazon SQS API Reference, CommonErrors ("InternalFailure 500").
+AWS_ERRORS: Final[dict[str, tuple[int, str]]] = {
+    "ProvisionedThroughputExceededException": (400, "The level of configured provisioned throughput for the table "
+                                                    "was exceeded. Consider increasing your provisioning level with "
+                                                    "the UpdateTable API."),
+    "ThrottlingException": (400, "Rate of requests exceeds the allowed throughput."),
+    "TransactionCanceledException": (400, "Transaction cancelled, please refer cancellation reasons for specific "
+                                          "reasons"),
+    "TransactionConflictException": (400, "Transaction is ongoing for the item"),
+    "InternalServerError": (500, "Internal server error"),
+    "SlowDown": (503, "Please reduce your request rate."),
+    "InternalError": (500, "We encountered an internal error. Please try again."),
+    "InternalFailure": (500, "The request processing has failed because of an unknown error, exception or "
+                             "failure."),
 }
 
-__all__ = ["AMOUNTS", "CHUNK_CELLS_ENV", "CRASH_POINTS", "ERROR_CODES", "FaultKind"]
+#: The codes (with their HTTP status) each error kind draws from in the emulator. The simulator answers with
+#: codes of :data:`AWS_ERRORS` too, chosen by the call (a single-item write's conflict is
+#: TransactionConflictException; its throttle is always ThrottlingException).
+ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
+    kind: tuple((code, AWS_ERRORS[code][0]) for code in codes) for kind, codes in {
+        FaultKind.DDB_THROTTLE: ("ProvisionedThroughputExceededException", "ThrottlingException"),
+        FaultKind.DDB_TRANSACTION_CONFLICT: ("TransactionCanceledException",),
+        FaultKind.DDB_5XX: ("InternalServerError",),
+        FaultKind.S3_ERROR: ("SlowDown", "InternalError"),
+        FaultKind.DDB_LOST_RESPONSE: ("InternalServerError",),
+        FaultKind.SQS_ERROR: ("InternalFailure",),
+    }.items()
+}
+
+__all__ = ["AMOUNTS", "AWS_ERRORS", "CHUNK_CELLS_ENV", "CRASH_POINTS", "EMULATED", "ERROR_CODES", "SIMULATED",
+           "FaultKind"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from seglog_awsmodel.faults import SIMULATED, FaultKind
 from seglog_cli.context import settings
 from seglog_cli.reports import command_line, report_directory, report_option
 from seglog_report.cost import Ledger
@@ -17,7 +18,6 @@ from seglog_report.html import publish
 from seglog_report.model import Report
 from seglog_sim import quiet_logs
 from seglog_sim.campaign import Campaign, run_campaign
-from seglog_sim.faults import Fault
 from seglog_sim.history import around, lines
 from seglog_sim.mutants.catalogue import BASELINE, MUTANTS, by_name
 from seglog_sim.mutants.runner import MutantResult, run_mutants
@@ -31,17 +31,17 @@ from seglog_sim.waste import render as render_waste
 MAX_DRAWN = 5
 
 
-def _kinds(text: str | None) -> tuple[Fault, ...]:
+def _kinds(text: str | None) -> tuple[FaultKind, ...]:
     if text is None:
-        return tuple(Fault)
+        return SIMULATED
     if text.strip() in ("", "none"):
         return ()
     names = [t.strip() for t in text.split(",") if t.strip()]
-    unknown = [n for n in names if n not in {f.value for f in Fault}]
+    unknown = [n for n in names if n not in {f.value for f in SIMULATED}]
     if unknown:
         raise click.BadParameter(f"unknown fault kinds {', '.join(unknown)}; known: "
-                                 f"{', '.join(f.value for f in Fault)}", param_hint="--faults")
-    return tuple(Fault(n) for n in names)
+                                 f"{', '.join(f.value for f in SIMULATED)}", param_hint="--faults")
+    return tuple(FaultKind(n) for n in names)
 
 
 def _replay(seed: int, faults: str | None, only: Iterable[str] | None = None) -> str:
@@ -57,7 +57,7 @@ def _replay(seed: int, faults: str | None, only: Iterable[str] | None = None) ->
 @click.option("--seeds", type=click.IntRange(min=1), help="Run this many seeds (from --seed, default 1).")
 @click.option("--seed", type=int, help="The first seed; alone, replay this one seed and print its history.")
 @click.option("--faults", "fault_kinds", metavar="KIND,...",
-              help=f"Only these fault kinds (default all; 'none' for none): {', '.join(f.value for f in Fault)}.")
+              help=f"Only these fault kinds (default all; 'none' for none): {', '.join(f.value for f in SIMULATED)}.")
 @click.option("--only-faults", metavar="ID,...", help="Replay with only these fault ids (a shrunk schedule).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes to split a campaign over.")
@@ -155,7 +155,7 @@ def _print_campaign(c: Campaign) -> None:
     click.echo(f"  {c.acknowledged} acknowledged appends, {c.snapshots} snapshots, "
                f"{c.sim_seconds / 3600:.0f} simulated hours; {c.retired_share:.0%} of seeds retired a segment")
     click.echo(f"  waste: {render_waste(c.waste)}")
-    kinds = {str(f) for f in Fault}
+    kinds = {str(f) for f in SIMULATED}
     fired = {k: v for k, v in c.faults.items() if "@" not in k}
     missing = sorted(kinds - set(fired))
     click.echo("  faults fired: " + ", ".join(f"{k} {v}" for k, v in sorted(fired.items()))

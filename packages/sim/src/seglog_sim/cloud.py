@@ -30,8 +30,9 @@ from typing import Any, Final, NamedTuple
 
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from seglog_awsmodel.faults import AWS_ERRORS, FaultKind
 from seglog_sim.aws.facade import client_error
-from seglog_sim.faults import CALL_FAULTS, INVOCATIONS, Fault, Faults
+from seglog_sim.faults import CALL_FAULTS, INVOCATIONS, Faults
 from seglog_sim.world import Killed, Task, World
 
 #: Seconds a call takes each way: (typical low, typical high). DynamoDB single-digit milliseconds, S3 and SQS
@@ -59,8 +60,10 @@ class Call(NamedTuple):
     site: str
 
 
-def _error(operation: str, code: str, status: int, message: str = "", **extra: Any) -> ClientError:
-    return client_error(operation, code, message or code, status=status, sender=status < 500, extra=extra)
+def _error(operation: str, code: str, **extra: Any) -> ClientError:
+    """AWS's answer with ``code``: its status and message from the one catalogue (seglog_awsmodel.faults)."""
+    status, message = AWS_ERRORS[code]
+    return client_error(operation, code, message, status=status, sender=status < 500, extra=extra)
 
 
 def _site_name(code: CodeType) -> str | None:
@@ -123,12 +126,12 @@ class Cloud:
         low, high = LATENCY[service]
         invocation = task.kind in INVOCATIONS
         # A stall before the call: the invocation may time out in it, or be overtaken by a duplicate.
-        if invocation and faults.decide(task, Fault.PAUSE, site):
+        if invocation and faults.decide(task, FaultKind.PAUSE, site):
             world.sleep(faults.amount(task, 5.0, 400.0))
-        if service == "s3" and faults.decide(task, Fault.S3_LATENCY, site):
+        if service == "s3" and faults.decide(task, FaultKind.S3_LATENCY, site):
             world.sleep(faults.amount(task, 0.05, 2.0))
         world.sleep(rng.uniform(low, high))
-        crash = invocation and faults.decide(task, Fault.CRASH, site)
+        crash = invocation and faults.decide(task, FaultKind.CRASH, site)
         crash_after = crash and rng.random() < 0.5
         if crash and not crash_after:
             self._record(task, service, operation, params, "crashed before", site)
@@ -141,10 +144,10 @@ class Cloud:
             raise error
         as_of = None
         if (service == "dynamodb" and operation in _READS and not params.get("ConsistentRead")
-                and faults.decide(task, Fault.STALE_READ, site)):
+                and faults.decide(task, FaultKind.STALE_READ, site)):
             as_of = world.now - rng.uniform(0.0, 1.0)
         lost = service == "dynamodb" and operation not in _READS and faults.decide(
-            task, Fault.DDB_LOST_RESPONSE, site)
+            task, FaultKind.DDB_LOST_RESPONSE, site)
         try:
             if service == "dynamodb":
                 result: dict[str, Any] = self.ddb.call(operation, params, as_of=as_of)
@@ -164,7 +167,7 @@ class Cloud:
             world.sleep(rng.uniform(low, high))
             if rng.random() < 0.5:
                 raise ReadTimeoutError(endpoint_url=f"https://{service}.sim")
-            raise _error(operation, "InternalServerError", 500)
+            raise _error(operation, "InternalServerError")
         self._record(task, service, operation, params, "stale read" if as_of is not None else "ok", site)
         world.sleep(rng.uniform(low, high))
         return result
@@ -174,30 +177,27 @@ class Cloud:
         """An error answered instead of applying the call (the call never reached the table, bucket or queue)."""
         faults = self.faults
         for kind in CALL_FAULTS[service]:
-            if kind in (Fault.DDB_LOST_RESPONSE, Fault.S3_LATENCY):
+            if kind in (FaultKind.DDB_LOST_RESPONSE, FaultKind.S3_LATENCY):
                 continue
-            if kind is Fault.DDB_TRANSACTION_CONFLICT and operation not in ("TransactWriteItems", "PutItem",
+            if kind is FaultKind.DDB_TRANSACTION_CONFLICT and operation not in ("TransactWriteItems", "PutItem",
                                                                            "UpdateItem"):
                 continue
             if not faults.decide(task, kind, site):
                 continue
-            if kind is Fault.DDB_THROTTLE:
-                return _error(operation, "ThrottlingException", 400, "Rate of requests exceeds the allowed throughput.")
-            if kind is Fault.DDB_5XX:
-                return _error(operation, "InternalServerError", 500, "Internal server error")
-            if kind is Fault.DDB_TRANSACTION_CONFLICT:
+            if kind is FaultKind.DDB_THROTTLE:
+                return _error(operation, "ThrottlingException")
+            if kind is FaultKind.DDB_5XX:
+                return _error(operation, "InternalServerError")
+            if kind is FaultKind.DDB_TRANSACTION_CONFLICT:
                 if operation == "TransactWriteItems":
                     count = len(params.get("TransactItems", []))
-                    return _error(operation, "TransactionCanceledException", 400,
-                                  "Transaction cancelled, please refer cancellation reasons for specific reasons",
+                    return _error(operation, "TransactionCanceledException",
                                   CancellationReasons=[{"Code": "TransactionConflict"}] * count)
-                return _error(operation, "TransactionConflictException", 400,
-                              "Transaction is ongoing for the item")
-            if kind is Fault.S3_ERROR:
-                return (_error(operation, "SlowDown", 503, "Please reduce your request rate.")
-                        if self.faults.rng(task).random() < 0.5 else _error(operation, "InternalError", 500))
-            if kind is Fault.SQS_ERROR:
-                return _error(operation, "InternalFailure", 500)
+                return _error(operation, "TransactionConflictException")
+            if kind is FaultKind.S3_ERROR:
+                return _error(operation, "SlowDown" if self.faults.rng(task).random() < 0.5 else "InternalError")
+            if kind is FaultKind.SQS_ERROR:
+                return _error(operation, "InternalFailure")
         return None
 
     def _record(self, task: Task, service: str, operation: str, params: dict[str, Any], outcome: str,

@@ -18,70 +18,38 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Final
 
+from seglog_awsmodel.faults import FaultKind
 from seglog_sim.world import Task
 
-
-class Fault(StrEnum):
-    """Fault kinds (names as the emulator's chaos plans use where the fault is the same, DESIGN §7)."""
-
-    DDB_THROTTLE = "ddb_throttle"
-    DDB_5XX = "ddb_5xx"
-    DDB_TRANSACTION_CONFLICT = "ddb_transaction_conflict"
-    DDB_LOST_RESPONSE = "ddb_lost_response"
-    STALE_READ = "stale_read"
-    S3_ERROR = "s3_error"
-    S3_LATENCY = "s3_latency"
-    SQS_ERROR = "sqs_error"
-    #: A Lambda invocation dies (kill -9) at a storage call, before it is sent or after it was applied.
-    CRASH = "crash"
-    #: A snapshot worker dies at one of its named crash points (DESIGN §7's list).
-    WORKER_CRASH = "worker_crash"
-    #: A long stall before a storage call: past the function's timeout it is killed (function_timeout), past the
-    #: queue's visibility timeout a duplicate runs concurrently (visibility_expiry), past the takeover timeout
-    #: its claim is taken over while it lives.
-    PAUSE = "pause"
-    DUPLICATE_DELIVERY = "duplicate_delivery"
-    CLOCK_SKEW = "clock_skew"
-    MIXED_VERSION = "mixed_version"
-    #: A client's request went through, but its answer is lost (the client retries, perhaps overlapping).
-    LOST_RESPONSE = "lost_response"
-    #: The emulator's supervisor restarts: every running invocation dies, pollers lose their in-memory state.
-    SUPERVISOR_RESTART = "supervisor_restart"
-    #: The snapshot queue's maxReceiveCount is low for the run: jobs reach the DLQ.
-    DLQ = "dlq"
-    #: The DLQ is redriven to the queue while the run goes (new messageIds).
-    REDRIVE = "redrive"
-
-
 #: Per-decision probability ranges when a kind is on (drawn once per seed).
-RATES: Final[dict[Fault, tuple[float, float]]] = {
-    Fault.DDB_THROTTLE: (0.01, 0.08),
-    Fault.DDB_5XX: (0.01, 0.05),
-    Fault.DDB_TRANSACTION_CONFLICT: (0.1, 0.4),
-    Fault.DDB_LOST_RESPONSE: (0.01, 0.06),
-    Fault.STALE_READ: (0.2, 0.8),
-    Fault.S3_ERROR: (0.01, 0.06),
-    Fault.S3_LATENCY: (0.02, 0.1),
-    Fault.SQS_ERROR: (0.01, 0.05),
-    Fault.CRASH: (0.003, 0.02),
-    Fault.WORKER_CRASH: (0.02, 0.1),
-    Fault.PAUSE: (0.002, 0.01),
-    Fault.DUPLICATE_DELIVERY: (0.05, 0.3),
-    Fault.CLOCK_SKEW: (0.05, 0.3),
-    Fault.MIXED_VERSION: (0.1, 0.5),
-    Fault.LOST_RESPONSE: (0.05, 0.25),
-    Fault.SUPERVISOR_RESTART: (0.005, 0.02),
-    Fault.DLQ: (1.0, 1.0),
-    Fault.REDRIVE: (0.05, 0.2),
+RATES: Final[dict[FaultKind, tuple[float, float]]] = {
+    FaultKind.DDB_THROTTLE: (0.01, 0.08),
+    FaultKind.DDB_5XX: (0.01, 0.05),
+    FaultKind.DDB_TRANSACTION_CONFLICT: (0.1, 0.4),
+    FaultKind.DDB_LOST_RESPONSE: (0.01, 0.06),
+    FaultKind.STALE_READ: (0.2, 0.8),
+    FaultKind.S3_ERROR: (0.01, 0.06),
+    FaultKind.S3_LATENCY: (0.02, 0.1),
+    FaultKind.SQS_ERROR: (0.01, 0.05),
+    FaultKind.CRASH: (0.003, 0.02),
+    FaultKind.WORKER_CRASH: (0.02, 0.1),
+    FaultKind.PAUSE: (0.002, 0.01),
+    FaultKind.DUPLICATE_DELIVERY: (0.05, 0.3),
+    FaultKind.CLOCK_SKEW: (0.05, 0.3),
+    FaultKind.MIXED_VERSION: (0.1, 0.5),
+    FaultKind.LOST_RESPONSE: (0.05, 0.25),
+    FaultKind.SUPERVISOR_RESTART: (0.005, 0.02),
+    FaultKind.DLQ: (1.0, 1.0),
+    FaultKind.REDRIVE: (0.05, 0.2),
 }
 #: Kinds decided at a storage call, by service.
-CALL_FAULTS: Final[dict[str, tuple[Fault, ...]]] = {
-    "dynamodb": (Fault.DDB_THROTTLE, Fault.DDB_5XX, Fault.DDB_TRANSACTION_CONFLICT, Fault.DDB_LOST_RESPONSE),
-    "s3": (Fault.S3_ERROR, Fault.S3_LATENCY),
-    "sqs": (Fault.SQS_ERROR,),
+CALL_FAULTS: Final[dict[str, tuple[FaultKind, ...]]] = {
+    "dynamodb": (FaultKind.DDB_THROTTLE, FaultKind.DDB_5XX, FaultKind.DDB_TRANSACTION_CONFLICT,
+                 FaultKind.DDB_LOST_RESPONSE),
+    "s3": (FaultKind.S3_ERROR, FaultKind.S3_LATENCY),
+    "sqs": (FaultKind.SQS_ERROR,),
 }
 #: Task kinds that are Lambda invocations (they can crash, stall and time out).
 INVOCATIONS: Final = frozenset({"api", "router", "worker", "retention"})
@@ -91,14 +59,14 @@ INVOCATIONS: Final = frozenset({"api", "router", "worker", "retention"})
 class Profile:
     """The fault kinds a seed turns on, each with its probability per decision."""
 
-    rates: dict[Fault, float]
+    rates: dict[FaultKind, float]
 
     @classmethod
-    def draw(cls, rng: random.Random, kinds: Iterable[Fault], *, calm: float = 0.05) -> Profile:
+    def draw(cls, rng: random.Random, kinds: Iterable[FaultKind], *, calm: float = 0.05) -> Profile:
         """Each of ``kinds`` on with probability 0.6; a ``calm`` share of seeds has no faults at all."""
         if rng.random() < calm:
             return cls(rates={})
-        rates: dict[Fault, float] = {}
+        rates: dict[FaultKind, float] = {}
         for kind in kinds:
             on = rng.random() < 0.6
             low, high = RATES[kind]
@@ -138,10 +106,10 @@ class Faults:
             rng = self._rngs[task.name] = random.Random(self.seed * 1_000_003 + zlib.crc32(task.name.encode()))
         return rng
 
-    def on(self, kind: Fault) -> bool:
+    def on(self, kind: FaultKind) -> bool:
         return kind in self.profile.rates
 
-    def decide(self, task: Task, kind: Fault, where: str = "") -> bool:
+    def decide(self, task: Task, kind: FaultKind, where: str = "") -> bool:
         """Whether ``kind`` fires for ``task`` now. Draws one number whether the kind is on or not, so a task's
         later decisions do not depend on which kinds are on."""
         # self.rng(task) without the call while the task has its generator: a storage call decides five times.

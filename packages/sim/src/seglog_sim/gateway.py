@@ -34,8 +34,9 @@ from typing import Any, Final
 
 from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
 from seglog_awsmodel.config import HttpRoute
+from seglog_awsmodel.faults import FaultKind
 from seglog_client.sigv4 import Credentials
-from seglog_sim.faults import Fault, Faults
+from seglog_sim.faults import Faults
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.world import World
 
@@ -86,7 +87,7 @@ class Gateway:
             return None
         if task.killed is not None or task.error is not None:
             return function_failure(timed_out=task.killed == "timeout")
-        if faults.decide(me, Fault.LOST_RESPONSE):
+        if faults.decide(me, FaultKind.LOST_RESPONSE):
             task.tags["client_outcome"] = "lost"
             return None
         status, answer_headers, payload = http_api_response(task.result)

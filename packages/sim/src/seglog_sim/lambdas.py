@@ -21,6 +21,7 @@ from typing import Any
 
 from seglog_aws.backend import REQUEST_RETRY, Backend
 from seglog_aws.resources import Resources
+from seglog_awsmodel.faults import FaultKind
 from seglog_core import retry
 from seglog_core.log import EventLog
 from seglog_core.pipeline import Outcome
@@ -30,7 +31,7 @@ from seglog_services import api, retention, snapshot_worker, stream_router
 from seglog_services.api.routes import Services
 from seglog_services.api.uploads import Uploads
 from seglog_sim.cloud import Cloud
-from seglog_sim.faults import Fault, Faults
+from seglog_sim.faults import Faults
 from seglog_sim.jobs import Jobs
 from seglog_sim.scenario import Scenario
 from seglog_sim.topology import Topology
@@ -123,18 +124,18 @@ class Lambdas:
         (``batchItemFailures`` by messageId: the messages the protocol keeps, and those that failed)."""
         def body(task: Task) -> dict[str, Any]:
             faults, scenario = self.faults, self.scenario
-            if faults.decide(task, Fault.CLOCK_SKEW):  # its clock runs fast: live claims look stale to it
+            if faults.decide(task, FaultKind.CLOCK_SKEW):  # its clock runs fast: live claims look stale to it
                 takeover = float(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
                 task.skew = faults.amount(task, takeover, 3.0 * takeover)
             environ = dict(self.topology.worker.Environment)
             environ["SEGLOG_CHUNK_CELLS"] = str(scenario.chunk_cells)
-            if faults.decide(task, Fault.MIXED_VERSION):  # the other code version, cutting chunks its own way
+            if faults.decide(task, FaultKind.MIXED_VERSION):  # the other code version, cutting chunks its own way
                 environ["SEGLOG_CHUNK_CELLS"] = str(scenario.other_chunk_cells)
             task.tags.update(skew=task.skew, chunk_cells=environ["SEGLOG_CHUNK_CELLS"])
             rng = faults.rng(task)
 
             def crash(point: str) -> None:
-                if self.faults.decide(task, Fault.WORKER_CRASH, point):
+                if self.faults.decide(task, FaultKind.WORKER_CRASH, point):
                     self.world.kill(task, f"crash at {point}")
                     raise Killed(point)
 

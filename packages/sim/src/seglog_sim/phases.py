@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_aws.redrive import redrive
+from seglog_awsmodel.faults import FaultKind
 from seglog_core import errors
 from seglog_core.retention import MIN_KEEP
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
@@ -34,7 +35,7 @@ from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_sim.checks import Violation
 from seglog_sim.cloud import Cloud
-from seglog_sim.faults import Fault, Faults, Profile
+from seglog_sim.faults import Faults, Profile
 from seglog_sim.gateway import Gateway
 from seglog_sim.jobs import job_key
 from seglog_sim.lambdas import Lambdas
@@ -118,9 +119,9 @@ class Run:
                 break  # reported by the checks: clients that never finished
             world.sleep(faults.amount(me, 2.0, 10.0))
             me.calls += 1
-            if faults.decide(me, Fault.SUPERVISOR_RESTART):
+            if faults.decide(me, FaultKind.SUPERVISOR_RESTART):
                 self._restart()
-            if faults.decide(me, Fault.REDRIVE):
+            if faults.decide(me, FaultKind.REDRIVE):
                 self._redrive()
             horizon = self._horizon()
             if world.now >= next_retention:  # the schedule fires (EventBridge, asynchronously)
@@ -195,7 +196,7 @@ class Run:
         takeover = int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
         try:
             moved = redrive(SimSQSClient.of(self.sqs), dlq_url=self.dlq_url, queue_url=self.queue_url, delay=takeover)
-            self.faults.counts[str(Fault.DLQ)] += moved  # jobs that had reached the DLQ
+            self.faults.counts[str(FaultKind.DLQ)] += moved  # jobs that had reached the DLQ
         except errors.SeglogError:
             pass  # what was not moved stays in the DLQ; the next tick tries again
         self.world.notify(self.pollers.queue_signal)
@@ -287,7 +288,7 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     sqs = SimSQS(clock=lambda: world.now, rng=random.Random(rng.getrandbits(64)))
     dlq_name = topology.dead_letter_queue or "SnapshotDeadLetterQueue"
     dlq_url = sqs.create_queue(dlq_name, visibility_timeout=30)
-    receives = scenario.dlq_max_receive_count if faults.on(Fault.DLQ) else topology.queue.maxReceiveCount
+    receives = scenario.dlq_max_receive_count if faults.on(FaultKind.DLQ) else topology.queue.maxReceiveCount
     queue_url = sqs.create_queue(topology.queue.logical_id, visibility_timeout=topology.queue.VisibilityTimeout,
                                  dead_letter=dlq_name, max_receive_count=receives)
     s3 = SimS3()

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from seglog_aws.events.dynamodb_stream import stream_record
+from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import select
 from seglog_awsmodel.queue_batches import settled_messages
 from seglog_awsmodel.stream_batches import Discard, Done, StreamBatch, sequence_number
-from seglog_sim.faults import Fault, Faults
+from seglog_sim.faults import Faults
 from seglog_sim.lambdas import Invocations
 from seglog_sim.topology import REGION, Topology
 from seglog_sim.world import Signal, Task, World
@@ -146,7 +147,7 @@ class Pollers:
             if len(running) >= mapping.MaximumConcurrency:
                 world.wait(self.queue_signal, 1.0)
                 continue
-            duplicate = self.faults.decide(me, Fault.DUPLICATE_DELIVERY)
+            duplicate = self.faults.decide(me, FaultKind.DUPLICATE_DELIVERY)
             messages = self.sqs.receive(self.queue_url, max_messages=mapping.BatchSize, duplicate=duplicate)
             if not messages:
                 visible_at = self.sqs.next_visible_at(self.queue_url)

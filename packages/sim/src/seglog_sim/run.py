@@ -33,7 +33,7 @@ class SeedResult:
     kinds: list[str]
     #: Ids of the faults that fired, in order (what the shrinker works on).
     fired: list[str]
-    #: Fault counts by kind and by kind@site.
+    #: FaultKind counts by kind and by kind@site.
     fault_counts: dict[str, int]
     #: Storage calls by "task kind:call site", and by "service operation".
     sites: dict[str, int]

@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from seglog_sim.faults import Fault
+from seglog_awsmodel.faults import SIMULATED, FaultKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +102,7 @@ class Scenario:
     shards: int = 2
     #: maxReceiveCount while the dlq fault is on (the template's is 50).
     dlq_max_receive_count: int = 3
-    faults: tuple[Fault, ...] = tuple(Fault)
+    faults: tuple[FaultKind, ...] = SIMULATED
     #: Seconds between two runs of the scheduled retention function while faults last (drawn up to twice this).
     retention_every: float = 60.0
     #: Template parameter overrides: retention keeps the two latest segments and archives one older than 30 s, so

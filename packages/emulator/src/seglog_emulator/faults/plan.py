@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog_awsmodel.faults import AMOUNTS, CRASH_POINTS, FaultKind
+from seglog_awsmodel.faults import AMOUNTS, CRASH_POINTS, EMULATED, FaultKind
 from seglog_emulator.errors import FaultPlanError as FaultPlanError  # importable from here too
 
 _SUFFIXES = (".toml", ".json")
@@ -131,7 +131,7 @@ class FaultPlan:
                     problems.append(f"{item!r}: the rate after '=' must be a number")
                     continue
             if name.strip() == "all":
-                table.update({kind.value: one for kind in FaultKind})
+                table.update({kind.value: one for kind in EMULATED})
             else:
                 table[name.strip()] = one
         try:
@@ -195,7 +195,7 @@ class FaultPlan:
     def to_mapping(self) -> dict[str, Any]:
         """The file shape of this plan (what :meth:`from_mapping` reads back to an equal plan)."""
         faults: dict[str, Any] = {}
-        for kind in FaultKind:
+        for kind in EMULATED:
             spec = self.specs.get(kind)
             if spec is None:
                 continue
@@ -240,11 +240,12 @@ def _kind(name: object, problems: list[str]) -> FaultKind | None:
     if not isinstance(name, str):
         problems.append(f"fault kinds are names, got {name!r}")
         return None
-    try:
-        return FaultKind(name)
-    except ValueError:
-        problems.append(f"unknown fault kind {name!r}; known: {', '.join(FaultKind)}")
+    if name not in EMULATED:
+        problems.append(f"unknown fault kind {name!r}; known: {', '.join(EMULATED)}"
+                        + (" (the simulator's kinds crash, pause and sqs_error are not emulated)"
+                           if name in FaultKind else ""))
         return None
+    return FaultKind(name)
 
 
 def _spec(kind: FaultKind, settings: object, default_rate: object, problems: list[str]) -> FaultSpec | None:
