@@ -11,7 +11,8 @@ Steps, for one batch (one batch in flight per shard, ParallelizationFactor 1; wi
     step(now)                     <------   Invoke(part, attempt) | Discard(part, reason, ...) | Done
     invoke(part)                            (a Discard: send its description to OnFailure, checkpoint)
     settle(payload or error, now) <------   Settled(checkpoint, pause)
-    checkpoint, sleep(pause)                ... until step() says Done: checkpoint last_sequence
+    checkpoint, sleep(pause)                ... until step() says Done: checkpoint last_sequence unless a
+                                            part's end already put it there (each position is put once)
 
 1. A part whose oldest record is older than MaximumRecordAgeInSeconds (or the stream's 24 h) is not sent: it is
    discarded with condition RecordAgeExceeded (services-dynamodb-errors: "retries until the records expire or
@@ -86,9 +87,10 @@ class Discard:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """Every part is finished: checkpoint ``checkpoint`` (the last record read) and read on."""
+    """Every part is finished: checkpoint ``checkpoint`` (the last record read; None when the last part's
+    settle or discard already moved it there) and read on."""
 
-    checkpoint: str
+    checkpoint: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,7 @@ class StreamBatch:
             once every part is finished.
     """
 
-    __slots__ = ("_give_up", "attempt", "last_sequence", "mapping", "retries", "todo")
+    __slots__ = ("_give_up", "_reached_end", "attempt", "last_sequence", "mapping", "retries", "todo")
 
     def __init__(self, mapping: StreamMapping, records: Sequence[Record], *, last_sequence: str) -> None:
         self.mapping = mapping
@@ -122,11 +124,12 @@ class StreamBatch:
         self.retries = 0
         self.attempt = 0
         self._give_up: str | None = None
+        self._reached_end = False
 
     def step(self, now: float) -> Invoke | Discard | Done:
         """What to do next, at Unix time ``now``."""
         if not self.todo:
-            return Done(self.last_sequence)
+            return Done(None if self._reached_end else self.last_sequence)
         if self._give_up is not None:
             return self._discard(self._give_up)
         if self.attempt == 0 and self._too_old(self.todo[0], now):
@@ -176,6 +179,7 @@ class StreamBatch:
         part = self.todo.pop(0)
         self.retries = self.attempt = 0
         self._give_up = None
+        self._reached_end = not self.todo
         return self.last_sequence if not self.todo else sequence_number(part[-1])
 
     def _discard(self, condition: str) -> Discard:

@@ -112,9 +112,9 @@ class Pollers:
             records = [stream_record(r, event_source_arn=arn, region=REGION) for r in raw]
             batch = select(mapping.FilterCriteria, records) if mapping.FilterCriteria else records
             self._count("stream records filtered out", len(records) - len(batch))
-            self._deliver(shard, [dict(r) for r in batch], sequence_number(records[-1]))
+            self._deliver(shard, batch, sequence_number(records[-1]))
 
-    def _deliver(self, shard: str, batch: list[dict[str, Any]], last_sequence: str) -> None:
+    def _deliver(self, shard: str, batch: list[Any], last_sequence: str) -> None:
         """Carry out the model's steps for one batch until it is done."""
         world = self.world
         state = StreamBatch(self.lambdas.topology.stream, batch, last_sequence=last_sequence)
@@ -134,7 +134,8 @@ class Pollers:
                 self.checkpoints[shard] = settled.checkpoint
             if settled.pause:
                 world.sleep(settled.pause)
-        self.checkpoints[shard] = step.checkpoint
+        if step.checkpoint is not None:
+            self.checkpoints[shard] = step.checkpoint
 
     # --------------------------------------------------------------------------------------------- queue
 

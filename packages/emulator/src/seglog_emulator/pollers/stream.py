@@ -213,11 +213,9 @@ class StreamPoller:
         events = [self._event_record(r) for r in batch]
         kept = [e for e in events if not self.mapping.FilterCriteria or matches(self.mapping.FilterCriteria, e)]
         state = StreamBatch(self.mapping, kept, last_sequence=sequence_number(events[-1]))
-        written: str | None = None  # the last position put, so the batch's end is not put twice
         while not isinstance(step := state.step(self.clock()), Done):
             if isinstance(step, Discard):
                 self._discard(shard_id, step)
-                written = step.checkpoint
                 continue
             if self._stop.is_set() and step.attempt > 1 and state.retries > 0:
                 return  # draining: a failing batch is left for the next start, uncheckpointed
@@ -226,12 +224,11 @@ class StreamPoller:
             settled = state.settle(result.payload, failed=not result.ok, now=self.clock())
             if settled.checkpoint is not None:
                 self.checkpoints.put(shard_id, settled.checkpoint)
-                written = settled.checkpoint
             if settled.outcome == "bisected":
                 log.info("batch bisected", sizes=[len(p) for p in state.todo[:2]])
             if settled.pause:
                 self._sleep(settled.pause)
-        if step.checkpoint != written:
+        if step.checkpoint is not None:
             self.checkpoints.put(shard_id, step.checkpoint)
 
     def _invoke(self, shard_id: str, current: list[Record], attempt: int) -> InvocationResult:
