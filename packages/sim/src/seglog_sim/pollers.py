@@ -171,7 +171,8 @@ class Pollers:
                                     invocation.result, failed=False)
         if done_ids is None:  # the whole batch failed: nothing is deleted
             return
-        done = [m for m in messages if m["MessageId"] in set(done_ids)]
+        deleted = set(done_ids)
+        done = [m for m in messages if m["MessageId"] in deleted]
         if done:
             self.sqs.call("DeleteMessageBatch", {"QueueUrl": self.queue_url, "Entries": [
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]})
