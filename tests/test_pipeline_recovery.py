@@ -280,7 +280,7 @@ def test_a_body_version_from_newer_code_blocks_its_snapshot_until_newer_code_bui
         monkeypatch.setenv(key, value)
     shown = CliRunner().invoke(cli, ["log", "verify", str(log_id)])
     assert 1 == shown.exit_code
-    assert f"  I5 segment 0 entry 3: snapshot blocked: {reason}\n" in shown.output
+    assert f"  I5 {log_id} at 0/3: snapshot blocked: {reason}\n" in shown.output
     assert Outcome.COMPLETED == driver.worker().process(driver.receive_one())
     _verified(driver, log_id)
     state, _ = driver.document.load(log_id)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from seglog_core.violations import Violation
 from seglog_emulator.chaos.timeline import log_records, run_data
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
@@ -69,7 +70,7 @@ def tries() -> list[ClientTry]:
                       status=201, error=None, log_id=LOG)]
 
 
-def draw(tmp_path: Path, violations: list[str] | None = None) -> Any:
+def draw(tmp_path: Path, violations: list[Violation] | None = None) -> Any:
     log, faults = write_run(tmp_path)
     lives = [SnapshotLife(log_id=uuid.UUID(LOG), segment=0, entry=10, appeared=T0 + 1.9, completed=T0 + 6.0)]
     return run_data(run=0, seed=7, started_at=T0, seconds=8.0, records=log_records(log), fault_log=faults,
@@ -124,7 +125,8 @@ def test_the_meter_adds_up_the_lines(tmp_path: Path) -> None:
 
 
 def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
-    data = draw(tmp_path, [f"I3 {LOG} at 0/10: the snapshot is not the fold of the log"])
+    data = draw(tmp_path, [Violation(invariant="I3", log_id=LOG, segment=0, entry=10,
+                                     message="the snapshot is not the fold of the log")])
     [violation] = data.violations
     assert (violation.invariant, violation.log_id, violation.segment, violation.entry) == ("I3", LOG, 0, 10)
     outlined = {s.ids.get("request_id") or s.lane for s in data.spans if s.highlight}

@@ -54,4 +54,5 @@ def test_a_snapshot_complete_while_its_predecessor_is_not_is_an_i4_violation() -
     store.complete_snapshot(log_id, 0, first, "root-a")
     w.poll()
     (violation,) = w.order_violations()
-    assert violation.startswith(f"I4 {log_id}: snapshot 0/{second} was complete while 0/{first}")
+    assert ("I4", str(log_id), 0, second) == (violation.invariant, violation.log_id, violation.segment, violation.entry)
+    assert violation.message.startswith(f"snapshot 0/{second} was complete while 0/{first}")

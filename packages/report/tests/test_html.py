@@ -6,9 +6,10 @@ import json
 import re
 from pathlib import Path
 
+from seglog_core.violations import Violation
 from seglog_report import figures, html
 from seglog_report.cost import ledger
-from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation, decode
+from seglog_report.model import Marker, Meter, Report, RunData, Span, decode
 
 
 def run(n: int, *, failing: bool = False) -> RunData:
@@ -18,7 +19,7 @@ def run(n: int, *, failing: bool = False) -> RunData:
              Span(lane="snapshots 3f0c6f7e", group="snapshot", start=2.0, end=9.0, outcome="completed",
                   highlight=failing)]
     markers = [Marker(lane=f"ApiFunction pid {n}", group="function", at=0.2, kind="ddb_5xx", highlight=failing)]
-    violations = [Violation(text="I3 broke", invariant="I3", at=9.0)] if failing else []
+    violations = [Violation(invariant="I3", message="broke", at=9.0)] if failing else []
     return RunData(kind="chaos", title="chaos run", run=n, seed=100 + n, spans=spans, markers=markers,
                    violations=violations, latencies={"append": [0.4, 0.5]}, meter=Meter(appends=1))
 
@@ -43,7 +44,7 @@ def test_a_failing_report_opens_on_its_first_failing_run() -> None:
     assert found["opens_on"] == "run-1" and found["ok"] is False
     runs = found["runs"]
     assert isinstance(runs, list) and runs[1]["highlighted"] == 2 and runs[0]["highlighted"] == 0
-    assert "I3 broke" in page
+    assert "I3: broke" in page
 
 
 def test_the_failing_timeline_is_zoomed_on_the_violation_and_lanes_are_grouped() -> None:

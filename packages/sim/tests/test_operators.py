@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
+from seglog_core.violations import Violation
 from seglog_sim import quiet_logs
 from seglog_sim.campaign import run_campaign
-from seglog_sim.checks import Violation, named, stuck
+from seglog_sim.checks import named, stuck
 from seglog_sim.jobs import Jobs
 from seglog_sim.run import build, execute, retiring, run_seed
 from seglog_sim.scenario import Scenario

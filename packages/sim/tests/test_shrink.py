@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from seglog_core.violations import Violation
 from seglog_sim import shrink as shrink_module
-from seglog_sim.checks import Violation
 from seglog_sim.run import SeedResult
 from seglog_sim.scenario import Scenario
 

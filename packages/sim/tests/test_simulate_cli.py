@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from seglog_cli import simulate_commands
 from seglog_cli.main import cli
-from seglog_report.model import Violation as ReportViolation
+from seglog_core.violations import Violation
 from seglog_report.model import decode
-from seglog_sim.checks import Violation
 from seglog_sim.shrink import Shrunk
 from seglog_sim.timeline import run_data
 
@@ -42,7 +41,7 @@ def test_a_failing_seed_prints_its_replay_its_history_and_a_shrunk_schedule(monk
                                                                            tmp_path: Path) -> None:
     failing, data = run_data(31)
     failing.violations = [Violation(invariant="I3", message="snapshot state differs", log_id=None)]
-    data.violations = [ReportViolation(text="I3 snapshot state differs", invariant="I3")]
+    data.violations = list(failing.violations)
     monkeypatch.setattr(simulate_commands, "run_data", lambda seed, scenario=None, only=None, replay="": (failing,
                                                                                                           data))
     monkeypatch.setattr(simulate_commands, "shrink",

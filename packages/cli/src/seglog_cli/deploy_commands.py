@@ -160,7 +160,7 @@ def smoke(ctx: click.Context, stack_name: str | None, api_url: str | None, edits
         for problem in report.problems:
             click.echo(f"  problem: {problem}")
         for v in checked.violations if checked else ():
-            click.echo(f"  {v.invariant} segment {v.segment} entry {v.entry}: {v.message}")
+            click.echo(f"  {v}")
         for note in report.notes:
             click.echo(f"  note: {note}")
     if not report.ok:

@@ -67,7 +67,7 @@ def verify(ctx: click.Context, log: str, as_json: bool, quiescent: bool) -> None
                        + (f"; segments {report.retiring} half retired: run `seglog log retain` again"
                           if report.retiring else ""))
         for v in report.violations:
-            click.echo(f"  {v.invariant} segment {v.segment} entry {v.entry}: {v.message}")
+            click.echo(f"  {v}")
     if not report.ok:
         ctx.exit(1)
 

@@ -42,18 +42,7 @@ from seglog_core.retention import MIN_KEEP, archive_key, is_complete_segment, re
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, Segment
 from seglog_core.sheet import Sheet
 from seglog_core.snapshot import read_sheet, snapshot_keys
-
-
-@dataclass(kw_only=True)
-class Violation:
-    invariant: str
-    message: str
-    segment: int | None = None
-    entry: int | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {"invariant": self.invariant, "message": self.message, "segment": self.segment,
-                "entry": self.entry}
+from seglog_core.violations import Violation
 
 
 @dataclass(kw_only=True)
@@ -109,11 +98,20 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
         quiescent: the pipeline should be idle: any incomplete Snapshot entry or pending item is a violation.
     """
     report = VerifyReport(log_id=log_id)
+    _verify(report, store, blobs, pending, acknowledged, quiescent=quiescent)
+    for violation in report.violations:
+        violation.log_id = str(log_id)
+    return report
+
+
+def _verify(report: VerifyReport, store: LogStore, blobs: BlobStore | None, pending: PendingStore | None,
+            acknowledged: Iterable[uuid.UUID], *, quiescent: bool) -> None:
+    log_id = report.log_id
     segments = list(store.segments(log_id))
     report.segments = len(segments)
     if not segments:
         report.violations.append(Violation(invariant="I1", message="the log has no segments"))
-        return report
+        return
     reads: list[_Read] = []
     # Retention removes the oldest segments first: a first segment above 0 means 0..n-1 were deleted.
     whole = segments[0].num == 0
@@ -178,7 +176,6 @@ def verify_log(store: LogStore, log_id: uuid.UUID, *, acknowledged: Iterable[uui
         # Deleted segments' objects went first (retention._delete_objects): any left under them are orphans.
         lost = {r.segment.num for r in reads if r.entries is None and r.segment.retired is None}
         _check_objects(report, blobs, log_id, everything, quiescent=quiescent, lost=lost)
-    return report
 
 
 def _read_segment(report: VerifyReport, store: LogStore, blobs: BlobStore | None, log_id: uuid.UUID,

@@ -12,6 +12,8 @@ from typing import Any, Final
 
 import msgspec
 
+from seglog_core.violations import Violation
+
 #: Lane groups, top to bottom in the timeline.
 GROUPS: Final = ("client", "function", "snapshot", "operator")
 
@@ -52,17 +54,6 @@ class Marker(msgspec.Struct, kw_only=True, omit_defaults=True):
     label: str = ""
     ids: Ids = {}
     highlight: bool = False
-
-
-class Violation(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A broken invariant, with where it is and (when known) when the run broke it."""
-
-    text: str
-    invariant: str = ""
-    log_id: str | None = None
-    segment: int | None = None
-    entry: int | None = None
-    at: float | None = None
 
 
 class FunctionUse(msgspec.Struct, kw_only=True, omit_defaults=True):

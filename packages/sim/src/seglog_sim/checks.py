@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -36,30 +35,12 @@ from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, split_segm
 from seglog_core.sheet import Sheet
 from seglog_core.snapshot import read_sheet
 from seglog_core.verify import is_whole_segment, verify_log
+from seglog_core.violations import Violation
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.jobs import Jobs, job_key
 from seglog_sim.topology import Topology
 from seglog_sim.workload import Ledger, Load, Synced
-
-
-@dataclass(frozen=True, kw_only=True)
-class Violation:
-    """One broken invariant: which, what, and where (log, segment, entry) when known."""
-
-    invariant: str
-    message: str
-    log_id: str | None = None
-    segment: int | None = None
-    entry: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"invariant": self.invariant, "message": self.message, "log_id": self.log_id,
-                "segment": self.segment, "entry": self.entry}
-
-    def __str__(self) -> str:
-        where = "/".join(str(p) for p in (self.segment, self.entry) if p is not None)
-        return f"{self.invariant} {self.log_id or ''} {where} {self.message}".replace("  ", " ")
 
 
 def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uuid.UUID], ledger: Ledger,
@@ -84,8 +65,7 @@ def check_run(*, ddb: SimDynamoDB, s3: SimS3, topology: Topology, logs: list[uui
         for v in report.violations:
             if v.invariant == "I5" and v.segment is None and v.message.startswith("pending items left"):
                 continue  # named one by one below
-            found.append(named(Violation(invariant=v.invariant, message=v.message, log_id=str(log_id),
-                                         segment=v.segment, entry=v.entry), jobs))
+            found.append(named(v, jobs))
         if quiescent:
             for p in report.pending:
                 where = {"segment": int(str(p["segment"])), "entry": int(str(p["entry"]))}

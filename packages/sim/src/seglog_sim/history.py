@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from seglog_core.schema import split_pending_key, split_segment_key
-from seglog_sim.checks import Violation
+from seglog_core.violations import Violation
 from seglog_sim.cloud import Call
 
 

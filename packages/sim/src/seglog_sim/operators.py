@@ -40,9 +40,9 @@ from seglog_core.pipeline.fallback import rebuild, reprocess
 from seglog_core.retention import MIN_KEEP, RetentionPolicy, apply_retention
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, split_segment_key
 from seglog_core.snapshot import read_sheet
+from seglog_core.violations import Violation
 from seglog_sim.aws.dynamodb import SimDynamoDB
 from seglog_sim.aws.s3 import SimS3, SimS3Client
-from seglog_sim.checks import Violation
 from seglog_sim.faults import Faults
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.scenario import Scenario

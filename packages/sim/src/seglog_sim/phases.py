@@ -30,10 +30,10 @@ from seglog_aws.redrive import redrive
 from seglog_awsmodel.faults import FaultKind
 from seglog_core import errors
 from seglog_core.retention import MIN_KEEP
+from seglog_core.violations import Violation
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
-from seglog_sim.checks import Violation
 from seglog_sim.cloud import Cloud
 from seglog_sim.faults import Faults, Profile
 from seglog_sim.gateway import Gateway

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_core import errors
+from seglog_core.violations import Violation
 from seglog_report.model import Meter
 from seglog_services.api.routes import hosting
-from seglog_sim.checks import Violation, check_run, horizon_kept, named, retired, retiring
+from seglog_sim.checks import check_run, horizon_kept, named, retired, retiring
 from seglog_sim.cloud import Call
 from seglog_sim.metering import meter_of
 from seglog_sim.phases import Run, build

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from seglog_core.schema import SNAPSHOT_JOB_DECODER
-from seglog_report.model import Marker, Meter, Report, RunData, Span, Violation, outline
+from seglog_report.model import Marker, Meter, Report, RunData, Span, outline
 from seglog_sim.cloud import Call
 from seglog_sim.history import describe_key
 from seglog_sim.metering import FUNCTION_KINDS
@@ -37,8 +37,7 @@ def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str
     markers = [Marker(lane=lane_of.get(task, task), group=_group(task), at=round(at - start, 4), kind=kind,
                       label=f"{task}: {kind}", ids={"task": task})
                for at, task, kind in run.faults.fired_at]
-    violations = [Violation(text=str(v), invariant=v.invariant, log_id=v.log_id, segment=v.segment, entry=v.entry)
-                  for v in result.violations]
+    violations = [msgspec.structs.replace(v) for v in result.violations]  # the report fills in ``at``
     outline(violations, spans, markers, link="task")
     latencies = {"append": _append_latencies(run.world.tasks),
                  "snapshot": [round(s.end - s.start, 4) for s in spans

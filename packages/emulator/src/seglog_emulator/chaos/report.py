@@ -11,7 +11,7 @@ from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.usage import Usage, add_usage
-from seglog_report.model import Report, RunData, Violation
+from seglog_report.model import Report, RunData
 
 
 @dataclass
@@ -88,7 +88,7 @@ class CampaignReport:
         runs = []
         for run in self.runs:
             data = run.data or RunData(kind=kind, title=self.title, run=run.run, seed=run.seed,
-                                       violations=[Violation(text=v) for v in run.violations])
+                                       violations=list(run.violations))
             data.kind, data.title, data.seconds = kind, self.title, run.seconds
             data.replay = "" if run.ok else self.replay(run)
             data.summary = run.to_dict()

@@ -42,6 +42,7 @@ import structlog
 
 from seglog_awsmodel.faults import FaultKind
 from seglog_core.verify import verify_log
+from seglog_core.violations import Violation
 from seglog_emulator.chaos import timeline
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_emulator.chaos.runlog import tally
@@ -109,7 +110,7 @@ class RunReport:
 
     run: int
     seed: int
-    violations: list[str] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
     faults: dict[str, int] = field(default_factory=dict)
     crash_points_hit: dict[str, int] = field(default_factory=dict)
     job_outcomes: dict[str, int] = field(default_factory=dict)
@@ -138,6 +139,7 @@ class RunReport:
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in ("snapshot_latency", "data")}
         data["ok"] = self.ok
+        data["violations"] = [v.to_dict() for v in self.violations]
         data["snapshot_latency_p50"] = percentile(self.snapshot_latency, 50)
         data["snapshot_latency_p99"] = percentile(self.snapshot_latency, 99)
         return data
@@ -309,7 +311,8 @@ class ChaosRunner:
             report.violations += watcher.order_violations()
         except Exception as exc:  # the run could not complete: that is a finding, with its reason
             log.error("chaos run failed", run=run, seed=seed, error=str(exc), exc_info=True)
-            report.violations.append(f"run did not complete: {type(exc).__name__}: {exc}")
+            report.violations.append(Violation(invariant="RUN",
+                                               message=f"run did not complete: {type(exc).__name__}: {exc}"))
         finally:
             progress.phase = "stopping the emulator"
             if watcher is not None:
@@ -380,23 +383,23 @@ class ChaosRunner:
                                                            AttributeNames=["All"])["Attributes"]
         queue = {k.removeprefix("ApproximateNumberOfMessages") or "visible": v for k, v in attributes.items()
                  if k.startswith("ApproximateNumberOfMessages")}
-        report.violations.append(f"I5: not quiescent {self.quiescence_seconds:.0f} s after faults stopped: {state}; "
-                                 f"pending {pending or 'none'}; queue {queue}")
+        report.violations.append(Violation(
+            invariant="I5", message=f"not quiescent {self.quiescence_seconds:.0f} s after faults stopped: {state}; "
+                                    f"pending {pending or 'none'}; queue {queue}"))
         return None
 
     def _verify(self, log_ids: list[uuid.UUID], stats: ClientStats, report: RunReport) -> int:
         """Check I1-I6 of every sheet into ``report``; the messages left in the dead-letter queue."""
         for failure in stats.failures:
-            report.violations.append(f"client gave up: {failure}")
+            report.violations.append(Violation(invariant="CLIENT", message=f"client gave up: {failure}"))
         for log_id in log_ids:
             result = verify_log(self.backend.store, log_id, acknowledged=stats.acknowledged.get(log_id, []),
                                 blobs=self.backend.blobs, pending=self.backend.pending, quiescent=True)
-            for violation in result.violations:
-                where = "" if violation.segment is None else f" at {violation.segment}/{violation.entry}"
-                report.violations.append(f"{violation.invariant} {log_id}{where}: {violation.message}")
+            report.violations += result.violations
         dlq = queue_depth(self.backend, self.deployment.resources.dlq_url)
         if dlq:
-            report.violations.append(f"{dlq} message(s) in the dead-letter queue")
+            report.violations.append(Violation(invariant="I5",
+                                               message=f"{dlq} message(s) in the dead-letter queue"))
         return dlq
 
     @staticmethod

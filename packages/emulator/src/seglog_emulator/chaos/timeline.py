@@ -11,21 +11,22 @@ lines, and billed duration (init included, as Lambda bills it) at the memory eac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
+import msgspec
+
+from seglog_core.violations import Violation
 from seglog_emulator.chaos.runlog import CRASH_EVENT, json_lines
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
 from seglog_report import events
 from seglog_report.metering import Metering
-from seglog_report.model import Marker, Meter, RunData, Span, Violation, outline
+from seglog_report.model import Marker, Meter, RunData, Span, outline
 
 #: Where a violation's text names its log and entry: "I2 <uuid> at 0/5: ..." (:meth:`ChaosRunner._verify`).
-_WHERE: Final = re.compile(r"^(?P<inv>I\d|SIM)\b.*?(?P<log>[0-9a-f]{8}-[0-9a-f-]{27})(?: at (?P<seg>\d+)/(?P<e>\d+))?")
 
 
 def log_records(path: Path) -> list[dict[str, Any]]:
@@ -39,7 +40,7 @@ def log_records(path: Path) -> list[dict[str, Any]]:
 
 
 def run_data(*, run: int, seed: int, started_at: float, seconds: float, records: list[dict[str, Any]],
-             fault_log: Path | None, tries: list[ClientTry], lives: list[SnapshotLife], violations: list[str],
+             fault_log: Path | None, tries: list[ClientTry], lives: list[SnapshotLife], violations: list[Violation],
              quiescence: float | None) -> RunData:
     """The run drawn from its log's ``records`` (:func:`log_records`) and the rest it left."""
     spans, lane_of_pid, meter = _invocations(records, started_at)
@@ -48,7 +49,7 @@ def run_data(*, run: int, seed: int, started_at: float, seconds: float, records:
     markers = _markers(records, _faults(fault_log), lane_of_pid, started_at)
     meter.appends = sum(1 for t in tries if t.acknowledged)
     meter.api_requests = len(tries)
-    found = [_violation(text) for text in violations]
+    found = [msgspec.structs.replace(v) for v in violations]  # the report fills in ``at``
     outline(found, spans, markers, link="request_id")
     latencies = {"append": _append_latencies(tries),
                  "snapshot": [round(s.end - s.start, 3) for s in spans if s.group == "snapshot"
@@ -152,15 +153,6 @@ def _markers(lines: list[dict[str, Any]], faults: list[dict[str, Any]], lane_of_
                                   at=round(record["_at"] - t0, 4), kind=f"crash point {record.get('crash_point')}",
                                   label="the worker kills itself here", ids=events.ids(record)))
     return markers
-
-
-def _violation(text: str) -> Violation:
-    match = _WHERE.match(text)
-    if match is None:
-        return Violation(text=text)
-    seg, entry = match.group("seg"), match.group("e")
-    return Violation(text=text, invariant=match.group("inv"), log_id=match.group("log"),
-                     segment=int(seg) if seg else None, entry=int(entry) if entry else None)
 
 
 def _append_latencies(tries: Iterable[ClientTry]) -> list[float]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from seglog_aws.backend import Backend
 from seglog_core.schema import EntryType
+from seglog_core.violations import Violation
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class SnapshotWatcher:
             return sorted(s.completed - s.appeared for (_, seg, num), s in self._seen.items()
                           if s.completed is not None and not (skip_first and seg == 0 and num == 0))
 
-    def order_violations(self) -> list[str]:
+    def order_violations(self) -> list[Violation]:
         """DESIGN §6 I4 "no snapshot completes before its predecessor", as observed: a Snapshot entry seen
         complete at a time when an earlier one of the same log was surely still incomplete. (The final state
         cannot show this — both end up complete — so it is checked while the run goes.)"""
@@ -123,7 +124,9 @@ class SnapshotWatcher:
             for (other, seg2, num2), late in items:
                 if other == log_id and (seg2, num2) > (seg, num) and late.completed is not None \
                         and late.completed < early.incomplete_at:
-                    found.append(f"I4 {log_id}: snapshot {seg2}/{num2} was complete while {seg}/{num} was not yet")
+                    found.append(Violation(invariant="I4", log_id=str(log_id), segment=seg2, entry=num2,
+                                           message=f"snapshot {seg2}/{num2} was complete while {seg}/{num} was "
+                                                   "not yet"))
         return found
 
     def lives(self, *, skip_first: bool = True) -> list[SnapshotLife]:
