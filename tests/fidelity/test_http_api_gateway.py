@@ -4,6 +4,7 @@ its routes as API Gateway does (DESIGN §10.3): IAM authorization (SigV4) and CO
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -29,14 +30,17 @@ def test_http_api_event_is_payload_format_2_0_field_for_field(probe: Probe, make
     (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html),
     "Payload format structure" for version 2.0: keys in AWS's order, lowercased headers, cookies apart, repeated
     query parameters joined with commas, the greedy path parameter, a text body not base64-encoded; and the
-    function's statusCode/headers/body become the HTTP response (the gateway listens on a free port)."""
+    function's statusCode/headers/body become the HTTP response (the gateway listens on a free port). The headers
+    carry what API Gateway adds (x-forwarded-for/-port/-proto from the client and the listener, an X-Ray
+    x-amzn-trace-id), and the path arrives decoded, as HTTP APIs decode it (cited in
+    seglog_aws.events.api_gateway)."""
     route = HttpRoute(function="probe", event="Api", Path="/items/{proxy+}", Method="ANY")
     gateway = Gateway([route], make_invoker(), port=0)
     server = threading.Thread(target=gateway.serve, daemon=True)
     server.start()
     try:
         request = urllib.request.Request(
-            f"{gateway.url}/items/a/b?x=1&x=2&y=z", data=b'{"k": 1}', method="POST",
+            f"{gateway.url}/items/a%20b/c?x=1&x=2&y=z", data=b'{"k": 1}', method="POST",
             headers={"Content-Type": "application/json", "Cookie": "c1=v1; c2=v2", "X-Custom": "one",
                      "User-Agent": "fidelity-test"})
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -45,23 +49,30 @@ def test_http_api_event_is_payload_format_2_0_field_for_field(probe: Probe, make
         gateway.stop()
         server.join(timeout=10)
 
-    assert (201, "yes", {"rawPath": "/items/a/b"}) == (status, headers.get("x-probe"), json.loads(body))
+    assert (201, "yes", {"rawPath": "/items/a b/c"}) == (status, headers.get("x-probe"), json.loads(body))
     (start,) = probe.starts()
     event = start["event"]
     assert ["version", "routeKey", "rawPath", "rawQueryString", "cookies", "headers", "queryStringParameters",
             "requestContext", "body", "pathParameters", "isBase64Encoded"] == list(event)
-    assert ("2.0", "ANY /items/{proxy+}", "/items/a/b", "x=1&x=2&y=z") == (
+    assert ("2.0", "ANY /items/{proxy+}", "/items/a b/c", "x=1&x=2&y=z") == (
         event["version"], event["routeKey"], event["rawPath"], event["rawQueryString"])
     assert ["c1=v1", "c2=v2"] == event["cookies"]
     assert all(name == name.lower() for name in event["headers"])
     assert ("application/json", "one") == (event["headers"]["content-type"], event["headers"]["x-custom"])
     assert "cookie" not in event["headers"]
+    port = gateway.server.server_address[1]
+    assert ("127.0.0.1", str(port), "http") == (event["headers"]["x-forwarded-for"],
+                                                 event["headers"]["x-forwarded-port"],
+                                                 event["headers"]["x-forwarded-proto"])
+    trace = re.fullmatch(r"Root=1-([0-9a-f]{8})-[0-9a-f]{24}", event["headers"]["x-amzn-trace-id"])
+    assert trace is not None and int(trace.group(1), 16) == event["requestContext"]["timeEpoch"] // 1000
     assert {"x": "1,2", "y": "z"} == event["queryStringParameters"]
-    assert ({"proxy": "a/b"}, '{"k": 1}', False) == (event["pathParameters"], event["body"], event["isBase64Encoded"])
+    assert ({"proxy": "a b/c"}, '{"k": 1}', False) == (
+        event["pathParameters"], event["body"], event["isBase64Encoded"])
     context = event["requestContext"]
     assert ["accountId", "apiId", "domainName", "domainPrefix", "http", "requestId", "routeKey", "stage", "time",
             "timeEpoch"] == list(context)
-    assert {"method": "POST", "path": "/items/a/b", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1",
+    assert {"method": "POST", "path": "/items/a b/c", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1",
             "userAgent": "fidelity-test"} == context["http"]
     assert ("ANY /items/{proxy+}", "$default") == (context["routeKey"], context["stage"])
     assert isinstance(context["timeEpoch"], int)
@@ -120,7 +131,7 @@ def test_the_client_librarys_signed_request_reaches_the_function_with_the_caller
     with serving(make_invoker) as gateway:
         answer = SeglogClient(gateway.url, credentials=LOCAL, region=REGION).request(
             "POST", "/items/a b/ü?x=1&y=a+b&z=%2F", {"k": 1})
-    assert {"rawPath": "/items/a%20b/%C3%BC"} == answer
+    assert {"rawPath": "/items/a b/ü"} == answer  # signed over the encoded path; the function sees it decoded
     (start,) = probe.starts()
     context = start["event"]["requestContext"]
     assert ["accountId", "apiId", "authorizer", "domainName"] == list(context)[:4]

@@ -98,25 +98,25 @@ class Gateway:
 
     # ------------------------------------------------------------------------------------------ a request
 
-    def answer(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
-               ) -> tuple[int, list[tuple[str, str]], bytes] | None:
-        """The response to one request, or None to drop the connection (an injected lost response); with an
-        access log, one line for it."""
+    def answer(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, *,
+               source_ip: str = "127.0.0.1") -> tuple[int, list[tuple[str, str]], bytes] | None:
+        """The response to one request from a client at ``source_ip``, or None to drop the connection (an
+        injected lost response); with an access log, one line for it."""
         if self.access_log is None:
-            return self._answer(method, target, headers, body, {})
+            return self._answer(method, target, headers, body, {}, source_ip)
         started = time.time()
         context: dict[str, Any] = {
             "httpMethod": method, "path": urlsplit(target).path or "/", "protocol": "HTTP/1.1",
             "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(started)),
             "requestTimeEpoch": int(started * 1000)}
-        reply = self._answer(method, target, headers, body, context)
+        reply = self._answer(method, target, headers, body, context, source_ip)
         context.setdefault("status", reply[0] if reply is not None else None)
         context["responseLatency"] = int((time.time() - started) * 1000)
         self.access_log.write(context)
         return reply
 
     def _answer(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
-                context: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes] | None:
+                context: dict[str, Any], source_ip: str) -> tuple[int, list[tuple[str, str]], bytes] | None:
         with self._lock:
             self.requests += 1
         parts = urlsplit(target)
@@ -139,8 +139,10 @@ class Gateway:
                 return verdict.response()
             authorized = {"iam": verdict.iam_context()}
             context["identity.userArn"] = authorized["iam"]["userArn"]
+        # The listener is this server's: plain HTTP on its port (x-forwarded-port, x-forwarded-proto).
         event = request_event(method, target, headers, body, route_key=key, path_parameters=path_parameters,
-                              authorizer=authorized)
+                              authorizer=authorized, source_ip=source_ip,
+                              listener=(self.server.server_address[1], "http"))
         request = event["requestContext"]
         context.update({"requestId": request["requestId"], "routeKey": key,
                         "identity.sourceIp": request["http"]["sourceIp"]})
@@ -175,7 +177,8 @@ class Gateway:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 try:
-                    answer = gateway.answer(self.command, self.path, list(self.headers.items()), body)
+                    answer = gateway.answer(self.command, self.path, list(self.headers.items()), body,
+                                            source_ip=self.client_address[0])
                 except Exception as exc:  # never leave a client hanging
                     log.error("gateway failed", error=str(exc), exc_info=True)
                     answer = 500, [("content-type", "application/json")], _ERRORS[500]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from seglog_aws.events._wire import to_base64
 
@@ -45,12 +46,30 @@ DEFAULT_STAGE = "$default"
 LOCAL_ACCOUNT_ID = "000000000000"
 LOCAL_API_ID = "seglog"
 #: Bodies of these content types reach the handler as text; any other body is base64 (isBase64Encoded true),
-#: which is why a form post (application/x-www-form-urlencoded) arrives base64-encoded on HTTP APIs.
+#: which is why a form post (application/x-www-form-urlencoded) arrives base64-encoded on HTTP APIs. The page
+#: above says only "If the content type of the request is binary, the body is base64-encoded" and lists no types.
+#: Text here: text/*, these, and the structured-syntax suffixes +json and +xml — AWS's sample events compared in
+#: issue 19 carry application/merge-patch+json and application/yaml bodies as text. One third-party capture
+#: (https://github.com/ministackorg/ministack/pull/766) saw base64 for all but text/*, application/json,
+#: application/xml and application/javascript; until an AWS capture settles it, the rule stays in _is_text alone.
 TEXT_CONTENT_TYPES = ("application/json", "application/javascript", "application/xml", "application/yaml")
 INTERNAL_SERVER_ERROR = (500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}')
 #: API Gateway's answer when the integration timed out (http-api-troubleshooting-lambda: "503 Service Unavailable"
 #: for a function that ran past the integration's timeout).
 SERVICE_UNAVAILABLE = (503, [("content-type", "application/json")], b'{"message":"Service Unavailable"}')
+
+# What API Gateway adds to every request's headers before the integration sees them (AWS's sample HTTP API events
+# carry all four: "x-amzn-trace-id": "Root=1-5e9f0c65-1de4d666d4dd26aced652b6c", "x-forwarded-for": "1.2.3.4",
+# "x-forwarded-port": "443", "x-forwarded-proto": "https"). Their meaning is the load balancers' (Elastic Load
+# Balancing, "HTTP headers and Application Load Balancers",
+# https://docs.aws.amazon.com/elasticloadbalancing/latest/application/x-forwarded-headers.html): X-Forwarded-For is
+# the client's IP address, appended to the list a client or proxy already sent; X-Forwarded-Port and
+# X-Forwarded-Proto the port and protocol the client connected to (the listener), whatever the client claimed.
+# The trace header is X-Ray's (https://docs.aws.amazon.com/xray/latest/devguide/xray-services-elb.html, "X-Ray
+# trace ID format"): Root=1-<the request's Unix time in 8 hex digits>-<a 96-bit id in 24 hex digits>; a client's
+# own trace header is passed on as it came.
+#: API Gateway's listener: HTTPS on 443 (x-forwarded-port, x-forwarded-proto).
+AWS_LISTENER = (443, "https")
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -68,7 +87,8 @@ def http_api_event(method: str, path: str, *, query: Query | None = None, header
     """The event API Gateway sends to a Lambda integration for one HTTP request.
 
     Args:
-        path: the request path as the client sent it (percent-encoding kept), without the query string.
+        path: the request path as the event carries it (an HTTP API decodes it first: :func:`event_path`),
+            without the query string.
         query: the raw query string (``"a=1&a=2"``), or parameters to encode (a mapping, list values repeat
             the name, or (name, value) pairs).
         headers: request headers; a list of pairs may repeat a name. Names are lowercased.
@@ -138,7 +158,11 @@ class Route(Protocol):
 
 def match_route[R: Route](routes: Sequence[R], method: str, path: str) -> tuple[R, str, dict[str, str]] | None:
     """The first route matching ``method path``, its routeKey and its path parameters (a greedy ``{proxy+}``
-    takes the rest of the path); None when no route matches (API Gateway answers 404)."""
+    takes the rest of the path); None when no route matches (API Gateway answers 404).
+
+    ``path`` is the path as the client sent it; routes match its decoded form (:func:`event_path`), so path
+    parameters come decoded, as HTTP APIs give them."""
+    path = event_path(path)
     for route in routes:
         if route.Path == "$default":
             return route, "$default", {}
@@ -154,12 +178,61 @@ def match_route[R: Route](routes: Sequence[R], method: str, path: str) -> tuple[
 
 def request_event(method: str, target: str, headers: Headers, body: bytes | None, *, route_key: str,
                   path_parameters: Mapping[str, str] | None = None, authorizer: Mapping[str, Any] | None = None,
-                  request_id: str | None = None, now: datetime | None = None) -> dict[str, Any]:
-    """The event of one HTTP request (``target``: path and query as sent) to the route :func:`match_route` found."""
+                  request_id: str | None = None, now: datetime | None = None, source_ip: str = "127.0.0.1",
+                  listener: tuple[int, str] = AWS_LISTENER) -> dict[str, Any]:
+    """The event of one HTTP request (``target``: path and query as sent) to the route :func:`match_route` found.
+
+    The path goes into the event decoded (:func:`event_path`), and the headers get what API Gateway adds
+    (:func:`forwarded_headers`) for a client at ``source_ip`` connected to ``listener`` (port, protocol).
+    """
+    now = now or datetime.now(UTC)
+    request_id = request_id or _request_id()
     parts = urlsplit(target)
-    return http_api_event(method, parts.path or "/", query=parts.query, headers=headers, body=body or None,
-                          route_key=route_key, path_parameters=path_parameters or None, authorizer=authorizer,
-                          request_id=request_id, now=now)
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return http_api_event(method, event_path(parts.path), query=parts.query,
+                          headers=forwarded_headers(pairs, source_ip=source_ip, listener=listener,
+                                                    request_id=request_id, now=now),
+                          body=body or None, route_key=route_key, path_parameters=path_parameters or None,
+                          authorizer=authorizer, request_id=request_id, now=now, source_ip=source_ip)
+
+
+def event_path(raw_path: str) -> str:
+    """The path of a request as an HTTP API hands it to the function: percent-escapes decoded (UTF-8; ``+``
+    stays ``+``, ``%2F`` becomes ``/``), cut at a decoded ``?``; ``/`` when empty.
+
+    HTTP APIs decode the path before routing, unlike REST APIs and function URLs: rawPath, requestContext.http.path
+    and the path parameters all come decoded. AWS's pages do not say so; AWS's own Lambda test tool for .NET
+    settled it against API Gateway ("The path and path parameters should be decoded",
+    https://github.com/aws/aws-lambda-dotnet/pull/1901), and live captures agree (a request for
+    /capture/space%20value arrived as "rawPath": "/capture/space value",
+    https://github.com/middleapi/standard-server/pull/93, which also saw the cut at a decoded "?").
+    """
+    return unquote(raw_path).partition("?")[0] or "/"
+
+
+def forwarded_headers(headers: Iterable[tuple[str, str]], *, source_ip: str, listener: tuple[int, str],
+                      request_id: str, now: datetime) -> list[tuple[str, str]]:
+    """``headers`` as the integration receives them: x-amzn-trace-id (a client's own kept; else a new trace
+    whose id follows from ``request_id``, so a seeded run makes the same ones), x-forwarded-for ending in
+    ``source_ip``, and x-forwarded-port and x-forwarded-proto from ``listener`` in place of any a client sent
+    (see the comment at :data:`AWS_LISTENER`)."""
+    kept: list[tuple[str, str]] = []
+    chain: list[str] = []
+    trace = None
+    for name, value in headers:
+        key = name.lower()
+        if key == "x-forwarded-for":
+            chain.append(value)
+        elif key == "x-amzn-trace-id" and trace is None:
+            trace = value
+        elif key not in ("x-forwarded-port", "x-forwarded-proto", "x-amzn-trace-id"):
+            kept.append((name, value))
+    if trace is None:
+        trace_id = hashlib.sha256(request_id.encode()).hexdigest()[:24]
+        trace = f"Root=1-{int(now.timestamp()):08x}-{trace_id}"
+    port, proto = listener
+    return [*kept, ("x-amzn-trace-id", trace), ("x-forwarded-for", ", ".join([*chain, source_ip])),
+            ("x-forwarded-port", str(port)), ("x-forwarded-proto", proto)]
 
 
 def function_failure(*, timed_out: bool) -> tuple[int, list[tuple[str, str]], bytes]:
