@@ -10,8 +10,8 @@ The two local backends differ in what they put in a record, and the event builde
 - DynamoDB Local (served directly, profile ``dynamodb-local``) names its region ``ddblocal``, in each record's
   ``awsRegion`` and in the stream ARN. The event takes ``awsRegion`` from the ``region`` argument, and
   ``eventSourceARN`` gets the ARN with ``ddblocal`` replaced by that region.
-- Both truncate ``ApproximateCreationDateTime`` to the minute (AWS rounds down to the second): nothing can put
-  the seconds back, so handlers must not rely on them locally.
+- Both truncate ``ApproximateCreationDateTime`` to the minute (AWS rounds down to the second). Nothing in the
+  record can put the seconds back; a poller that watches the shard can, nearly (:func:`creation_second`).
 - Both number records ``000000000000000000001``, ``...002``: strings, as on AWS, but of fixed width; and
   both give UUIDs as ``eventID`` where AWS gives 32 hex digits. Both are kept as they come (opaque strings).
 """
@@ -43,7 +43,9 @@ MAX_GET_RECORDS_LIMIT = 1000
 #    "userIdentity": {"principalId": "dynamodb.amazonaws.com", "type": "Service"}}   <- TTL deletes only
 # Attribute values are DynamoDB JSON, binary (B, BS) as base64 strings. ApproximateCreationDateTime is epoch
 # seconds "rounded down to the closest second" (DynamoDB Streams API Reference, StreamRecord:
-# https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_StreamRecord.html).
+# https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_StreamRecord.html), and a record has
+# no ApproximateCreationDateTimePrecision: that setting (MILLISECOND | MICROSECOND) belongs to the records DynamoDB
+# writes to a Kinesis data stream (EnableKinesisStreamingConfiguration), not to DynamoDB Streams or this event.
 EVENT_SOURCE = "aws:dynamodb"
 EVENT_VERSION = "1.1"
 _STREAM_RECORD_KEYS = ("ApproximateCreationDateTime", "Keys", "NewImage", "OldImage", "SequenceNumber", "SizeBytes",
@@ -128,6 +130,22 @@ def epoch_seconds(value: datetime | float) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"ApproximateCreationDateTime must be a datetime or a number, not {type(value).__name__}")
     return math.floor(value)
+
+
+def creation_second(created: datetime | float, *, not_before: float | None) -> int:
+    """A record's ``ApproximateCreationDateTime`` to the second, as AWS gives it, from a local stack's minute.
+
+    DynamoDB Local and LocalStack round the creation time down to the minute; AWS to the second. A poller knows a
+    little more than the record: what it reads after a read that found the end of the shard was written after
+    that read began (``not_before``, Unix seconds). So a whole-minute value is raised to ``not_before``'s second,
+    never past its own minute; a value with seconds (a backend that keeps them) is kept, and so is a value read
+    with no such bound (the first read of a backlog). Raised, it is at most the poll interval early where AWS's
+    is exact; never late.
+    """
+    seconds = epoch_seconds(created)
+    if not_before is None or seconds % 60:
+        return seconds
+    return max(seconds, min(math.floor(not_before), seconds + 59))
 
 
 def attribute_map(item: Mapping[str, Any]) -> dict[str, Any]:

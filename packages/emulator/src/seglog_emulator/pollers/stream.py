@@ -38,6 +38,7 @@ import structlog
 from seglog_aws.events.dynamodb_stream import (
     ShardIteratorType,
     StreamReader,
+    creation_second,
     epoch_seconds,
     lambda_stream_arn,
     stream_record,
@@ -146,12 +147,17 @@ class StreamPoller:
             buffer: list[dict[str, Any]] = []
             iterator: str | None = None
             first_buffered = 0.0
+            not_before: float | None = None  # when the last read that found the end of the shard began
             while not self._stop.is_set():
                 try:
                     if iterator is None and not buffer:
                         iterator = self._iterator(shard_id)
                     if iterator is not None and len(buffer) < self.mapping.BatchSize:
+                        asked = self.clock()
                         records, iterator = self.reader.read_from(iterator, limit=min(1000, self.mapping.BatchSize))
+                        if not records:
+                            not_before = asked
+                        records = [_created_to_the_second(r, not_before) for r in records]
                         if records and not buffer:
                             first_buffered = time.monotonic()
                         buffer.extend(records)
@@ -166,7 +172,7 @@ class StreamPoller:
                             return
                 except Exception as exc:  # an expired iterator, a hiccup: start again from the checkpoint
                     log.warning("get records failed: resuming from the checkpoint", error=str(exc))
-                    buffer, iterator = [], None
+                    buffer, iterator, not_before = [], None, None  # records before the last end come again
                     self._stop.wait(self.poll_seconds)
                     continue
                 window = self.mapping.MaximumBatchingWindowInSeconds
@@ -282,6 +288,18 @@ class StreamPoller:
     def _function_arn(self) -> str:
         arn = getattr(self.invoker, "arn", None)
         return str(arn) if arn else f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{self.mapping.function}"
+
+
+def _created_to_the_second(record: dict[str, Any], not_before: float | None) -> dict[str, Any]:
+    """``record`` with its ApproximateCreationDateTime in seconds, as AWS gives it (:func:`creation_second`: the
+    local stacks give the minute). Within this process every delivery of the record carries the same value; a
+    restarted poller reads it again without the bound, and sends the minute."""
+    change = record.get("dynamodb") or {}
+    created = change.get("ApproximateCreationDateTime")
+    if created is None or not_before is None:
+        return record
+    return {**record, "dynamodb": {**change, "ApproximateCreationDateTime": creation_second(
+        created, not_before=not_before)}}
 
 
 def _created(record: Mapping[str, Any]) -> float | None:
