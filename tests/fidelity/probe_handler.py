@@ -38,19 +38,33 @@ def handler(event: dict[str, Any], context: Any) -> Any:
         return None  # an empty event only warms a worker up (its cold start out of the way), unlogged
     if "Records" not in event:
         return _http(event, context) if "rawPath" in event else _other(event, context)
-    records = [_instructions(record) for record in event["Records"]]
+    records = [instructions(record) for record in event["Records"]]
     history = _read_log()
     _append({"phase": "start", "request_id": context.aws_request_id, "pid": os.getpid(), "time": time.time(),
              "ids": [r["id"] for r in records], "names": [r["name"] for r in records], "event": event})
-    failures: list[str] = []
-    failed: list[str] = []
+    earlier = {r["id"]: sum(1 for line in history if line["phase"] == "start" and r["id"] in line["ids"])
+               for r in records}
+    seconds, failed, failures = plan(records, earlier)
+    time.sleep(seconds)
+    _append({"phase": "end", "request_id": context.aws_request_id, "time": time.time(), "failed": failed,
+             "reported": failures})
+    if failed:
+        raise ProbeError(f"records {failed} are set to fail")
+    # Reported in reverse stream order: Lambda must take the lowest sequence number, not the first listed.
+    return {"batchItemFailures": [{"itemIdentifier": identifier} for identifier in reversed(failures)]}
+
+
+def plan(records: list[dict[str, Any]], earlier: dict[str, int]) -> tuple[float, list[str], list[str]]:
+    """What one invocation does with its records (their :func:`instructions`), given how many times each was
+    delivered before: (seconds to sleep, names of the records that fail it, identifiers to report). The
+    simulator's fidelity driver runs the same rules on its own clock."""
+    seconds, failed, failures = 0.0, [], []
     for record in records:
-        earlier = sum(1 for line in history if line["phase"] == "start" and record["id"] in line["ids"])
-        if record["times"] is not None and earlier >= record["times"]:
+        if record["times"] is not None and earlier.get(record["id"], 0) >= record["times"]:
             continue  # past its first ``times`` deliveries: ok
         match record["action"]:
             case "sleep":
-                time.sleep(record["seconds"])
+                seconds += record["seconds"]
             case "fail":
                 failed.append(record["name"])
             case "report":
@@ -59,12 +73,7 @@ def handler(event: dict[str, Any], context: Any) -> Any:
                 failures.append("")
             case "report_unknown":
                 failures.append(UNKNOWN_IDENTIFIER)
-    _append({"phase": "end", "request_id": context.aws_request_id, "time": time.time(), "failed": failed,
-             "reported": failures})
-    if failed:
-        raise ProbeError(f"records {failed} are set to fail")
-    # Reported in reverse stream order: Lambda must take the lowest sequence number, not the first listed.
-    return {"batchItemFailures": [{"itemIdentifier": identifier} for identifier in reversed(failures)]}
+    return seconds, failed, failures
 
 
 def _http(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -85,7 +94,7 @@ def _other(event: dict[str, Any], context: Any) -> None:
              "reported": []})
 
 
-def _instructions(record: dict[str, Any]) -> dict[str, Any]:
+def instructions(record: dict[str, Any]) -> dict[str, Any]:
     """A record's identifier (SequenceNumber or messageId), name and instructions."""
     if "dynamodb" in record:
         image = record["dynamodb"].get("NewImage", {})

@@ -15,14 +15,13 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fidelity.conftest import MakeInvoker, MakeQueue, Probe, Queue, running
-from fidelity.probe_handler import UNKNOWN_IDENTIFIER
+from fidelity.drivers import warm
 from seglog_awsmodel.config import EmulatorConfig, FunctionResponseType, QueueMapping
 from seglog_awsmodel.filtering import compile_filter_criteria
 from seglog_awsmodel.template import Template, TemplateError
@@ -50,14 +49,6 @@ def eventually(condition: Callable[[], bool], what: str, timeout: float = 15.0) 
 def receive_counts(probe: Probe, name: str) -> list[str]:
     """ApproximateReceiveCount of each delivery of the message ``name``."""
     return [record["attributes"]["ApproximateReceiveCount"] for record in probe.deliveries(name)]
-
-
-def warm(invoker: LambdaInvoker, workers: int) -> LambdaInvoker:
-    """Starts ``workers`` execution environments at once, so the test's invocations start without a cold start
-    and their times are the poller's doing."""
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda _: invoker.invoke({}), range(workers)))
-    return invoker
 
 
 def max_overlap(starts: list[dict[str, Any]]) -> int:
@@ -97,87 +88,7 @@ def test_sqs_messages_no_filter_matches_are_deleted_without_an_invocation(
 # --------------------------------------------------------------------------------------------- item 6
 
 
-@pytest.mark.stack
-def test_sqs_receive_hides_for_the_visibility_timeout_success_deletes_failure_reappears_then_goes_to_the_dlq(
-        stack: LocalDeployment, make_queue: MakeQueue, probe: Probe, make_invoker: MakeInvoker) -> None:
-    """AWS Lambda Developer Guide, with-sqs and services-sqs-configure
-    (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html): a message Lambda reads stays in
-    the queue, hidden for the visibility timeout; a batch that succeeds is deleted; "if Lambda encounters an
-    error at any point while processing a batch, all messages in that batch return to the queue. After the
-    visibility timeout, the messages become visible to Lambda again" (ApproximateReceiveCount goes up); past
-    the RedrivePolicy's maxReceiveCount the queue moves the message to the dead-letter queue."""
-    dead_letter = make_queue(visibility_timeout=30)
-    queue = make_queue(visibility_timeout=1, dead_letter=dead_letter, max_receive_count=2)
-    queue.send("good")
-    bad = queue.send("bad", "fail")
-    poller = queue_poller(queue, warm(make_invoker(), 1), stack, BatchSize=1)
-
-    with running(poller):
-        eventually(lambda: (0, 0) == queue.counts() and 1 == dead_letter.counts()[0],
-                   "the bad message to move to the dead-letter queue")
-
-    assert ["1"] == receive_counts(probe, "good")
-    assert ["1", "2"] == receive_counts(probe, "bad")
-    first, second = [s for s in probe.starts() if s["names"] == ["bad"]]
-    assert second["time"] - first["time"] >= 0.9, "a failed message came back before its visibility timeout"
-    (moved,) = dead_letter.receive()
-    assert (bad, "bad") == (moved["MessageId"], json.loads(moved["Body"])["name"])
-
-
 # --------------------------------------------------------------------------------------------- item 7
-
-
-@pytest.mark.stack
-def test_sqs_report_batch_item_failures_deletes_all_but_reported(
-        stack: LocalDeployment, make_queue: MakeQueue, probe: Probe, make_invoker: MakeInvoker) -> None:
-    """AWS Lambda Developer Guide, services-sqs-errorhandling
-    (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html): with ReportBatchItemFailures
-    the function returns the messageIds that failed; Lambda deletes the others and only the reported ones become
-    visible again."""
-    queue = make_queue(visibility_timeout=2)  # longer than the batching window (see the module docstring)
-    for name, action in [("a", "ok"), ("b", "report"), ("c", "ok"), ("d", "report")]:
-        queue.send(name, action, times=1)
-    poller = queue_poller(queue, make_invoker(), stack, BatchSize=10, MaximumBatchingWindowInSeconds=1,
-                          MaximumConcurrency=1, FunctionResponseTypes=REPORT)
-
-    with running(poller):
-        probe.finished(2)
-        eventually(lambda: (0, 0) == queue.counts(), "the queue to be empty")
-
-    first, second = (sorted(batch) for batch in probe.batches())
-    assert (["a", "b", "c", "d"], ["b", "d"]) == (first, second)
-    assert (["1"], ["1", "2"], ["1"], ["1", "2"]) == tuple(receive_counts(probe, name) for name in "abcd")
-
-
-@pytest.mark.stack
-def test_sqs_exception_or_an_empty_or_unknown_item_identifier_fails_the_whole_batch(
-        stack: LocalDeployment, make_queue: MakeQueue, probe: Probe, make_invoker: MakeInvoker) -> None:
-    """AWS Lambda Developer Guide, services-sqs-errorhandling
-    (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html): "If your function throws an
-    exception, the entire batch is considered a complete failure", and so is a response whose itemIdentifier is
-    empty, null or not a messageId of the batch: nothing is deleted and every message comes back. The three
-    cases run side by side, one queue and one mapping each."""
-    actions = ("fail", "report_empty", "report_unknown")
-    queues = {action: make_queue(visibility_timeout=2) for action in actions}  # longer than the batching window
-    for action, queue in queues.items():
-        queue.send(f"ok-{action}")
-        queue.send(f"bad-{action}", action, times=1)
-    pollers = [queue_poller(queue, make_invoker(), stack, BatchSize=10, MaximumBatchingWindowInSeconds=1,
-                            MaximumConcurrency=1, FunctionResponseTypes=REPORT) for queue in queues.values()]
-
-    with running(pollers[0]), running(pollers[1]), running(pollers[2]):
-        starts = probe.finished(6)
-        eventually(lambda: all((0, 0) == queue.counts() for queue in queues.values()), "the queues to be empty")
-
-    for action in actions:
-        ok, bad = f"ok-{action}", f"bad-{action}"
-        batches = [sorted(s["names"]) for s in starts if bad in s["names"]]
-        assert [[bad, ok], [bad, ok]] == batches, action
-        assert (["1", "2"], ["1", "2"]) == (receive_counts(probe, ok), receive_counts(probe, bad)), action
-        # What the probe answered the first time: no answer (it raised), or the bad identifier.
-        first = next(s for s in starts if bad in s["names"])
-        assert {"fail": [], "report_empty": [""], "report_unknown": [UNKNOWN_IDENTIFIER]}[action] == \
-            first["end"]["reported"]
 
 
 # --------------------------------------------------------------------------------------------- item 8

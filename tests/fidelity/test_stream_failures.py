@@ -120,28 +120,3 @@ def test_stream_record_already_past_maximum_record_age_is_never_sent(
 # --------------------------------------------------------------------------------------------- item 4
 
 
-@pytest.mark.stack
-def test_stream_bisect_isolates_the_poison_record_without_spending_retries(
-        stack: LocalDeployment, table: Table, probe: Probe, make_invoker: MakeInvoker,
-        checkpoints: RecordingCheckpoints) -> None:
-    """AWS Lambda Developer Guide, services-dynamodb-errors
-    (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html): BisectBatchOnFunctionError
-    "splits a failed batch into two smaller batches, isolating bad records", and "Splitting a batch does not
-    count towards the retry quota". With MaximumRetryAttempts 0 only the poison record is discarded."""
-    for name, action in [("r1", "ok"), ("r2", "ok"), ("r3", "fail"), ("r4", "ok")]:
-        table.put(name, action)
-    sequence = sequence_numbers(table.wait_for_records(4))
-    failures: list[dict[str, Any]] = []
-    poller = stream_poller(table, make_invoker(), checkpoints, region=stack.region, BatchSize=4,
-                           BisectBatchOnFunctionError=True, MaximumRetryAttempts=0, on_failure=failures.append)
-
-    with running(poller):
-        probe.finished(5)
-        time.sleep(0.5)
-
-    assert [["r1", "r2", "r3", "r4"], ["r1", "r2"], ["r3", "r4"], ["r3"], ["r4"]] == probe.batches()
-    (info,) = failures
-    batch = info["DDBStreamBatchInfo"]
-    assert (sequence["r3"], sequence["r3"], 1) == (batch["startSequenceNumber"], batch["endSequenceNumber"],
-                                                   batch["batchSize"])
-    assert [sequence["r2"], sequence["r3"], sequence["r4"]] == moved_to(checkpoints)

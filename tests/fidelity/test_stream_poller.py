@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from fidelity.conftest import MakeInvoker, Probe, RecordingCheckpoints, Table, quick_retries, running
+from fidelity.drivers import collapse, wait_until
 from seglog_aws.events.dynamodb_stream import ShardIteratorType, stream_record
 from seglog_awsmodel.config import FunctionResponseType, StreamMapping, StreamPosition
-from seglog_awsmodel.filtering import compile_filter_criteria
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.pollers.common import Invoker
 from seglog_emulator.pollers.stream import MAX_EVENT_BYTES, StreamPoller
@@ -53,79 +53,10 @@ def sequence_numbers(records: list[dict[str, Any]]) -> dict[str, str]:
 
 def moved_to(checkpoints: RecordingCheckpoints) -> list[str]:
     """Where the checkpoint went, in order (writing the same position twice is one move)."""
-    moves: list[str] = []
-    for _, _, sequence in checkpoints.moves:
-        if not moves or moves[-1] != sequence:
-            moves.append(sequence)
-    return moves
-
-
-def wait_until(condition: Any, what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
+    return collapse([sequence for _, _, sequence in checkpoints.moves])
 
 
 # --------------------------------------------------------------------------------------------- item 1
-
-
-@pytest.mark.stack
-def test_stream_one_batch_in_flight_per_shard_and_checkpoint_moves_only_on_success(
-        stack: LocalDeployment, table: Table, probe: Probe, make_invoker: MakeInvoker,
-        checkpoints: RecordingCheckpoints) -> None:
-    """AWS Lambda Developer Guide, with-ddb (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html) and
-    services-ddb-params: ParallelizationFactor (default 1) is how many batches of one shard run at once, so a
-    shard has one batch in flight; services-ddb-batchfailurereporting
-    (https://docs.aws.amazon.com/lambda/latest/dg/services-ddb-batchfailurereporting.html): "by default Lambda
-    checkpoints to the highest sequence number of a batch only when the batch is a complete success" and treats
-    every other result as a complete failure, retrying the batch."""
-    table.put("r1", "sleep", seconds=0.3)
-    table.put("r2")
-    table.put("r3", "fail", times=1)
-    table.put("r4", "sleep", seconds=0.3)
-    sequence = sequence_numbers(table.wait_for_records(4))
-    # Five workers: nothing but the poller keeps two batches of the shard from running at once.
-    poller = stream_poller(table, make_invoker(concurrency=5), checkpoints, region=stack.region, BatchSize=2)
-
-    with running(poller):
-        starts = probe.finished(3)
-        time.sleep(0.5)  # room for an invocation that should not happen
-
-    assert [["r1", "r2"], ["r3", "r4"], ["r3", "r4"]] == probe.batches()
-    for earlier, later in itertools.pairwise(starts):
-        assert earlier["end"]["time"] <= later["time"], "two batches of one shard were in flight at once"
-    assert [sequence["r2"], sequence["r4"]] == moved_to(checkpoints)
-    (first_move, _, _), (second_move, _, _) = checkpoints.moves
-    assert starts[0]["end"]["time"] <= first_move <= starts[1]["time"]
-    assert starts[2]["end"]["time"] <= second_move, "the checkpoint moved past a batch that had failed"
-
-
-@pytest.mark.stack
-def test_stream_report_batch_item_failures_resumes_from_the_lowest_reported_sequence_number(
-        stack: LocalDeployment, table: Table, probe: Probe, make_invoker: MakeInvoker,
-        checkpoints: RecordingCheckpoints) -> None:
-    """AWS Lambda Developer Guide, services-ddb-batchfailurereporting
-    (https://docs.aws.amazon.com/lambda/latest/dg/services-ddb-batchfailurereporting.html): "If the
-    batchItemFailures array contains multiple items, Lambda uses the record with the lowest sequence number as
-    the checkpoint. Lambda then retries all records starting from that checkpoint" — later successes included.
-    The probe lists its failures highest first, so taking the first one listed would be caught."""
-    table.put("r1")
-    table.put("r2", "report", times=1)
-    table.put("r3")
-    table.put("r4", "report", times=1)
-    table.put("r5")
-    sequence = sequence_numbers(table.wait_for_records(5))
-    poller = stream_poller(table, make_invoker(), checkpoints, region=stack.region, BatchSize=10,
-                           FunctionResponseTypes=REPORT)
-
-    with running(poller):
-        probe.finished(2)
-        time.sleep(0.5)
-
-    assert [["r1", "r2", "r3", "r4", "r5"], ["r2", "r3", "r4", "r5"]] == probe.batches()
-    assert [sequence["r1"], sequence["r5"]] == moved_to(checkpoints)
 
 
 # --------------------------------------------------------------------------------------------- item 2
@@ -315,32 +246,6 @@ def sized_record(sequence: int, name: str, size: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------- item 5
-
-
-@pytest.mark.stack
-def test_stream_filtered_out_records_advance_the_checkpoint_without_an_invocation(
-        stack: LocalDeployment, table: Table, probe: Probe, make_invoker: MakeInvoker,
-        checkpoints: RecordingCheckpoints) -> None:
-    """AWS Lambda Developer Guide, invocation-eventfiltering
-    (https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html): "If none of your filters are
-    satisfied, Lambda discards the record" — a stream mapping never sends it and moves its checkpoint past it;
-    a batch none of whose records match is not invoked at all."""
-    for name, kind in [("s1", "skip"), ("s2", "skip"), ("k1", "keep"), ("s3", "skip")]:
-        table.put(name, kind={"S": kind})
-    sequence = sequence_numbers(table.wait_for_records(4))
-    criteria = compile_filter_criteria({"Filters": [
-        {"Pattern": json.dumps({"dynamodb": {"NewImage": {"kind": {"S": ["keep"]}}}})}]})
-    poller = stream_poller(table, make_invoker(), checkpoints, region=stack.region, BatchSize=2,
-                           FilterCriteria=criteria)
-
-    with running(poller):
-        starts = probe.finished(1)
-        wait_until(lambda: len(checkpoints.moves) >= 2, "the checkpoint to move past s3")
-        time.sleep(0.5)
-
-    assert [["k1"]] == probe.batches()
-    assert [sequence["s2"], sequence["s3"]] == moved_to(checkpoints)
-    assert checkpoints.moves[0][0] <= starts[0]["time"], "the filtered-out batch did not advance the checkpoint"
 
 
 # --------------------------------------------------------------------------------------------- item 10

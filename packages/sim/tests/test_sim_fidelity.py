@@ -1,12 +1,12 @@
-"""The simulated event source mappings pass the emulator's fidelity tests where they apply (DESIGN §9;
-tests/fidelity/test_stream_poller.py, test_stream_failures.py and test_queue_poller.py check the same behaviours
-on the emulator's pollers against the local stack). A probe function stands in for the router and the worker,
-recording each invocation; the mappings, the queue and the stream are the simulator's."""
+"""What only the simulator's event source mappings show: SQS concurrency, function timeouts and visibility races
+in simulated time. The behaviours both drivers share (checkpoints, partial failures, retries, bisect, filters,
+SQS settlement and the dead-letter queue) are one suite run against both: tests/fidelity/test_esm_rules.py.
+A probe function stands in for the router and the worker, recording each invocation; the mappings, the queue and
+the stream are the simulator's."""
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -119,96 +119,7 @@ def _seqs(batch: list[dict[str, Any]]) -> list[int]:
 # ------------------------------------------------------------------------------------------------ streams
 
 
-def test_stream_one_batch_in_flight_per_shard_and_checkpoint_moves_only_on_success() -> None:
-    failures = [True]
-
-    def flaky(world: World, batch: list[dict[str, Any]]) -> dict[str, Any]:
-        world.sleep(2.0)
-        if failures and failures.pop():
-            raise RuntimeError("the first invocation fails")
-        return {"batchItemFailures": []}
-
-    h = harness(on_router=flaky)
-    h.run(60.0, lambda: h.write(5))
-    spans = h.probe.spans("router")
-    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))  # one at a time
-    batches = [_seqs(b) for _, _, _, b in h.probe.calls]
-    # The failed batch again (in halves: the template bisects failed batches), nothing skipped, in order.
-    assert [1, 2, 3, 4, 5] == batches[0] == [n for b in batches[1:] for n in b]
-    shard = h.ddb.shard_ids("EntriesTable")[0]
-    assert h.pollers.checkpoints[shard] == h.ddb.stream_records("EntriesTable", shard)[-1]["dynamodb"]["SequenceNumber"]
-
-
-def test_stream_report_batch_item_failures_resumes_from_the_lowest_reported_sequence_number() -> None:
-    reported = [True]
-
-    def partial(world: World, batch: list[dict[str, Any]]) -> dict[str, Any]:
-        world.sleep(0.1)
-        if reported and reported.pop():
-            return {"batchItemFailures": [{"itemIdentifier": batch[3]["dynamodb"]["SequenceNumber"]},
-                                          {"itemIdentifier": batch[2]["dynamodb"]["SequenceNumber"]}]}
-        return {"batchItemFailures": []}
-
-    h = harness(on_router=partial)
-    h.run(60.0, lambda: h.write(5))
-    first, second = (_seqs(b) for _, _, _, b in h.probe.calls[:2])
-    assert second == first[2:]  # from the lowest reported, later successes again
-
-
-def test_stream_filtered_out_records_advance_the_checkpoint_without_an_invocation() -> None:
-    h = harness()
-    h.run(30.0, lambda: h.write(4, snapshot=False))
-    assert h.probe.calls == []
-    assert h.pollers.caught_up()
-    assert h.pollers.stats["stream records filtered out"] == 4
-
-
-def test_stream_bisect_isolates_the_poison_record_without_losing_the_others() -> None:
-    delivered: list[int] = []
-
-    def poison(world: World, batch: list[dict[str, Any]]) -> dict[str, Any]:
-        world.sleep(0.1)
-        seqs = _seqs(batch)
-        if (seqs[0] <= 3 <= seqs[-1] and len(seqs) > 1) or seqs == [3]:  # the third record always fails
-            raise RuntimeError("poison")
-        delivered.extend(seqs)
-        return {"batchItemFailures": []}
-
-    h = harness(on_router=poison)
-    h.run(120.0, lambda: h.write(6))
-    assert h.pollers.stats["router batches bisected"] >= 2
-    assert [1, 2] == sorted(delivered)  # before the poison: delivered; it is retried for ever (-1), in order
-    assert [[3]] == [_seqs(b) for _, _, _, b in h.probe.calls[-1:]]
-
-
 # ---------------------------------------------------------------------------------------------------- SQS
-
-
-def test_sqs_receive_hides_for_the_visibility_timeout_success_deletes_failure_reappears_then_goes_to_the_dlq() -> None:
-    def failing(world: World, batch: list[dict[str, Any]]) -> dict[str, Any]:
-        world.sleep(1.0)
-        raise RuntimeError("fails")
-
-    h = harness(on_worker=failing, visibility=30, max_receive=3)
-    h.run(200.0, lambda: h.send(1))
-    starts = [start - h.world.start for kind, start, _, _ in h.probe.calls if kind == "worker"]
-    assert len(starts) == 3  # received three times, then moved to the DLQ on the fourth receive
-    assert all(b - a >= 30 for a, b in itertools.pairwise(starts))
-    assert h.sqs.depth(h.queue_url) == (0, 0)
-    assert sum(h.sqs.depth(h.dlq_url)) == 1
-
-
-def test_sqs_report_batch_item_failures_deletes_all_but_reported() -> None:
-    def one_fails(world: World, batch: list[dict[str, Any]]) -> dict[str, Any]:
-        world.sleep(0.2)
-        return {"batchItemFailures": [{"itemIdentifier": batch[0]["MessageId"]}]}
-
-    h = harness(on_worker=one_fails, batch_size=10, visibility=300)
-    h.run(20.0, lambda: h.send(4))
-    received = sum(len(b) for k, _, _, b in h.probe.calls if k == "worker")
-    assert received == 4
-    failed = len([c for c in h.probe.calls if c[0] == "worker"])
-    assert h.sqs.depth(h.queue_url) == (0, failed)  # only the reported ones are left (hidden)
 
 
 def test_sqs_batches_run_concurrently_up_to_maximum_concurrency() -> None:

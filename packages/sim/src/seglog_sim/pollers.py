@@ -71,6 +71,9 @@ class Pollers:
     restarts: int = 0
     #: Router invocations per outcome, batches bisected, records filtered out.
     stats: dict[str, int] = field(default_factory=dict)
+    #: Every part the model discarded (what the emulator sends to OnFailure; the simulated world has no
+    #: destination, so it is kept here for the fidelity suite and the counters).
+    discarded: list[Discard] = field(default_factory=list)
 
     def _count(self, key: str, n: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + n
@@ -121,6 +124,7 @@ class Pollers:
         while not isinstance(step := state.step(world.now), Done):
             if isinstance(step, Discard):
                 self._count(f"router batches discarded ({step.condition})")
+                self.discarded.append(step)
                 self.checkpoints[shard] = step.checkpoint
                 continue
             task = self.lambdas.router([dict(r) for r in step.part])
