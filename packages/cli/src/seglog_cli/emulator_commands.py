@@ -158,6 +158,11 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.option("--rate", type=float, help="One rate for every kind given without one (default: per-kind rates).")
 @click.option("--fault-plan", "fault_plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A fault plan file (TOML or JSON) instead of --faults; its seed is replaced by --seed.")
+@click.option("--coverage/--no-coverage", "cover", default=True, show_default=True,
+              help="Each run arms the crash points and fault kinds no earlier run of the campaign reached.")
+@click.option("--target", "target", default="", metavar="NAME,...",
+              help="Crash points and fault kinds the first run arms (every run with --no-coverage); a run's "
+                   "report names its own, to replay it.")
 @click.option("--sheets", type=click.IntRange(min=1), default=2, show_default=True, help="Sheets per run.")
 @click.option("--clients", type=click.IntRange(min=1), default=3, show_default=True, help="Clients per sheet.")
 @click.option("--edits", type=click.IntRange(min=1), default=15, show_default=True, help="Edits per client.")
@@ -173,8 +178,9 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.pass_context
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
-          sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool, state_dir: Path | None,
-          console_port: int | None, report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
+          cover: bool, target: str, sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool,
+          state_dir: Path | None, console_port: int | None, report_dir: Path | None, template: Path | None,
+          artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -182,8 +188,12 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     prints the command that replays its seed.
     """
     from seglog_emulator.chaos import Campaign, Workload
+    from seglog_emulator.chaos.coverage import Coverage, parse_targets
     from seglog_stack import StackManager
 
+    base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
+    targets = parse_targets(target)
+    Campaign.armed_plan(seed, faults, rate, base, Coverage(targets=targets))  # a bad --target fails here, not later
     config = settings(ctx).stack_config()
     template = template or default_template_path()
     code = emulated_artifact(artifact, template)
@@ -195,17 +205,18 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     def progress(report: RunReport) -> None:
         if not as_json:
             mark = "ok  " if report.ok else "FAIL"
+            armed = ", ".join(name for t in report.targets for name in t.missed)
             click.echo(f"{mark} run {report.run + 1}/{runs} seed {report.seed}: {sum(report.faults.values())} "
                        f"faults, {report.snapshots} snapshots, {len(report.violations)} violations, "
-                       f"{report.seconds:.1f}s", err=True)
+                       f"{report.seconds:.1f}s" + (f", armed for {armed}" if armed else ""),
+                       err=True)
 
-    base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
     console = start_console(console_port, lane="chaos", deployment=campaign.deployment) \
         if console_port is not None else None
     try:
         result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
                               label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
-                              fail_fast=fail_fast)
+                              fail_fast=fail_fast, cover=cover, targets=targets)
     finally:
         stop_console(console)
     result.replay_args = " ".join(

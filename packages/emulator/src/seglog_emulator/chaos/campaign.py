@@ -2,7 +2,8 @@
 
 Every campaign provisions the template under a new stack name (``seglog-chaos-<hex>``) with
 :data:`~.runner.CHAOS_PARAMETERS`, so a replayed seed meets the same empty sheets, and a developer's own
-stack is never touched. :meth:`Campaign.close` deletes those resources when the campaign passed and keeps them
+stack is never touched. Each run after the first arms what the earlier ones did not reach (:mod:`.coverage`).
+:meth:`Campaign.close` deletes those resources when the campaign passed and keeps them
 for inspection when it failed; the logs stay in the state directory until the next campaign starts.
 """
 
@@ -15,8 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from seglog_awsmodel.template import default_template_path
 from seglog_emulator.artifacts import host_artifact
+from seglog_emulator.chaos.coverage import Coverage, Target
 from seglog_emulator.chaos.report import CampaignReport
 from seglog_emulator.chaos.runner import (
     CHAOS_PARAMETERS,
@@ -27,8 +31,13 @@ from seglog_emulator.chaos.runner import (
     default_plan,
 )
 from seglog_emulator.chaos.workload import Workload
-from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.plan import FaultPlan, FaultPlanError
 from seglog_stack import local
+
+log = structlog.get_logger("seglog.chaos")
+
+#: Each run's plan, in its run directory: ``seglog chaos --fault-plan <it> --seed <the run's seed>`` replays it.
+PLAN_FILE = "plan.toml"
 
 
 class Campaign:
@@ -71,12 +80,31 @@ class Campaign:
     def run(self, seed: int, runs: int, *, faults: str = "all", rate: float | None = None,
             base: FaultPlan | None = None, label: str | None = None,
             on_run: Callable[[RunReport], None] | None = None,
-            monitor: Callable[[RunProgress], None] | None = None, fail_fast: bool = False) -> CampaignReport:
-        """Runs with seeds ``seed`` .. ``seed + runs - 1`` (up to the first failing one with ``fail_fast``)."""
+            monitor: Callable[[RunProgress], None] | None = None, fail_fast: bool = False,
+            cover: bool = True, targets: frozenset[str] = frozenset()) -> CampaignReport:
+        """Runs with seeds ``seed`` .. ``seed + runs - 1`` (up to the first failing one with ``fail_fast``).
+
+        Args:
+            cover: each run arms the crash points and kinds no earlier run reached (:mod:`.coverage`).
+            targets: crash points and kinds the first run arms (every run, without ``cover``).
+
+        Raises:
+            FaultPlanError: ``targets`` names what the plan cannot reach (before the first run starts).
+        """
         campaign = CampaignReport(seed=seed, faults=label or faults)
+        coverage = Coverage(targets=targets)
         started = time.monotonic()
         for i in range(runs):
-            report = self.runner.run(i, self.plan(seed + i, faults, rate, base), seed=seed + i, monitor=monitor)
+            plan, armed = self.armed_plan(seed + i, faults, rate, base, coverage)
+            if armed:
+                log.info("run arms what earlier runs did not reach", run=i, seed=seed + i,
+                         targets=[t.to_dict() for t in armed])
+            report = self.runner.run(i, plan, seed=seed + i, monitor=monitor)
+            report.targets = armed
+            if plan is not None:
+                plan.dump(Path(report.log_file).parent / PLAN_FILE)
+            if cover:
+                coverage.add(report.crash_points_hit, report.faults)
             campaign.runs.append(report)
             campaign.seconds = time.monotonic() - started
             if on_run is not None:
@@ -84,6 +112,22 @@ class Campaign:
             if fail_fast and not report.ok:
                 break
         return campaign
+
+    @classmethod
+    def armed_plan(cls, run_seed: int, faults: str, rate: float | None, base: FaultPlan | None,
+                   coverage: Coverage) -> tuple[FaultPlan | None, list[Target]]:
+        """The plan of the run with ``run_seed`` (:meth:`plan`), arming what ``coverage`` says was missed.
+
+        Raises:
+            FaultPlanError: the campaign's targets name what the plan cannot reach.
+        """
+        plan = cls.plan(run_seed, faults, rate, base)
+        if plan is None:
+            if coverage.targets:
+                raise FaultPlanError("--target", ["a run without faults arms nothing: drop --target or name "
+                                                  "--faults"])
+            return None, []
+        return coverage.arm(plan)
 
     def close(self, *, keep: bool) -> None:
         """Delete the campaign's resources unless ``keep``."""

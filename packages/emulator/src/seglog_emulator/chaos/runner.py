@@ -44,6 +44,7 @@ from seglog_awsmodel.faults import FaultKind
 from seglog_core.verify import verify_log
 from seglog_core.violations import Violation
 from seglog_emulator.chaos import timeline
+from seglog_emulator.chaos.coverage import Target
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_emulator.chaos.runlog import tally
 from seglog_emulator.chaos.watch import SnapshotLife, SnapshotWatcher, percentile, queue_depth, quiescent
@@ -129,6 +130,8 @@ class RunReport:
     mixed_version: dict[str, int] = field(default_factory=dict)
     log_file: str = ""
     log_ids: list[str] = field(default_factory=list)
+    #: What the run armed beyond the campaign's plan, for crash points and kinds earlier runs missed.
+    targets: list[Target] = field(default_factory=list)
     #: The run as the report draws it (timeline, latencies, metered usage).
     data: RunData | None = None
 
@@ -139,6 +142,7 @@ class RunReport:
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in ("snapshot_latency", "data")}
         data["ok"] = self.ok
+        data["targets"] = [t.to_dict() for t in self.targets]
         data["violations"] = [v.to_dict() for v in self.violations]
         data["snapshot_latency_p50"] = percentile(self.snapshot_latency, 50)
         data["snapshot_latency_p99"] = percentile(self.snapshot_latency, 99)
