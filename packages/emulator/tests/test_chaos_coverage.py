@@ -14,12 +14,14 @@ from seglog_emulator.chaos.coverage import (
     WORKER_CRASH_MOST,
     WORKER_CRASH_PER_POINT,
     Coverage,
+    Target,
     armed_plan,
     parse_targets,
     reachable,
     target_args,
 )
-from seglog_emulator.chaos.runner import DEFAULT_RATES, default_plan
+from seglog_emulator.chaos.report import CampaignReport
+from seglog_emulator.chaos.runner import DEFAULT_RATES, RunReport, default_plan
 from seglog_emulator.faults import EMULATED, FaultKind, FaultPlan, FaultPlanError
 
 #: Every name a ``--faults all`` campaign must reach.
@@ -119,3 +121,16 @@ def test_a_campaign_of_some_kinds_arms_only_what_its_plan_reaches() -> None:
         armed_plan(plan, {"dlq"})
     with pytest.raises(FaultPlanError, match=r"unknown crash point or fault kind 'after_rot'"):
         parse_targets("after_rot, dlq")
+
+
+def test_a_campaigns_report_names_what_no_run_reached_and_replays_a_run_with_what_it_armed() -> None:
+    armed = Target(kind=FaultKind.WORKER_CRASH, rate=0.4, base_rate=0.1, crash_points=("after_root",),
+                   missed=("after_root",))
+    report = CampaignReport(seed=5, faults="all", missed=["stale_read"],
+                            runs=[RunReport(run=0, seed=5), RunReport(run=1, seed=6, targets=[armed])])
+
+    assert "seglog chaos --seed 6 --runs 1 --faults all --target after_root" == report.replay(report.runs[1])
+    assert "seglog chaos --seed 5 --runs 1 --faults all" == report.replay(report.runs[0])
+    assert ["stale_read"] == report.totals()["unreached"]
+    text = report.render()
+    assert "coverage: not reached: stale_read" in text and "armed for coverage: after_root" in text

@@ -163,6 +163,8 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.option("--target", "target", default="", metavar="NAME,...",
               help="Crash points and fault kinds the first run arms (every run with --no-coverage); a run's "
                    "report names its own, to replay it.")
+@click.option("--require-coverage", is_flag=True,
+              help="Exit 1 also when a crash point or fault kind the plans could reach was reached by no run.")
 @click.option("--sheets", type=click.IntRange(min=1), default=2, show_default=True, help="Sheets per run.")
 @click.option("--clients", type=click.IntRange(min=1), default=3, show_default=True, help="Clients per sheet.")
 @click.option("--edits", type=click.IntRange(min=1), default=15, show_default=True, help="Edits per client.")
@@ -178,14 +180,15 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
 @click.pass_context
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
-          cover: bool, target: str, sheets: int, clients: int, edits: int, as_json: bool, fail_fast: bool,
-          state_dir: Path | None, console_port: int | None, report_dir: Path | None, template: Path | None,
-          artifact: Path | None) -> None:
+          cover: bool, target: str, require_coverage: bool, sheets: int, clients: int, edits: int, as_json: bool,
+          fail_fast: bool, state_dir: Path | None, console_port: int | None, report_dir: Path | None,
+          template: Path | None, artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
     stop the faults, wait for quiescence, verify every sheet. Exit status 1 on any violation; a failing run
-    prints the command that replays its seed.
+    prints the command that replays its seed. With --require-coverage, also exit 1 when a crash point or fault
+    kind the plans could reach was reached by no run.
     """
     from seglog_emulator.chaos import Campaign, Workload
     from seglog_emulator.chaos.coverage import Coverage, parse_targets
@@ -236,4 +239,6 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
             click.echo(f"kept for inspection: stack {campaign.stack} on the local stack")
         click.echo(f"logs: {campaign.state_dir}")
         click.echo(f"report: {page}")
-    raise SystemExit(0 if result.ok else 1)
+    if require_coverage and result.missed and not as_json:
+        click.echo(f"--require-coverage: no run reached {', '.join(result.missed)}", err=True)
+    raise SystemExit(0 if result.ok and not (require_coverage and result.missed) else 1)

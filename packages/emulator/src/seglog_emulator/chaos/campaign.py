@@ -93,6 +93,7 @@ class Campaign:
         """
         campaign = CampaignReport(seed=seed, faults=label or faults)
         coverage = Coverage(targets=targets)
+        reached = Coverage()  # what the runs reached, with coverage or without: the report's "missed"
         started = time.monotonic()
         for i in range(runs):
             plan, armed = self.armed_plan(seed + i, faults, rate, base, coverage)
@@ -105,6 +106,8 @@ class Campaign:
                 plan.dump(Path(report.log_file).parent / PLAN_FILE)
             if cover:
                 coverage.add(report.crash_points_hit, report.faults)
+            reached.add(report.crash_points_hit, report.faults)
+            campaign.missed = sorted(reached.missed(plan)) if plan is not None else []
             campaign.runs.append(report)
             campaign.seconds = time.monotonic() - started
             if on_run is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
+from seglog_emulator.chaos.coverage import target_args
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.usage import Usage, add_usage
@@ -25,13 +26,17 @@ class CampaignReport:
     title: str = "seglog chaos"
     #: The options that replay a run besides its seed (fault plan, rate, workload); ``--faults`` by default.
     replay_args: str = ""
+    #: Crash points and fault kinds the runs' plans could reach and no run reached (:mod:`.coverage`).
+    missed: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.runs)
 
     def replay(self, run: RunReport) -> str:
-        return f"seglog chaos --seed {run.seed} --runs 1 {self.replay_args or f'--faults {self.faults}'}"
+        """The command that runs ``run`` again, with what it armed for coverage."""
+        return " ".join(filter(None, [f"seglog chaos --seed {run.seed} --runs 1 "
+                                      f"{self.replay_args or f'--faults {self.faults}'}", target_args(run.targets)]))
 
     def totals(self) -> dict[str, Any]:
         faults: Counter[str] = Counter()
@@ -62,6 +67,7 @@ class CampaignReport:
             "faults": dict(sorted(faults.items())),
             "crash_points_hit": {p: crashes[p] for p in (*WORKER_CRASH_POINTS, ROUTER_AFTER_SEND)},
             "crash_points_missed": [p for p in (*WORKER_CRASH_POINTS, ROUTER_AFTER_SEND) if not crashes[p]],
+            "unreached": self.missed,
             "job_outcomes": dict(sorted(outcomes.items())),
             "duplicates_absorbed": outcomes["duplicate"] + outcomes["already_done"] + clients["deduplicated"],
             "retries": {"client_requests_retried": clients["retries"],
@@ -112,6 +118,8 @@ class CampaignReport:
             q = "-" if run.quiescence_seconds is None else f"{run.quiescence_seconds:.1f}s"
             lines.append(f"  {mark} run {run.run:>3} seed {run.seed:<8} {run.seconds:>6.1f}s  faults "
                          f"{sum(run.faults.values()):>3}  snapshots {run.snapshots:>3}  quiescent after {q}")
+            if armed := target_args(run.targets):
+                lines.append(f"         armed for coverage: {armed.removeprefix('--target ')}")
             for violation in run.violations[:10]:
                 lines.append(f"         ! {violation}")
             if not run.ok:
@@ -119,6 +127,8 @@ class CampaignReport:
         lines.append("")
         lines.append("faults injected by kind: " + ", ".join(f"{k} {v}" for k, v in t["faults"].items()))
         lines.append("crash points hit: " + ", ".join(f"{k} {v}" for k, v in t["crash_points_hit"].items()))
+        lines.append("coverage: " + (f"not reached: {', '.join(self.missed)}" if self.missed else
+                                     "every crash point and fault kind the plans could reach was reached"))
         lines.append(f"duplicates absorbed: {t['duplicates_absorbed']}  deferrals: {t['deferrals']}  "
                      f"takeovers: {t['takeovers']}  handoffs: {t['handoffs']}  "
                      f"client retries: {t['retries']['client_requests_retried']}  "
