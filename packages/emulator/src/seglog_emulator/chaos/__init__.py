@@ -1,7 +1,8 @@
 """Chaos runs: client workloads through the HTTP API against the emulator under seeded faults, then verify.
 
 * :class:`ChaosRunner` — one run (supervisor, workload, faults off, quiescence, I1-I6);
-* :class:`CampaignReport` — many runs, totals, replay commands;
+* :class:`Campaign` — many runs on fresh resources, each arming what earlier runs did not reach (:mod:`.coverage`);
+* :class:`CampaignReport` — many runs, totals, what no run reached, replay commands;
 * :class:`Workload` — the simulated clients (also the demo's).
 """
 
