@@ -110,6 +110,8 @@ SIMULATED: Final[tuple[FaultKind, ...]] = (
     FaultKind.STALE_READ, FaultKind.S3_ERROR, FaultKind.S3_LATENCY, FaultKind.SQS_ERROR, FaultKind.CRASH,
     FaultKind.WORKER_CRASH, FaultKind.PAUSE, FaultKind.DUPLICATE_DELIVERY, FaultKind.CLOCK_SKEW,
     FaultKind.MIXED_VERSION, FaultKind.LOST_RESPONSE, FaultKind.SUPERVISOR_RESTART, FaultKind.DLQ, FaultKind.REDRIVE,
+    # Last, so the kinds before it draw what they drew before it joined (issue 19).
+    FaultKind.POLLER_RESTART,
 )
 
 #: AWS's error codes the faults answer with: HTTP status and the message AWS sends. DynamoDB: Amazon DynamoDB

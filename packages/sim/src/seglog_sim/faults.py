@@ -7,7 +7,8 @@ which draws from a generator of the deciding task's own (seeded by the seed and 
 decision depends on the task and how far it got, not on what other tasks did: disabling one fault leaves the
 others where they were, which is what shrinking needs.
 
-Every fault that fires gets an id, ``task#call:kind``; a run can be limited to a set of ids (``only``), and the
+Every fault that fires gets an id, ``task#call:kind`` (``site:kind`` for a decision keyed by its site,
+:meth:`Faults.decide_at`); a run can be limited to a set of ids (``only``), and the
 shrinker searches for the smallest set that still fails.
 """
 
@@ -41,6 +42,8 @@ RATES: Final[dict[FaultKind, tuple[float, float]]] = {
     FaultKind.MIXED_VERSION: (0.1, 0.5),
     FaultKind.LOST_RESPONSE: (0.05, 0.25),
     FaultKind.SUPERVISOR_RESTART: (0.005, 0.02),
+    # Per stream invocation: the emulator's chaos rate (0.02), the demo's (half of it) and a plan's `all` at 0.05.
+    FaultKind.POLLER_RESTART: (0.01, 0.05),
     FaultKind.DLQ: (1.0, 1.0),
     FaultKind.REDRIVE: (0.05, 0.2),
 }
@@ -120,13 +123,33 @@ class Faults:
         fault_id = f"{task.name}#{task.calls}:{kind}"
         if self.only is not None and fault_id not in self.only:
             return False
+        self._fired(fault_id, task, kind, where)
+        return True
+
+    def decide_at(self, task: Task, kind: FaultKind, site: str) -> bool:
+        """Whether ``kind`` fires at ``site`` (a key of stable parts, as the emulator's schedule keys its
+        decisions): the same site gets the same answer, in this run and in its replays, whichever task asks. A
+        site must name whatever makes two decisions different — the poller's incarnation, where a restart starts
+        the attempt count again (seglog_sim.pollers). The fault's id is the site's, so a shrunk schedule replays
+        it."""
+        rate = self.profile.rates.get(kind)
+        if rate is None or not self.active:
+            return False
+        if random.Random(f"{self.seed}:{kind}:{site}").random() >= rate:
+            return False
+        fault_id = f"{site}:{kind}"
+        if self.only is not None and fault_id not in self.only:
+            return False
+        self._fired(fault_id, task, kind)
+        return True
+
+    def _fired(self, fault_id: str, task: Task, kind: FaultKind, where: str = "") -> None:
         self.fired.append(fault_id)
         self.counts[str(kind)] += 1
         if self.clock is not None:
             self.fired_at.append((self.clock(), task.name, str(kind)))
         if where:
             self.counts[f"{kind}@{where}"] += 1
-        return True
 
     def amount(self, task: Task, low: float, high: float) -> float:
         """A fault's parameter, from the task's generator."""

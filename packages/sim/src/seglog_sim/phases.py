@@ -82,6 +82,8 @@ class Run:
     #: Runs started, after the faults stopped, to finish retention cut short; and what could not be finished.
     finishing: int = 0
     unfinished: list[Violation] = field(default_factory=list)
+    #: When the faults stopped (simulated time); None while they last.
+    faults_ended: float | None = None
 
     # ----------------------------------------------------------------------------------------------- tasks
 
@@ -152,6 +154,7 @@ class Run:
                 if task is not None:
                     world.join(task, timeout=scenario.liveness_bound)
         faults.active = False
+        self.faults_ended = world.now
         # What is in the DLQ now got there under faults (some of it may be hidden: an operator's redrive that
         # failed half-way leaves its messages in flight there for a while); only later arrivals count.
         self._dead_seen.update(m["MessageId"] for m in self.sqs.messages(self.dlq_url))

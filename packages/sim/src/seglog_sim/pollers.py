@@ -16,12 +16,20 @@ timeout and counts the receive (§9.6, the simulated queue does that, and moves 
 maxReceiveCount times to the DLQ); an invocation that crashed or timed out deletes nothing (§9.7): the messages
 reappear when their visibility ends.
 
+Faults: poller_restart ends a stream poller between an invocation and its checkpoint, as the emulator's does; the
+new one starts after the supervisor's restart pause and resumes from the checkpoint. The decision is keyed by its
+site — the shard, the part's first SequenceNumber, its attempt and the poller's incarnation — not by the task's
+generator: the attempt restarts at 1 in a new poller, so without the incarnation the same restart would fire in
+every new poller and the shard would stall while faults last (the emulator's bug of issue 19; the mutant
+restart_repeats brings it back, and :mod:`seglog_sim.liveness` finds the stalled shard).
+
 Idle pollers wait for a signal (a new stream record, a message sent or made visible) instead of asking four
 times a second: the same deliveries, without thousands of empty polls per simulated hour.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -51,6 +59,9 @@ class Functions(Protocol):
 #: The counter each of the model's outcomes bumps (the summary's names, as before the model).
 _OUTCOMES: Final = {"ok": "router ok", "partial": "router partial failures", "failed": "router batches failed",
                     "bisected": "router batches bisected"}
+#: Seconds before a poller stopped by poller_restart runs again: the emulator supervisor's first restart backoff
+#: (RESTART_BASE_SECONDS).
+RESTART_PAUSE: Final = 0.5
 
 
 @dataclass(kw_only=True)
@@ -69,6 +80,10 @@ class Pollers:
     checkpoints: dict[str, str | None] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
     restarts: int = 0
+    #: Stream pollers started per shard, ever (supervisor and poller restarts): a restarted poller's incarnation.
+    incarnations: Counter[str] = field(default_factory=Counter)
+    #: shard id -> (simulated time, checkpoint) of every move of its checkpoint, for the liveness checks.
+    moves: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     #: Router invocations per outcome, batches bisected, records filtered out.
     stats: dict[str, int] = field(default_factory=dict)
     #: Every part the model discarded (what the emulator sends to OnFailure; the simulated world has no
@@ -82,9 +97,21 @@ class Pollers:
         table = self.lambdas.topology.stream.table
         for shard in self.ddb.shard_ids(table):
             self.checkpoints.setdefault(shard, None)
-            self.tasks.append(self.world.spawn(f"stream-poller-{shard}-{self.restarts}", "poller",
-                                               self._stream, shard))
+            self._start_stream(shard)
         self.tasks.append(self.world.spawn(f"queue-poller-{self.restarts}", "poller", self._queue))
+
+    def _start_stream(self, shard: str, delay: float = 0.0) -> None:
+        incarnation = self.incarnations[shard]
+        self.incarnations[shard] += 1
+        name = f"stream-poller-{shard}-{self.restarts}"
+        # The first poller of a supervisor's start keeps its name (and so its generator and every seed's history).
+        if incarnation > self.restarts:
+            name += f"~{incarnation}"
+        self.tasks.append(self.world.spawn(name, "poller", self._stream, shard, incarnation, delay=delay))
+
+    def _put(self, shard: str, checkpoint: str) -> None:
+        self.checkpoints[shard] = checkpoint
+        self.moves.setdefault(shard, []).append((self.world.now, checkpoint))
 
     def restart(self) -> None:
         """Kill the pollers (their in-memory state is lost) and start them again from the checkpoints."""
@@ -101,8 +128,10 @@ class Pollers:
         return all(not self.ddb.stream_records(table, shard, after=self.checkpoints.get(shard), limit=1)
                    for shard in self.ddb.shard_ids(table))
 
-    def _stream(self, shard: str) -> None:
+    def _stream(self, shard: str, incarnation: int = 0) -> None:
         world, mapping = self.world, self.lambdas.topology.stream
+        if world.current.killed is not None:
+            return  # stopped before it started (a supervisor restart during the restart pause)
         rng = self.faults.rng(world.current)
         arn = self.ddb.stream_arn(mapping.table)
         while True:
@@ -115,31 +144,43 @@ class Pollers:
             records = [stream_record(r, event_source_arn=arn, region=REGION) for r in raw]
             batch = select(mapping.FilterCriteria, records) if mapping.FilterCriteria else records
             self._count("stream records filtered out", len(records) - len(batch))
-            self._deliver(shard, batch, sequence_number(records[-1]))
+            if not self._deliver(shard, batch, sequence_number(records[-1]), incarnation):
+                return
 
-    def _deliver(self, shard: str, batch: list[Any], last_sequence: str) -> None:
-        """Carry out the model's steps for one batch until it is done."""
+    def _deliver(self, shard: str, batch: list[Any], last_sequence: str, incarnation: int = 0) -> bool:
+        """Carry out the model's steps for one batch until it is done; False when poller_restart stopped this
+        poller (a new one is started)."""
         world = self.world
         state = StreamBatch(self.lambdas.topology.stream, batch, last_sequence=last_sequence)
         while not isinstance(step := state.step(world.now), Done):
             if isinstance(step, Discard):
                 self._count(f"router batches discarded ({step.condition})")
                 self.discarded.append(step)
-                self.checkpoints[shard] = step.checkpoint
+                self._put(shard, step.checkpoint)
                 continue
             task = self.lambdas.router([dict(r) for r in step.part])
             world.join(task)
+            if self._restarts_here(shard, step.part, step.attempt, incarnation):
+                self._start_stream(shard, delay=RESTART_PAUSE)
+                return False
             failed = task.killed is not None or task.error is not None
             if failed:
                 self._count(f"router {'crashed' if task.killed == 'crash' else task.killed or 'error'}")
             settled = state.settle(task.result, failed=failed, now=world.now)
             self._count(_OUTCOMES[settled.outcome])
             if settled.checkpoint is not None:
-                self.checkpoints[shard] = settled.checkpoint
+                self._put(shard, settled.checkpoint)
             if settled.pause:
                 world.sleep(settled.pause)
         if step.checkpoint is not None:
-            self.checkpoints[shard] = step.checkpoint
+            self._put(shard, step.checkpoint)
+        return True
+
+    def _restarts_here(self, shard: str, part: list[Any], attempt: int, incarnation: int) -> bool:
+        """The poller_restart decision after an invocation, before its checkpoint: keyed by the site, the
+        poller's incarnation included (see the module's docstring)."""
+        site = f"{shard}:{sequence_number(part[0])}:{attempt}:{incarnation}"
+        return self.faults.decide_at(self.world.current, FaultKind.POLLER_RESTART, site)
 
     # --------------------------------------------------------------------------------------------- queue
 

@@ -15,6 +15,7 @@ from seglog_report.model import Meter
 from seglog_services.api.routes import hosting
 from seglog_sim.checks import check_run, horizon_kept, named, retired, retiring
 from seglog_sim.cloud import Call
+from seglog_sim.liveness import stalled_shards
 from seglog_sim.metering import meter_of
 from seglog_sim.phases import Run, build
 from seglog_sim.scenario import Scenario
@@ -123,6 +124,9 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
                                                       f"{type(t.error).__name__}: {t.error}")
                    for t in world.tasks if t.kind == "operator" and t.error is not None
                    and not isinstance(t.error, errors.SeglogError)]
+    if run.faults_ended is not None:
+        violations += stalled_shards(run.ddb, run.topology, run.pollers.moves, start=world.start,
+                                     until=run.faults_ended)
     waiting = [m["Body"] for url in (run.queue_url, run.dlq_url) for m in run.sqs.messages(url)]
     violations += check_run(ddb=run.ddb, s3=run.s3, topology=run.topology, logs=run.logs, ledger=ledger,
                             quiescent=run.quiescent, queues=queues, jobs=jobs, waiting=waiting,

@@ -21,6 +21,7 @@ _IDEMPOTENCE: Final = "seglog_core.idempotence"
 _RETENTION: Final = "seglog_core.retention"
 _FALLBACK: Final = "seglog_core.pipeline.fallback"
 _ROUTES: Final = "seglog_services.api.routes"
+_POLLERS: Final = "seglog_sim.pollers"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,6 +321,13 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "            self.crash(\"after_root\")\n",
            breaks="completion sets the segment's S before the entry's R: a load between the two finds no completed "
                   "snapshot where S points (CorruptLogError)"),
+    Mutant(name="restart_repeats", module=_POLLERS,
+           old='        site = f"{shard}:{sequence_number(part[0])}:{attempt}:{incarnation}"\n',
+           new='        site = f"{shard}:{sequence_number(part[0])}:{attempt}"\n',
+           breaks="the poller_restart decision is keyed by the part's first SequenceNumber and its attempt, which "
+                  "restarts at 1 in the new poller: the same restart fires in every new poller and the shard "
+                  "stalls for as long as faults last, then catches up (the emulator's bug of issue 19: 17 restarts "
+                  "in 4 minutes); only the check under faults, seglog_sim.liveness, sees it"),
 )
 
 

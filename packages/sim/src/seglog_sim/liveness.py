@@ -1,0 +1,95 @@
+"""Liveness under faults (DESIGN §6 I5, §11): while the faults go on, every stream shard keeps being read.
+
+I5 as the checks (:mod:`seglog_sim.checks`) hold it is quiescence once the faults stop: everything completes
+within hours of calm. A poller that stalls only while faults last passes it — the emulator's stream poller did,
+firing the same poller_restart in every new process (issue 19): the snapshots froze for as long as the faults
+went on, and caught up the moment they stopped. This check judges the run while the faults last.
+
+What it measures is AWS's IteratorAge for the stream mapping: at each moment, the age of the oldest record of a
+shard past the mapping's checkpoint. It is read back after the run from the checkpoint's moves (kept by
+:class:`seglog_sim.pollers.Pollers`) and the shard's records: the age only grows between two moves, so its
+greatest values are just before a move and when the faults stopped. A violation names the shard, how long its
+oldest record waited and that record's entry (log, segment, entry: the snapshot or body it held back).
+
+The bound (:func:`stream_bound`), from the rules every fault respects:
+
+* a record is noticed within a poll (the simulated poller waits for a signal, then up to a quarter second, §9.2);
+* each failed attempt of a batch costs at most the router's Timeout (30 s in the template: a stalled invocation
+  is ended there, a crash or error ends it sooner), then the model's retry pause, capped at 2 s
+  (:data:`seglog_awsmodel.stream_batches.RETRY_CAP_SECONDS`); a poller_restart or supervisor restart costs the
+  same attempt plus the supervisor's restart pause; BisectBatchOnFunctionError splits a failing batch without
+  spending retries, so a bad record is isolated, and retried, within the batch's attempts;
+* so a record waits at most ``ATTEMPTS`` attempt cycles. Only an attempt that runs to the timeout costs much
+  (a stall, the pause fault, past the router's timeout); other failures cost a retry pause. Faults are
+  independent draws, so such attempts in a row are a geometric tail — measured over seeds 1-2,300 of the
+  default scenario: one timeout (30 s) in about 4 % of seeds, 60 s or more in 6 seeds, the longest 89 s (three
+  in a row) in one; each more in a row is five to ten times rarer, so five (162 s) should come up about once
+  in a hundred thousand seeds or less. A stall past that is a poller that stopped trying, or tries in vain the
+  same way each time.
+
+Every seed of the campaign is judged, under the rates it draws (:data:`seglog_sim.faults.RATES`); poller_restart's
+range holds the demo's rate (0.01), the emulator's chaos plan's (0.02) and ``--faults all --rate 0.05``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from seglog_awsmodel.stream_batches import RETRY_CAP_SECONDS
+from seglog_core.schema import split_segment_key
+from seglog_core.violations import Violation
+from seglog_sim.aws.dynamodb import SimDynamoDB
+from seglog_sim.pollers import RESTART_PAUSE
+from seglog_sim.topology import Topology
+
+#: Attempt cycles a record may wait while faults last: the batch ahead of it and its own tries (see above).
+ATTEMPTS: Final = 5
+#: Seconds before an idle poller reads a new record: at most a quarter second after its signal (§9.2).
+POLL_SECONDS: Final = 0.25
+#: ApproximateCreationDateTime is rounded down to the second: a record may be up to this much younger.
+_ROUNDING: Final = 1.0
+
+
+def stream_bound(topology: Topology) -> float:
+    """Seconds a shard's oldest unread record may wait while faults last (the module's docstring says why)."""
+    cycle = topology.router.Timeout + RETRY_CAP_SECONDS + RESTART_PAUSE
+    return POLL_SECONDS + ATTEMPTS * cycle
+
+
+def stalled_shards(ddb: SimDynamoDB, topology: Topology, moves: Mapping[str, Sequence[tuple[float, str]]],
+                   *, start: float, until: float, bound: float | None = None) -> list[Violation]:
+    """A violation for each shard whose oldest unread record waited longer than ``bound`` (default
+    :func:`stream_bound`) before ``until``, the moment the faults stopped; ``moves`` are each shard's checkpoint
+    moves, (time, SequenceNumber) in order. At most one per shard: its longest wait."""
+    bound = stream_bound(topology) if bound is None else bound
+    table = topology.stream.table
+    found = []
+    for shard in ddb.shard_ids(table):
+        worst: tuple[float, float, float, dict[str, Any]] | None = None
+        checkpoint: str | None = None
+        for at, moved_to in [*[m for m in moves.get(shard, ()) if m[0] < until], (until, None)]:
+            waiting = ddb.stream_records(table, shard, after=checkpoint, limit=1)
+            if waiting:
+                arrived = waiting[0]["dynamodb"]["ApproximateCreationDateTime"].timestamp() + _ROUNDING
+                age = at - arrived
+                if age > bound and (worst is None or age > worst[0]):
+                    worst = (age, arrived, at, waiting[0]["dynamodb"])
+            if moved_to is not None:
+                checkpoint = moved_to
+        if worst is not None:
+            found.append(_stalled(shard, *worst, start=start, bound=bound))
+    return found
+
+
+def _stalled(shard: str, age: float, arrived: float, seen: float, record: Mapping[str, Any], *, start: float,
+             bound: float) -> Violation:
+    message = (f"stream shard {shard} stalled under faults: its oldest record waited {age:.0f} s unread (from "
+               f"{arrived - start:.0f} s into the run), past the {bound:.0f} s a shard may wait while faults last "
+               "(seglog_sim.liveness.stream_bound)")
+    image = record.get("NewImage") or record["Keys"]
+    if "G" not in image or "N" not in image:
+        return Violation(invariant="I5", message=message, at=round(seen - start, 3))
+    log_id, segment = split_segment_key(bytes(image["G"]["B"]))
+    return Violation(invariant="I5", log_id=str(log_id), segment=segment, entry=int(image["N"]["N"]),
+                     message=message, at=round(seen - start, 3))
