@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from seglog_report.console.aggregator import IN_FLIGHT_SECONDS, MAX_KEYS, Aggregator
+from seglog_report.console.aggregator import IN_FLIGHT_SECONDS, MAX_KEYS, STALLED_AGE_MS, Aggregator
 from seglog_report.metering import Metering
 
 
@@ -165,6 +165,44 @@ def test_made_up_names_cannot_grow_the_tables() -> None:
     assert len(panels["invocations"]) <= MAX_KEYS
     assert len(panels["pollers"]) <= MAX_KEYS and len(panels["iterator_age"]) <= MAX_KEYS
     assert len(panels["cost"]["meter"]["functions"]) <= 33
+
+
+def test_a_shard_whose_iterator_age_keeps_growing_past_the_threshold_is_flagged_stalled_and_a_healthy_one_not(
+        ) -> None:
+    """Every 5 s the stream poller reports each shard's iterator age. A shard stuck on one batch reports an age that
+    grows by the period each time; a busy but healthy shard's age goes up and down, even past the threshold. If the
+    stuck shard were not flagged the console would hide a frozen pipeline; if the busy one were, it would cry wolf."""
+    clock = Clock()
+    aggregator = Aggregator(clock=clock)
+    stuck_from, busy = clock.now, [40_000, 70_000, 65_000, 90_000, 62_000, 95_000, 61_000]
+    for i, busy_age in enumerate(busy):
+        clock.now += 5.0
+        aggregator.ingest({"event": "poller usage", "ts": clock.now, "poller": "StreamRouterFunction.Entries",
+                           "service": "dynamodbstreams", "requests": 4,
+                           "shards": {"shardId-stuck": round((clock.now - stuck_from) * 1000) + 30_000,
+                                      "shardId-busy": busy_age, "shardId-idle": 0}})
+        panels = aggregator.state()["panels"]
+        if i == 0:
+            assert [] == panels["stalled_shards"]  # growing, but not yet past the threshold
+    shards = panels["iterator_age"]
+
+    assert shards["shardId-stuck"]["age_ms"] >= STALLED_AGE_MS
+    assert {"shardId-stuck": True, "shardId-busy": False, "shardId-idle": False} == {
+        shard: figures["stalled"] for shard, figures in shards.items()}
+    assert ["shardId-stuck"] == panels["stalled_shards"]
+
+
+def test_a_stalled_shard_that_catches_up_is_no_longer_flagged() -> None:
+    clock = Clock()
+    aggregator = Aggregator(clock=clock)
+    for age in (50_000, 60_000, 70_000, 80_000, 0):
+        clock.now += 5.0
+        aggregator.ingest({"event": "poller usage", "ts": clock.now, "poller": "p", "service": "dynamodbstreams",
+                           "shards": {"s": age}})
+        if age == 80_000:
+            assert ["s"] == aggregator.state()["panels"]["stalled_shards"]
+
+    assert [] == aggregator.state()["panels"]["stalled_shards"]
 
 
 def test_the_meter_bills_each_invocation_rounded_up_and_prices_s3_by_kind() -> None:

@@ -36,6 +36,19 @@ MAX_KEYS: Final = 64
 OTHER: Final = "(other)"
 #: A shard or poller not heard of for this long is no longer shown.
 STALE_SECONDS: Final = 60.0
+#: A stream shard whose iterator age is past this and grew in each of its last STALLED_PERIODS reports is shown
+#: stalled. A healthy shard under faults waits for a few failed tries at most: each costs at most the router's
+#: timeout (30 s in the template) and a retry pause (at most 2 s, seglog_awsmodel.stream_batches), and two in a
+#: row are rare at the demo's rates. Past a minute and still growing, the poller is not getting through: it
+#: stopped trying, or fails the same way each time (issue 19: one restart fired in every new poller process).
+STALLED_AGE_MS: Final = 60_000.0
+#: Reports in a row (every 5 s, seglog_emulator.pollers.usage) whose age grew: "keeps growing", not one slow batch.
+STALLED_PERIODS: Final = 2
+
+
+def stalled(age_ms: float, growing: int) -> bool:
+    """Whether a shard whose iterator age is ``age_ms`` and grew in ``growing`` reports in a row is stalled."""
+    return age_ms >= STALLED_AGE_MS and growing >= STALLED_PERIODS
 
 
 class Counter(dict[str, int]):
@@ -149,6 +162,7 @@ class Aggregator:
                 "faults": dict(self.faults), "crash_points": dict(self.crash_points), "jobs": dict(self.jobs),
                 "clients": dict(self.clients), "routed": self.routed, "restarts": self.restarts,
                 "pollers": self.pollers, "iterator_age": self.shards, "stack": self.stack_reading,
+                "stalled_shards": sorted(k for k, v in self.shards.items() if v["stalled"]),
                 "cost": self.metering.cost(),
                 "feed": {"received": self.received, "malformed": self.malformed, "retained": len(self.window),
                          "evicted": self.window.evicted},
@@ -271,7 +285,11 @@ class Aggregator:
         shards = event.get("shards")
         if isinstance(shards, Mapping):
             for shard, age in list(shards.items())[:MAX_KEYS]:
-                capped_set(self.shards, str(shard)[:80], {"poller": name, "age_ms": number(age), "at": at})
+                key, age_ms = str(shard)[:80], number(age)
+                last = self.shards.get(key, {})
+                growing = last.get("growing", 0) + 1 if age_ms > last.get("age_ms", age_ms) else 0
+                capped_set(self.shards, key, {"poller": name, "age_ms": age_ms, "at": at, "growing": growing,
+                                              "stalled": stalled(age_ms, growing)})
 
     def _request(self, event: Mapping[str, Any]) -> None:
         self.metering.request(event)

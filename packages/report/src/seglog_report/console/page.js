@@ -113,7 +113,8 @@
 
   // ------------------------------------------------------------------------------------------ panels
 
-  function table(id, rows, empty) {
+  // rowClass(i) names a row's class (none by default).
+  function table(id, rows, empty, rowClass) {
     const el = document.getElementById(id);
     el.replaceChildren();
     if (!rows.length) {
@@ -122,8 +123,9 @@
       td.className = "empty";
       return;
     }
-    rows.forEach((row) => {
+    rows.forEach((row, r) => {
       const tr = el.insertRow();
+      if (rowClass && rowClass(r)) tr.className = rowClass(r);
       row.forEach((value, i) => {
         const td = tr.insertCell();
         td.textContent = value === null || value === undefined ? "" : String(value);
@@ -144,8 +146,17 @@
     });
     (stack.errors || []).forEach((e) => queueRows.push(["error", e, ""]));
     table("queues", queueRows, "no queue figures yet");
-    table("shards", Object.entries(p.iterator_age).map(([shard, f]) => [shard.slice(-14), f.poller,
-                                                                          f.age_ms + " ms"]), "no stream figures yet");
+    // A shard the aggregator marks stalled (its age past a minute and still growing) is flagged in its row and
+    // counted in the banner.
+    const shards = Object.entries(p.iterator_age);
+    table("shards", shards.map(([shard, f]) => [shard.slice(-14), f.poller, f.age_ms + " ms",
+                                                f.stalled ? "stalled" : ""]),
+          "no stream figures yet", (r) => (shards[r][1].stalled ? "stalled" : ""));
+    const stalled = p.stalled_shards || [];
+    const banner = document.getElementById("stalled");
+    banner.hidden = stalled.length === 0;
+    banner.textContent = stalled.length + " stream shard" + (stalled.length === 1 ? "" : "s") +
+      " stalled (iterator age past a minute and growing): " + stalled.map((s) => s.slice(-14)).join(", ");
     table("in-flight", sorted(p.in_flight));
     const pending = sorted(stack.pending).map(([log, n]) => [log, n]);
     if (stack.pending_total !== undefined) pending.unshift(["total", stack.pending_total]);
