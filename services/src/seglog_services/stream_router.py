@@ -19,7 +19,7 @@ from seglog_aws.backend import Backend
 from seglog_aws.items import item_to_entry
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, should_crash
 from seglog_core.errors import InvalidInputError
-from seglog_core.pipeline import RouteAction, route
+from seglog_core.pipeline import RouteAction, keep_body, route
 from seglog_services import runtime
 
 log = structlog.get_logger("seglog.stream_router")
@@ -52,14 +52,14 @@ def route_record(raw: dict[str, Any], backend: Backend) -> RouteAction | None:
         # Written by newer code (an unknown type or version): still keep its large body so it never expires
         # under its entry, and never block the shard on a record this version cannot read.
         if "E" in item:
-            backend.blobs.keep(item["E"]["S"])
+            keep_body(backend.blobs, item["E"]["S"])
         log.warning("record not understood: body kept, no job", error=str(exc))
         return None
     with structlog.contextvars.bound_contextvars(log_id=str(entry.log_id), segment=entry.segment,
                                                  entry=entry.num,
                                                  sequence_number=raw["dynamodb"].get("SequenceNumber")):
         action = route(entry, queue=backend.queue, blobs=backend.blobs)
-        log.info("routed", enqueued=action.enqueued is not None, kept=action.kept)
+        log.info("routed", enqueued=action.enqueued is not None, kept=action.kept, gone=action.gone)
         return action
 
 
