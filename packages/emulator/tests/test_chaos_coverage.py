@@ -36,8 +36,8 @@ def run_reaching(coverage: Coverage, names: set[str]) -> None:
 def test_the_run_after_one_that_missed_arms_exactly_what_it_missed() -> None:
     """Run 1000 of a ``--faults all`` campaign hit every crash point but after_root and router_after_send, and
     fired every kind but dlq and poller_restart (as seed 1000's five runs did for after_root). Run 1001 arms
-    worker_crash for after_root alone (at 0.4 for its one point), router_crash_after_send, dlq and
-    poller_restart at their target rates, and leaves every other kind as the base plan has it: if it did not,
+    worker_crash for after_root alone (at WORKER_CRASH_MOST: a snapshot passes it once), router_crash_after_send,
+    dlq and poller_restart at their target rates, and leaves every other kind as the base plan has it: if it did not,
     the campaign could miss them again."""
     coverage = Coverage()
     assert (default_plan(1000), []) == coverage.arm(default_plan(1000))  # nothing known yet: the base plan
@@ -49,7 +49,7 @@ def test_the_run_after_one_that_missed_arms_exactly_what_it_missed() -> None:
             (FaultKind.ROUTER_CRASH_AFTER_SEND, (), (ROUTER_AFTER_SEND,)),
             (FaultKind.POLLER_RESTART, (), ("poller_restart",)),
             (FaultKind.DLQ, (), ("dlq",))] == [(t.kind, t.crash_points, t.missed) for t in targets]
-    assert {FaultKind.WORKER_CRASH: (WORKER_CRASH_PER_POINT, DEFAULT_RATES[FaultKind.WORKER_CRASH]),
+    assert {FaultKind.WORKER_CRASH: (WORKER_CRASH_MOST, DEFAULT_RATES[FaultKind.WORKER_CRASH]),
             **{t.kind: (TARGET_RATES[t.kind], DEFAULT_RATES[t.kind]) for t in targets[1:]}} == {
         t.kind: (t.rate, t.base_rate) for t in targets}
     assert 1001 == plan.seed
@@ -85,7 +85,8 @@ def test_the_next_plan_arms_exactly_the_missed_names(reached: set[str], seed: in
     missed_points = tuple(p for p in WORKER_CRASH_POINTS if p not in reached)
     wanted = dict(TARGET_RATES)
     if missed_points:
-        wanted[FaultKind.WORKER_CRASH] = min(WORKER_CRASH_MOST, WORKER_CRASH_PER_POINT * len(missed_points))
+        wanted[FaultKind.WORKER_CRASH] = (WORKER_CRASH_MOST if missed_points == ("after_root",) else
+                                          min(WORKER_CRASH_MOST, WORKER_CRASH_PER_POINT * len(missed_points)))
     assert {t.kind: max(wanted[t.kind], DEFAULT_RATES[t.kind]) for t in targets} == {
         t.kind: plan.specs[t.kind].rate for t in targets}
     assert (missed_points or WORKER_CRASH_POINTS) == plan.specs[FaultKind.WORKER_CRASH].crash_points
