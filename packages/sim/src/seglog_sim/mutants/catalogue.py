@@ -22,6 +22,7 @@ _RETENTION: Final = "seglog_core.retention"
 _FALLBACK: Final = "seglog_core.pipeline.fallback"
 _ROUTES: Final = "seglog_services.api.routes"
 _POLLERS: Final = "seglog_sim.pollers"
+_ROUTER: Final = "seglog_core.pipeline.router"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -328,6 +329,14 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                   "restarts at 1 in the new poller: the same restart fires in every new poller and the shard "
                   "stalls for as long as faults last, then catches up (the emulator's bug of issue 19: 17 restarts "
                   "in 4 minutes); only the check under faults, seglog_sim.liveness, sees it"),
+    Mutant(name="router_keeps_a_gone_body", module=_ROUTER,
+           old="    except BlobNotFoundError:\n        log.warning(",
+           new="    except KeyError:\n        log.warning(",
+           breaks="the router raises on a large body retention already deleted and retries the record until it "
+                  "leaves the stream a day later, holding every later record of its shard",
+           survives="needs the router to fall more than a segment behind `log retain --delete`: no seed of 1-5300 "
+                    "does; it was found under restart_repeats (seeds 759 and 869) and "
+                    "packages/core/tests/test_router.py holds it"),
 )
 
 
