@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fidelity.conftest import MakeInvoker, MakeQueue, Probe, RecordingCheckpoints, Table, running
+from fidelity.conftest import MakeInvoker, MakeQueue, Probe, RecordingCheckpoints, Table, quick_retries, running
 from seglog_awsmodel.config import QueueMapping, StreamMapping, StreamPosition
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers.queue import QueuePoller
@@ -138,7 +138,7 @@ class EmulatorDriver:
         # Five workers: nothing but the poller keeps two batches of one shard from running at once.
         poller = StreamPoller(stream_mapping(**settings), self.make_invoker(concurrency=5), self.table.reader,
                               self.checkpoints, region=self.stack.region, on_failure=failures.append,
-                              sleep=lambda seconds: time.sleep(min(seconds, 0.05)))
+                              sleep=quick_retries)
         with running(poller):
             wait_until(lambda: any(seq == last for _, _, seq in self.checkpoints.moves),
                         "the checkpoint to reach the last record")

@@ -16,6 +16,7 @@ from typing import Any
 
 from fidelity.drivers import QueueRun, Rec, StreamRun, collapse, queue_mapping, stream_mapping
 from fidelity.probe_handler import ProbeError, instructions, plan
+from seglog_aws.events.sqs import sqs_record
 from seglog_sim import quiet_logs
 from seglog_sim.aws.dynamodb import SimDynamoDB, TableSpec
 from seglog_sim.aws.sqs import SimSQS
@@ -60,8 +61,9 @@ class _Probe:
         return self._start("router", records, self.topology.router.Timeout)
 
     def worker(self, messages: list[dict[str, Any]]) -> Task:
-        # SimSQS hands over ReceiveMessage's shape; the function gets the event's (services-sqs: messageId, body).
-        records = [{"messageId": m["MessageId"], "body": m["Body"], "attributes": m["Attributes"]} for m in messages]
+        # SimSQS hands over ReceiveMessage's shape; the function gets the event's, as the emulator builds it.
+        records = [sqs_record(m, queue_arn="arn:aws:sqs:us-east-1:000000000000:Jobs", region="us-east-1")
+                   for m in messages]
         return self._start("worker", records, self.topology.worker.Timeout)
 
     def names(self) -> list[list[str]]:
