@@ -3,7 +3,9 @@ every named crash point and fires every fault kind the emulator injects, since e
 ones missed (:mod:`seglog_emulator.chaos.coverage`). At default rates alone, seed 1000's five runs never hit
 after_root (and seed 2000's reached after_claim only in the last run).
 
-Minutes long, so not part of the default run: ``./dev test -m liveness`` (CI runs it after the suite).
+Minutes long, so not part of the default run: ``./dev test -m liveness tests/emulator/test_chaos_campaign_coverage.py``
+runs it. CI does not: its own campaign (``./dev chaos --seed 1000 --runs 5 --faults all --require-coverage`` in
+.ci/run) fails when anything is unreached; this test adds the plan files and the per-run targets.
 """
 
 from __future__ import annotations
