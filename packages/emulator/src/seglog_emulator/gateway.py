@@ -33,13 +33,14 @@ import structlog
 from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
 from seglog_awsmodel.config import AWS_IAM, HttpRoute
 from seglog_awsmodel.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
+from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_client.sigv4 import header_map
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import Outcome
-from seglog_emulator.pollers.common import Invoker, site
+from seglog_emulator.pollers.common import Invoker
 
 log = structlog.get_logger("seglog.gateway")
 

@@ -32,11 +32,12 @@ import structlog
 
 from seglog_aws.events.scheduled import scheduled_event
 from seglog_awsmodel.config import ScheduleRule
+from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.errors import InvokerClosedError
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
-from seglog_emulator.pollers.common import Invoker, site
+from seglog_emulator.pollers.common import Invoker
 
 log = structlog.get_logger("seglog.scheduler")
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from seglog_awsmodel.fault_sites import fires
 from seglog_awsmodel.faults import FaultKind
 from seglog_sim.world import Task
 
@@ -127,15 +128,15 @@ class Faults:
         return True
 
     def decide_at(self, task: Task, kind: FaultKind, site: str) -> bool:
-        """Whether ``kind`` fires at ``site`` (a key of stable parts, as the emulator's schedule keys its
-        decisions): the same site gets the same answer, in this run and in its replays, whichever task asks. A
+        """Whether ``kind`` fires at ``site`` by the model's rule (seglog_awsmodel.fault_sites, the emulator's
+        too): the same site gets the same answer, in this run and in its replays, whichever task asks. A
         site must name whatever makes two decisions different — the poller's incarnation, where a restart starts
         the attempt count again (seglog_sim.pollers). The fault's id is the site's, so a shrunk schedule replays
         it."""
         rate = self.profile.rates.get(kind)
         if rate is None or not self.active:
             return False
-        if random.Random(f"{self.seed}:{kind}:{site}").random() >= rate:
+        if not fires(self.seed, kind, site, rate):
             return False
         fault_id = f"{site}:{kind}"
         if self.only is not None and fault_id not in self.only:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from seglog_aws.events.dynamodb_stream import stream_record
+from seglog_awsmodel.fault_sites import restart_site
 from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import select
 from seglog_awsmodel.queue_batches import settled_messages
@@ -179,8 +180,8 @@ class Pollers:
     def _restarts_here(self, shard: str, part: list[Any], attempt: int, incarnation: int) -> bool:
         """The poller_restart decision after an invocation, before its checkpoint: keyed by the site, the
         poller's incarnation included (see the module's docstring)."""
-        site = f"{shard}:{sequence_number(part[0])}:{attempt}:{incarnation}"
-        return self.faults.decide_at(self.world.current, FaultKind.POLLER_RESTART, site)
+        key = restart_site(shard, f"{sequence_number(part[0])}:{attempt}", incarnation)
+        return self.faults.decide_at(self.world.current, FaultKind.POLLER_RESTART, key)
 
     # --------------------------------------------------------------------------------------------- queue
 

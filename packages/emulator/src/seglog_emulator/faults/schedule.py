@@ -1,9 +1,9 @@
 """Seeded, replayable fault decisions (DESIGN §7).
 
-Each decision is a pure function of (seed, kind, key): a BLAKE2b hash of the three, read as a number in
-[0, 1), fires the fault when it falls below the kind's rate; further hashes with other salts draw the
-parameters. No RNG stream is shared, so which thread asks first changes nothing: the same seed and the same
-decision sites give the same faults, in any interleaving, and a run is replayed from its seed alone.
+Each decision is a pure function of (seed, kind, key), the model's rule (seglog_awsmodel.fault_sites, which the
+simulator's poller_restart shares); further draws with other salts give the parameters. No RNG stream is shared,
+so which thread asks first changes nothing: the same seed and the same decision sites give the same faults, in
+any interleaving, and a run is replayed from its seed alone.
 
 The key names the decision site, and must be stable across runs: ``f"sqs:{message_id}:{attempt}"``,
 ``f"invoke:{message_id}:{attempt}"``, ``f"poller:{name}:{batch_no}"``. A site asked about twice gets the same
@@ -12,7 +12,6 @@ answer twice (and is recorded twice): to roll again, change the key (the attempt
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections import Counter
@@ -22,12 +21,11 @@ from typing import Any
 
 import structlog
 
+from seglog_awsmodel.fault_sites import draw, fires
 from seglog_awsmodel.faults import AMOUNTS, ERROR_CODES, FaultKind
 from seglog_emulator.faults.plan import FaultPlan
 
 log = structlog.get_logger("seglog.emulator.faults")
-
-_SCALE = float(1 << 64)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +102,7 @@ class FaultSchedule:
         spec = self.plan.specs.get(kind)
         if spec is None or (self._active is not None and not self._active()):
             return None
-        if self._unit(kind, key, "fire") >= spec.rate:
+        if not fires(self.plan.seed, kind, key, spec.rate):
             return None
         amount = crash_point = error_code = status = None
         if spec.amount is not None:
@@ -151,8 +149,4 @@ class FaultSchedule:
         return {kind: counts[kind] for kind in FaultKind if kind in self.plan.specs or counts[kind]}
 
     def _draw(self, kind: FaultKind, key: str, salt: str) -> int:
-        material = f"{self.plan.seed}\x00{kind}\x00{key}\x00{salt}".encode()
-        return int.from_bytes(hashlib.blake2b(material, digest_size=8).digest(), "big")
-
-    def _unit(self, kind: FaultKind, key: str, salt: str) -> float:
-        return self._draw(kind, key, salt) / _SCALE
+        return draw(self.plan.seed, kind, key, salt)

@@ -1,15 +1,14 @@
-"""What both pollers share: the invoker they call, fault-site keys, the poller_restart fault."""
+"""What both pollers share: the invoker they call, the poller_restart fault (its site is the model's)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import structlog
 
+from seglog_awsmodel.fault_sites import restart_site
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import InvocationResult
@@ -29,18 +28,12 @@ class Invoker(Protocol):
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult: ...
 
 
-def site(*parts: object) -> str:
-    """A fault-decision key from stable parts (content, not ids the services make up at random)."""
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
 def maybe_restart(faults: FaultSchedule | None, name: str, key: str) -> None:
     """The poller_restart fault: this poller process exits here, its in-memory state lost (the supervisor
     starts it again). Called between an invocation and its checkpoint or deletes, the worst moment. The site
     carries the process's incarnation, so no restart repeats in the next process (two SQS messages with the same
     body and receive count — a job the router sent twice — made the same site in tests/emulator/test_liveness.py)."""
     if faults is not None and faults.decide(FaultKind.POLLER_RESTART,
-                                            site("poller", name, key, faults.incarnation)):
+                                            restart_site(name, key, faults.incarnation)):
         log.warning("poller restart (injected fault): exiting", poller=name)
         os._exit(RESTART_EXIT_STATUS)

@@ -34,12 +34,13 @@ import structlog
 
 from seglog_aws.events.sqs import sqs_record
 from seglog_awsmodel.config import QueueMapping
+from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import CHUNK_CELLS_ENV, FaultKind
 from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.queue_batches import settled_messages
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import InvocationResult
-from seglog_emulator.pollers.common import Invoker, maybe_restart, site
+from seglog_emulator.pollers.common import Invoker, maybe_restart
 from seglog_emulator.pollers.usage import OldestMessage, PollerUsage
 
 log = structlog.get_logger("seglog.poller.queue")

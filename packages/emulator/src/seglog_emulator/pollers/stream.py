@@ -44,6 +44,7 @@ from seglog_aws.events.dynamodb_stream import (
     stream_record,
 )
 from seglog_awsmodel.config import StreamMapping, StreamPosition
+from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, sequence_number
@@ -51,7 +52,7 @@ from seglog_core.crashpoints import ROUTER_AFTER_SEND
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
-from seglog_emulator.pollers.common import Invoker, maybe_restart, site
+from seglog_emulator.pollers.common import Invoker, maybe_restart
 from seglog_emulator.pollers.usage import PollerUsage, ShardAges
 
 log = structlog.get_logger("seglog.poller.stream")

@@ -323,8 +323,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="completion sets the segment's S before the entry's R: a load between the two finds no completed "
                   "snapshot where S points (CorruptLogError)"),
     Mutant(name="restart_repeats", module=_POLLERS,
-           old='        site = f"{shard}:{sequence_number(part[0])}:{attempt}:{incarnation}"\n',
-           new='        site = f"{shard}:{sequence_number(part[0])}:{attempt}"\n',
+           old='        key = restart_site(shard, f"{sequence_number(part[0])}:{attempt}", incarnation)\n',
+           new='        key = restart_site(shard, f"{sequence_number(part[0])}:{attempt}", 0)\n',
            breaks="the poller_restart decision is keyed by the part's first SequenceNumber and its attempt, which "
                   "restarts at 1 in the new poller: the same restart fires in every new poller and the shard "
                   "stalls for as long as faults last, then catches up (the emulator's bug of issue 19: 17 restarts "
