@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fidelity.conftest import MakeInvoker, MakeQueue, Probe, RecordingCheckpoints, Table, quick_retries, running
 from seglog_awsmodel.config import QueueMapping, StreamMapping, StreamPosition
+from seglog_awsmodel.faults import FaultKind
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers.queue import QueuePoller
 from seglog_emulator.pollers.stream import StreamPoller
@@ -67,6 +71,8 @@ class QueueRun:
     left: tuple[int, int]
     #: Start times of every invocation, by message name (seconds on the driver's clock).
     starts: dict[str, list[float]]
+    #: The receipt handle of each delivery, by message name.
+    handles: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Driver(Protocol):
@@ -75,7 +81,7 @@ class Driver(Protocol):
     def stream(self, records: list[Rec], **settings: Any) -> StreamRun: ...
 
     def queue(self, messages: list[Rec], *, visibility: int, max_receive: int | None = None,
-              **settings: Any) -> QueueRun: ...
+              faults: Mapping[FaultKind, float] | None = None, **settings: Any) -> QueueRun: ...
 
 
 def stream_mapping(**settings: Any) -> StreamMapping:
@@ -156,23 +162,27 @@ class EmulatorDriver:
                          spans=[(s["time"], s["end"]["time"] if s["end"] else time.time()) for s in starts])
 
     def queue(self, messages: list[Rec], *, visibility: int, max_receive: int | None = None,
-              **settings: Any) -> QueueRun:
+              faults: Mapping[FaultKind, float] | None = None, **settings: Any) -> QueueRun:
         dead_letter = self.make_queue(visibility_timeout=30) if max_receive else None
         queue = self.make_queue(visibility_timeout=visibility, dead_letter=dead_letter, max_receive_count=max_receive)
         for m in messages:
             queue.send(m.name, m.action, times=m.times, seconds=m.seconds)
         invoker = warm(self.make_invoker(concurrency=settings.get("MaximumConcurrency", 2)))
+        schedule = None if not faults else FaultSchedule(FaultPlan.from_mapping(
+            {"seed": 1, "faults": {str(kind): {"rate": rate} for kind, rate in faults.items()}}))
         poller = QueuePoller(queue_mapping(**settings), invoker, queue.sqs, queue_url=queue.url, queue_arn=queue.arn,
-                             region=self.stack.region)
+                             region=self.stack.region, faults=schedule)
         with running(poller):
             wait_until(lambda: (0, 0) == queue.counts(), "the queue to be empty", timeout=60.0)
             time.sleep(AFTER)
         counts: dict[str, list[str]] = {}
         starts: dict[str, list[float]] = {}
+        handles: dict[str, list[str]] = {}
         for start in self.probe.starts():
             for record, name in zip(start["event"]["Records"], start["names"], strict=True):
                 counts.setdefault(name, []).append(record["attributes"]["ApproximateReceiveCount"])
                 starts.setdefault(name, []).append(start["time"])
+                handles.setdefault(name, []).append(record["receiptHandle"])
         dead = [json.loads(m["Body"])["name"] for m in dead_letter.receive()] if dead_letter else []
         return QueueRun(batches=self.probe.batches(), receive_counts=counts, dead_lettered=sorted(dead),
-                        left=queue.counts(), starts=starts)
+                        left=queue.counts(), starts=starts, handles=handles)

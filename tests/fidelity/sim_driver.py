@@ -12,11 +12,13 @@ import dataclasses
 import json
 import random
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from fidelity.drivers import QueueRun, Rec, StreamRun, collapse, queue_mapping, stream_mapping
 from fidelity.probe_handler import ProbeError, instructions, plan
 from seglog_aws.events.sqs import sqs_record
+from seglog_awsmodel.faults import FaultKind
 from seglog_sim import quiet_logs
 from seglog_sim.aws.dynamodb import SimDynamoDB, TableSpec
 from seglog_sim.aws.sqs import SimSQS
@@ -77,7 +79,8 @@ class SimDriver:
     def __post_init__(self) -> None:
         quiet_logs()
 
-    def _world(self, topology: Topology, *, visibility: int = 30, max_receive: int | None = None
+    def _world(self, topology: Topology, *, visibility: int = 30, max_receive: int | None = None,
+               faults: Mapping[FaultKind, float] | None = None
                ) -> tuple[World, SimDynamoDB, SimSQS, str, str | None, _Probe, Pollers]:
         world = World(start=1_700_000_000.0)
         ddb = SimDynamoDB([TableSpec.from_properties(n, p) for n, p in topology.tables.items()],
@@ -88,8 +91,8 @@ class SimDriver:
                                      dead_letter="DeadLetters" if max_receive else None,
                                      max_receive_count=max_receive)
         probe = _Probe(world=world, topology=topology)
-        pollers = Pollers(world=world, faults=Faults(seed=1, profile=Profile(rates={})), lambdas=probe, ddb=ddb,
-                          sqs=sqs, queue_url=queue_url)
+        pollers = Pollers(world=world, faults=Faults(seed=1, profile=Profile(rates=dict(faults or {}))),
+                          lambdas=probe, ddb=ddb, sqs=sqs, queue_url=queue_url)
         return world, ddb, sqs, queue_url, dlq_url, probe, pollers
 
     @staticmethod
@@ -131,11 +134,11 @@ class SimDriver:
                          spans=[(start, task.ended or world.now) for start, task, _ in probe.calls])
 
     def queue(self, messages: list[Rec], *, visibility: int, max_receive: int | None = None,
-              **settings: Any) -> QueueRun:
+              faults: Mapping[FaultKind, float] | None = None, **settings: Any) -> QueueRun:
         base = load_topology()
         topology = dataclasses.replace(base, jobs=dataclasses.replace(queue_mapping(**settings), queue=base.jobs.queue))
         world, _, sqs, queue_url, dlq_url, probe, pollers = self._world(topology, visibility=visibility,
-                                                                         max_receive=max_receive)
+                                                                         max_receive=max_receive, faults=faults)
 
         def send() -> None:
             for m in messages:
@@ -147,11 +150,13 @@ class SimDriver:
         self._run(world, pollers, send)
         counts: dict[str, list[str]] = {}
         starts: dict[str, list[float]] = {}
+        handles: dict[str, list[str]] = {}
         for start, _, records in probe.calls:
             for record in records:
                 name = instructions(record)["name"]
                 counts.setdefault(name, []).append(str(record["attributes"]["ApproximateReceiveCount"]))
                 starts.setdefault(name, []).append(start)
+                handles.setdefault(name, []).append(record["receiptHandle"])
         dead = [json.loads(m["Body"])["name"] for m in sqs.messages(dlq_url)] if dlq_url else []
         return QueueRun(batches=probe.names(), receive_counts=counts, dead_lettered=sorted(dead),
-                        left=sqs.depth(queue_url), starts=starts)
+                        left=sqs.depth(queue_url), starts=starts, handles=handles)

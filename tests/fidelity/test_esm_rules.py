@@ -27,6 +27,7 @@ import pytest
 
 from fidelity.drivers import Driver, EmulatorDriver, Rec
 from seglog_awsmodel.config import FunctionResponseType
+from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import compile_filter_criteria
 from seglog_awsmodel.stream_batches import Settled, StreamBatch
 from seglog_emulator.pollers import stream as emulator_stream
@@ -158,6 +159,19 @@ def test_sqs_exception_or_an_empty_or_unknown_item_identifier_fails_the_whole_ba
                        MaximumBatchingWindowInSeconds=1, MaximumConcurrency=1, FunctionResponseTypes=REPORT)
 
     assert {"x": ["1", "2"], "y": ["1", "2"]} == run.receive_counts
+    assert (0, 0) == run.left
+
+
+def test_duplicate_delivery_invokes_the_batch_again_as_received_and_only_the_first_settles(driver: Driver) -> None:
+    """FaultKind.DUPLICATE_DELIVERY (with-sqs, https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html: "Lambda
+    might process a message more than once"): a second invocation gets the batch exactly as received — the same
+    receipt handle and receive count, unlike a visibility timeout running out (a new handle, the count one
+    higher) — and settles nothing; the first invocation's deletes do, so nothing comes back."""
+    run = driver.queue([Rec("a")], visibility=30, BatchSize=1, MaximumConcurrency=2,
+                       faults={FaultKind.DUPLICATE_DELIVERY: 1.0})
+
+    assert {"a": ["1", "1"]} == run.receive_counts
+    assert 2 == len(run.handles["a"]) and 1 == len(set(run.handles["a"]))
     assert (0, 0) == run.left
 
 

@@ -157,3 +157,4 @@ def test_sqs_visibility_timeout_shorter_than_the_run_gives_a_concurrent_second_d
     h.run(40.0, lambda: h.send(1))
     spans = h.probe.spans("worker")
     assert len(spans) >= 2 and spans[1][0] < spans[0][1]  # the second delivery starts while the first runs
+

@@ -140,13 +140,14 @@ def test_a_visibility_timeout_given_to_the_receive_replaces_the_queues(sqs: Any,
     assert 1 == len(_receive(sqs, url))
 
 
-def test_a_duplicate_delivery_hands_out_a_message_already_in_flight(sim: SimSQS, url: str) -> None:
-    """At-least-once delivery: the copy has a new receipt handle and a higher receive count, which makes the first
+def test_a_visibility_expiry_hands_out_a_message_already_in_flight(sim: SimSQS, url: str) -> None:
+    """A visibility timeout that ran out while the first consumer still runs (FaultKind.VISIBILITY_EXPIRY): the
+    next receive gets the message with a new receipt handle and a higher receive count, which makes the first
     consumer's handle stale."""
     sqs = SimSQSClient.of(sim)
     sqs.send_message(QueueUrl=url, MessageBody="only")
     [first] = sim.receive(url)
-    [copy] = sim.receive(url, duplicate=True)
+    [copy] = sim.receive(url, in_flight_again=True)
     assert (first["MessageId"], "2") == (copy["MessageId"], copy["Attributes"]["ApproximateReceiveCount"])
     assert first["ReceiptHandle"] != copy["ReceiptHandle"]
     with pytest.raises(ClientError) as caught:
@@ -155,7 +156,7 @@ def test_a_duplicate_delivery_hands_out_a_message_already_in_flight(sim: SimSQS,
 
 
 def test_no_duplicate_without_a_message_in_flight(sim: SimSQS, url: str) -> None:
-    assert [] == sim.receive(url, duplicate=True)
+    assert [] == sim.receive(url, in_flight_again=True)
 
 
 # ------------------------------------------------------------------------------------------------ dead letters
@@ -295,7 +296,7 @@ def test_delete_with_an_older_handle_does_one_of_the_three_things_sqs_documents(
     url = sim.create_queue("q")
     sqs.send_message(QueueUrl=url, MessageBody="a")
     [old] = sim.receive(url)
-    sim.receive(url, duplicate=True)
+    sim.receive(url, in_flight_again=True)
     try:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=old["ReceiptHandle"])
         got = None

@@ -19,9 +19,15 @@ class FaultKind(StrEnum):
     """One kind of fault of DESIGN §7. Values are the names plans and flags use."""
 
     DUPLICATE_DELIVERY = "duplicate_delivery"
-    """SQS delivers a message again (at-least-once delivery); amount ``copies`` extra deliveries."""
+    """Lambda invokes a received batch again, beside the first, exactly as received (same messageIds, receipt
+    handles and receive counts): at-least-once processing (with-sqs: "Lambda might process a message more than
+    once"). The copies settle nothing; the first invocation's outcome decides. Amount ``copies`` (the simulator
+    makes one)."""
     VISIBILITY_EXPIRY = "visibility_expiry"
-    """The visibility timeout runs out mid-run: a concurrent duplicate arrives ``after_ms`` into the run."""
+    """The visibility timeout runs out mid-run: the message is visible again and another receive delivers it
+    concurrently, with a new receipt handle and its receive count one higher, so the first invocation's delete
+    uses a stale handle. The emulator makes it visible ``after_ms`` into the run; the simulator hands it to the
+    next receive."""
     REORDER = "reorder"
     """Out-of-order delivery: the message is held back ``delay_ms`` while later ones go first."""
     WORKER_CRASH = "worker_crash"
@@ -110,8 +116,8 @@ SIMULATED: Final[tuple[FaultKind, ...]] = (
     FaultKind.STALE_READ, FaultKind.S3_ERROR, FaultKind.S3_LATENCY, FaultKind.SQS_ERROR, FaultKind.CRASH,
     FaultKind.WORKER_CRASH, FaultKind.PAUSE, FaultKind.DUPLICATE_DELIVERY, FaultKind.CLOCK_SKEW,
     FaultKind.MIXED_VERSION, FaultKind.LOST_RESPONSE, FaultKind.SUPERVISOR_RESTART, FaultKind.DLQ, FaultKind.REDRIVE,
-    # Last, so the kinds before it draw what they drew before it joined (issue 19).
-    FaultKind.POLLER_RESTART,
+    # Last, so the kinds before them draw what they drew before they joined (issue 19).
+    FaultKind.POLLER_RESTART, FaultKind.VISIBILITY_EXPIRY,
 )
 
 #: AWS's error codes the faults answer with: HTTP status and the message AWS sends. DynamoDB: Amazon DynamoDB

@@ -47,6 +47,8 @@ RATES: Final[dict[FaultKind, tuple[float, float]]] = {
     FaultKind.POLLER_RESTART: (0.01, 0.05),
     FaultKind.DLQ: (1.0, 1.0),
     FaultKind.REDRIVE: (0.05, 0.2),
+    # Per receive, as duplicate_delivery was before it meant the emulator's copy of a batch (issue 19).
+    FaultKind.VISIBILITY_EXPIRY: (0.05, 0.3),
 }
 #: Kinds decided at a storage call, by service.
 CALL_FAULTS: Final[dict[str, tuple[FaultKind, ...]]] = {
@@ -66,16 +68,21 @@ class Profile:
     rates: dict[FaultKind, float]
 
     @classmethod
-    def draw(cls, rng: random.Random, kinds: Iterable[FaultKind], *, calm: float = 0.05) -> Profile:
-        """Each of ``kinds`` on with probability 0.6; a ``calm`` share of seeds has no faults at all."""
-        if rng.random() < calm:
+    def draw(cls, rng: random.Random, kinds: Iterable[FaultKind], *, calm: float = 0.05,
+             armed: Iterable[FaultKind] = ()) -> Profile:
+        """Each of ``kinds`` on with probability 0.6; a ``calm`` share of seeds has no faults at all. Kinds in
+        ``armed`` are on in every seed, calm ones included, at the rate drawn (the draws are the same as without
+        them, so the other kinds stay as they were)."""
+        armed = frozenset(armed)
+        calm_seed = rng.random() < calm
+        if calm_seed and not armed:
             return cls(rates={})
         rates: dict[FaultKind, float] = {}
         for kind in kinds:
-            on = rng.random() < 0.6
+            on = rng.random() < 0.6 and not calm_seed
             low, high = RATES[kind]
             rate = rng.uniform(low, high)
-            if on:
+            if on or kind in armed:
                 rates[kind] = rate
         return cls(rates=rates)
 

@@ -281,7 +281,7 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     scenario = scenario.draw(random.Random(seed * 7_919 + 104_729))
     topology = load_topology(None, scenario.parameters)
     world = World()
-    profile = Profile.draw(random.Random(rng.getrandbits(64)), scenario.faults)
+    profile = Profile.draw(random.Random(rng.getrandbits(64)), scenario.faults, armed=scenario.armed)
     faults = Faults(seed=seed, profile=profile, only=only, clock=lambda: world.now)
     # The template's tables. The Segments table gets a stream too, read by the checks only (its item's S over
     # time, I4); the router's mapping reads the Entries table's stream, as deployed.

@@ -194,8 +194,8 @@ class Pollers:
             if len(running) >= mapping.MaximumConcurrency:
                 world.wait(self.queue_signal, 1.0)
                 continue
-            duplicate = self.faults.decide(me, FaultKind.DUPLICATE_DELIVERY)
-            messages = self.sqs.receive(self.queue_url, max_messages=mapping.BatchSize, duplicate=duplicate)
+            expiry = self.faults.decide(me, FaultKind.VISIBILITY_EXPIRY)
+            messages = self.sqs.receive(self.queue_url, max_messages=mapping.BatchSize, in_flight_again=expiry)
             if not messages:
                 visible_at = self.sqs.next_visible_at(self.queue_url)
                 wait = 600.0 if visible_at is None else max(0.0, visible_at - world.now)
@@ -204,6 +204,10 @@ class Pollers:
             invocation = self.lambdas.worker(messages)
             running.append(invocation)
             world.spawn(f"{invocation.name}-done", "poller", self._finish, invocation, messages)
+            if self.faults.decide(me, FaultKind.DUPLICATE_DELIVERY):
+                # The batch again, as received (same ids, receipt handles, receive counts), beside the first; the
+                # copy settles nothing: the first invocation's outcome decides (FaultKind.DUPLICATE_DELIVERY).
+                self.lambdas.worker([dict(m) for m in messages])
 
     def _finish(self, invocation: Task, messages: list[dict[str, Any]]) -> None:
         """Lambda's part after the invocation: delete what succeeded (DeleteMessageBatch); nothing on a crash."""

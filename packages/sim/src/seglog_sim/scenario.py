@@ -103,6 +103,9 @@ class Scenario:
     #: maxReceiveCount while the dlq fault is on (the template's is 50).
     dlq_max_receive_count: int = 3
     faults: tuple[FaultKind, ...] = SIMULATED
+    #: Kinds on in every seed (the others are drawn): the combination a guard needs, when a random profile reaches
+    #: it too rarely for a campaign to show the guard matters (a mutant's ``arms``, seglog_sim.mutants).
+    armed: tuple[FaultKind, ...] = ()
     #: Seconds between two runs of the scheduled retention function while faults last (drawn up to twice this).
     retention_every: float = 60.0
     #: Template parameter overrides: retention keeps the two latest segments and archives one older than 30 s, so

@@ -37,8 +37,7 @@ def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str
     markers = [Marker(lane=lane_of.get(task, task), group=_group(task), at=round(at - start, 4), kind=kind,
                       label=f"{task}: {kind}", ids={"task": task})
                for at, task, kind in run.faults.fired_at]
-    violations = [msgspec.structs.replace(v) for v in result.violations]  # the report fills in ``at``
-    outline(violations, spans, markers, link="task")
+    violations = outline(result.violations, spans, markers, link="task")
     latencies = {"append": _append_latencies(run.world.tasks),
                  "snapshot": [round(s.end - s.start, 4) for s in spans
                               if s.group == "snapshot" and s.outcome == "completed" and s.ids.get("entry") != 0]}

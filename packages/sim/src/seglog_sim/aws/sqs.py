@@ -7,7 +7,8 @@ What it reproduces (Amazon SQS Developer Guide and API Reference, cited where ea
 * a message received more than its queue's RedrivePolicy maxReceiveCount moves to the dead-letter queue, on the
   receive that would exceed the count, keeping its MessageId (the redrive back gives new ones: seglog's own
   redrive sends copies, see seglog_aws.redrive);
-* at-least-once delivery: :meth:`SimSQS.receive` with ``duplicate`` delivers a copy of an in-flight message;
+* a visibility timeout that runs out mid-run: :meth:`SimSQS.receive` with ``in_flight_again`` also delivers a
+  message already in flight (a new receipt handle, its receive count one higher), as SQS does once it is visible;
 * stale receipt handles answer as SQS does for standard queues (:meth:`SimSQS._stale_delete`).
 
 It injects no faults of its own and reads no wall clock: the simulator's world wraps :meth:`SimSQS.call`.
@@ -86,14 +87,15 @@ class SimSQS(SimService):
                                                       "maxReceiveCount": max_receive_count or 1000})
         return str(self._create_queue({"QueueName": name, "Attributes": attributes})["QueueUrl"])
 
-    def receive(self, queue_url: str, *, max_messages: int = 10, duplicate: bool = False) -> list[dict[str, Any]]:
+    def receive(self, queue_url: str, *, max_messages: int = 10, in_flight_again: bool = False
+                ) -> list[dict[str, Any]]:
         """ReceiveMessage with every attribute, for the simulated Lambda event source mapping: up to
-        ``max_messages`` visible messages in an order drawn from the rng and, with ``duplicate``, one message
-        already in flight delivered again (with a new receipt handle and a bumped receive count)."""
+        ``max_messages`` visible messages in an order drawn from the rng and, with ``in_flight_again``, one
+        message already in flight delivered again (with a new receipt handle and a bumped receive count)."""
         queue = self._queues[queue_url]
         now = self._clock()
         messages = self._take(queue, now, max_messages, queue.visibility_timeout)
-        if duplicate:
+        if in_flight_again:
             in_flight = [m for m in queue.messages.values()
                          if m.visible_at > now and m.receipt is not None and m not in messages]
             if in_flight:

@@ -15,9 +15,13 @@ import json
 import sys
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from seglog_sim.mutants.catalogue import BASELINE, by_name
 from seglog_sim.mutants.hook import install
+
+if TYPE_CHECKING:
+    from seglog_sim.scenario import Scenario
 
 
 def main(argv: list[str]) -> int:
@@ -26,37 +30,40 @@ def main(argv: list[str]) -> int:
     mutant = by_name(name)
     if mutant is not BASELINE:
         install(mutant)
+    from seglog_awsmodel.faults import FaultKind
     from seglog_sim import quiet_logs
     from seglog_sim.run import run_seed
+    from seglog_sim.scenario import Scenario
 
     quiet_logs()
+    scenario = Scenario(armed=tuple(FaultKind(k) for k in mutant.arms)) if mutant.arms else None
 
     started = time.perf_counter()
     outcome: dict[str, object] = {"mutant": name, "killed": False, "seeds_run": 0}
     waste: Counter[str] = Counter()
     for seed in range(start, start + seeds):
-        result = run_seed(seed)
+        result = run_seed(seed, scenario)
         outcome["seeds_run"] = seed - start + 1
         waste.update(result.waste)
         outcome["waste"] = dict(waste)
         if not result.ok:
             outcome.update(killed=True, seed=seed, violations=[str(v) for v in result.violations[:3]])
             if report_dir is not None:
-                outcome["report"] = str(_draw(name, seed, report_dir))
+                outcome["report"] = str(_draw(name, seed, scenario, report_dir))
             break
     outcome["seconds"] = round(time.perf_counter() - started, 2)
     print(json.dumps(outcome), flush=True)
     return 0
 
 
-def _draw(name: str, seed: int, directory: str) -> object:
+def _draw(name: str, seed: int, scenario: Scenario | None, directory: str) -> object:
     from pathlib import Path
 
     from seglog_report.html import publish
     from seglog_sim.timeline import seeds_report
 
     replay = f"seglog simulate --mutants --mutant {name} --seed {seed} --seeds 1"
-    report = seeds_report([seed], None, command=replay, title=f"mutant {name}: seed {seed}",
+    report = seeds_report([seed], scenario, command=replay, title=f"mutant {name}: seed {seed}",
                           replay=lambda _: replay)
     return publish(report, Path(directory))[0]
 
