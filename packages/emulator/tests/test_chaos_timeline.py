@@ -125,8 +125,9 @@ def test_the_meter_adds_up_the_lines(tmp_path: Path) -> None:
 
 
 def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
-    data = draw(tmp_path, [Violation(invariant="I3", log_id=LOG, segment=0, entry=10,
-                                     message="the snapshot is not the fold of the log")])
+    given = Violation(invariant="I3", log_id=LOG, segment=0, entry=10,
+                      message="the snapshot is not the fold of the log")
+    data = draw(tmp_path, [given])
     [violation] = data.violations
     assert (violation.invariant, violation.log_id, violation.segment, violation.entry) == ("I3", LOG, 0, 10)
     outlined = {s.ids.get("request_id") or s.lane for s in data.spans if s.highlight}
@@ -135,3 +136,4 @@ def test_a_violation_outlines_what_touched_its_entry(tmp_path: Path) -> None:
     assert {"r-router", "r-w1", "r-w2", f"snapshot {LOG[:8]} 0/10"} == outlined
     assert sorted(m.kind for m in data.markers if m.highlight) == ["crash point mid_chunk", "worker_crash"]
     assert violation.at is not None and not data.ok
+    assert given.at is None  # the report's copy got the time, the caller's violation is as it was

@@ -8,6 +8,7 @@ wall-clock runs, 0 for simulated ones).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -143,11 +144,14 @@ class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
         return sorted(seen, key=lambda lane: seen[lane])
 
 
-def outline(violations: list[Violation], spans: list[Span], markers: list[Marker], *, link: str) -> None:
+def outline(violations: Sequence[Violation], spans: list[Span], markers: list[Marker], *, link: str
+            ) -> list[Violation]:
     """Mark the events that led to each violation: the spans on its log (on its entry, when it names one), and
-    the markers on it or sharing the ``link`` id (request_id, task) with one of those spans; a violation without
-    a time gets the end of the last of them."""
-    for violation in violations:
+    the markers on it or sharing the ``link`` id (request_id, task) with one of those spans. Returns the
+    violations for the report: copies, a violation without a time given the end of the last of them (the
+    caller's are left as they were)."""
+    found = [msgspec.structs.replace(v) for v in violations]
+    for violation in found:
         if violation.log_id is None:
             continue
         linked: set[str | int] = set()
@@ -162,6 +166,7 @@ def outline(violations: list[Violation], spans: list[Span], markers: list[Marker
         ends = [span.end for span in spans if span.highlight]
         if violation.at is None and ends:
             violation.at = max(ends)
+    return found
 
 
 def _touches(ids: Ids, violation: Violation) -> bool:

@@ -16,8 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from seglog_core.violations import Violation
 from seglog_emulator.chaos.runlog import CRASH_EVENT, json_lines
 from seglog_emulator.chaos.watch import SnapshotLife
@@ -49,8 +47,7 @@ def run_data(*, run: int, seed: int, started_at: float, seconds: float, records:
     markers = _markers(records, _faults(fault_log), lane_of_pid, started_at)
     meter.appends = sum(1 for t in tries if t.acknowledged)
     meter.api_requests = len(tries)
-    found = [msgspec.structs.replace(v) for v in violations]  # the report fills in ``at``
-    outline(found, spans, markers, link="request_id")
+    found = outline(violations, spans, markers, link="request_id")
     latencies = {"append": _append_latencies(tries),
                  "snapshot": [round(s.end - s.start, 3) for s in spans if s.group == "snapshot"
                               and s.outcome == "completed"],
