@@ -7,6 +7,7 @@ directory, and every artifact directory holds its own record as ``artifact.json`
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Final
 
@@ -89,7 +90,7 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{id(self)}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.{id(self)}.tmp")  # processes may write it side by side
         tmp.write_bytes(self.encode())
         tmp.replace(path)
 

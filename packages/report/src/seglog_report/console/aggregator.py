@@ -41,6 +41,8 @@ STALE_SECONDS: Final = 60.0
 #: timeout (30 s in the template) and a retry pause (at most 2 s, seglog_awsmodel.stream_batches), and two in a
 #: row are rare at the demo's rates. Past a minute and still growing, the poller is not getting through: it
 #: stopped trying, or fails the same way each time (issue 19: one restart fired in every new poller process).
+#: This is a warning, so it comes early: the simulator fails a seed only past seglog_sim.liveness.stream_bound
+#: (162.75 s: five such tries in a row, which no seed of 1-5,300 came near).
 STALLED_AGE_MS: Final = 60_000.0
 #: Reports in a row (every 5 s, seglog_emulator.pollers.usage) whose age grew: "keeps growing", not one slow batch.
 STALLED_PERIODS: Final = 2
