@@ -23,7 +23,7 @@ FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
 
 
 def _log(stores: tuple[LogStore, BlobStore], **kw: object) -> EventLog:
-    return EventLog(store=stores[0], blobs=stores[1], retry=FAST, **kw)  # type: ignore[arg-type]
+    return EventLog(store=stores[0], blobs=stores[1], **{"retry": FAST, **kw})  # type: ignore[arg-type]
 
 
 def test_appends_get_consecutive_nums_from_one(stores: tuple[LogStore, BlobStore]) -> None:
@@ -33,13 +33,50 @@ def test_appends_get_consecutive_nums_from_one(stores: tuple[LogStore, BlobStore
     assert nums == [1, 2, 3, 4, 5]
 
 
-def test_a_second_client_with_a_stale_tail_retries_past_the_conflict(stores: tuple[LogStore, BlobStore]) -> None:
-    a, b = _log(stores), _log(stores)
+def test_a_second_client_with_a_stale_tail_rebases_past_the_conflict_without_a_read_or_a_pause(
+        stores: tuple[LogStore, BlobStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20: a put that loses gets the winner's item back (ReturnValuesOnConditionCheckFailure=ALL_OLD on
+    DynamoDB, DynamoDB Local and LocalStack; the simulator's and the in-memory stores alike), and the writer tries
+    the next num at once: no Query for the tail, no backoff."""
+    pauses: list[float] = []
+    a = _log(stores, retry=RetryPolicy(max_attempts=8, base=5.0, cap=5.0, sleep=pauses.append))
+    b = _log(stores)
     log_id = a.create()
     b.append(log_id, SetCell(row=1, col=1, value="b"))
-    b.append(log_id, SetCell(row=1, col=1, value="b"))
+    reads: list[int] = []
+    latest = stores[0].latest_entry
+    monkeypatch.setattr(stores[0], "latest_entry", lambda *args: reads.append(1) or latest(*args))
+
     done = a.append(log_id, SetCell(row=1, col=1, value="a"))  # a's cached tail says 0: 1 is taken
-    assert (done.entry.num, done.attempts) == (3, 2)
+
+    assert (done.entry.num, done.attempts) == (2, 2)
+    assert (reads, pauses) == ([], [])
+
+
+def test_a_second_conflict_in_a_row_backs_off_and_reads_and_a_stale_tail_is_read_instead(
+        stores: tuple[LogStore, BlobStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lost again right after a rebase, the writer pauses once and reads where the tail got to (others are
+    writing: rebasing after a pause would walk up one num per conflict). A tail older than ``tail_ttl`` is never
+    rebased on (a conflict proves a num taken, not the segment open: retention may have retired it)."""
+    clock = [1_000.0]
+    pauses: list[float] = []
+    a = _log(stores, retry=RetryPolicy(max_attempts=8, base=0.01, cap=0.01, sleep=pauses.append),
+             clock=lambda: clock[0])
+    b = _log(stores)
+    log_id = a.create()
+    for _ in range(4):
+        b.append(log_id, SetCell(row=1, col=1, value="b"))
+    reads: list[int] = []
+    latest = stores[0].latest_entry
+    monkeypatch.setattr(stores[0], "latest_entry", lambda *args: reads.append(1) or latest(*args))
+
+    done = a.append(log_id, SetCell(row=1, col=1, value="a"))  # tries 1, 2 (rebased), pauses, reads 4, writes 5
+    assert (done.entry.num, done.attempts, len(pauses), len(reads)) == (5, 3, 1, 1)
+
+    b.append(log_id, SetCell(row=1, col=1, value="b"))
+    clock[0] += 61.0  # past tail_ttl: the cached tail (5) is read again, not written after
+    done = a.append(log_id, SetCell(row=1, col=1, value="a"))
+    assert (done.entry.num, done.attempts, len(reads)) == (7, 1, 2)
 
 
 def test_expected_version_conflict_returns_the_holder(stores: tuple[LogStore, BlobStore]) -> None:

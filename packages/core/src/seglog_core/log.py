@@ -78,6 +78,13 @@ class EventLog:
         cache_tail: try ``tail + 1`` first (one PutItem, no Query) when this client knows the tail.
         tail_ttl: seconds a known tail is trusted without a read (None: for ever). Keep it at most the
             retention horizon (the stack's RetentionMinAgeSeconds) when retention runs: see :meth:`_fresh`.
+        rebases_before_backoff: the conflict lost in a row that backs off (and reads the tail again); those
+            before it are retried at once at the winner's num + 1 (:meth:`append`). Measured with
+            bench_contention (16 writers x 10 on DynamoDB Local): retrying at once every time costs about 8.5
+            puts per append (the losers of each round all meet again at the next num) and 0.11x goodput; one
+            rebase, then a pause and a read: 2.4 puts per append, goodput as with none (116-124 against
+            107-111 appends/s, within the noise). A rebase still saves the read and the pause where two
+            writers meet.
     """
 
     store: LogStore
@@ -88,6 +95,7 @@ class EventLog:
     large_threshold: int = DEFAULT_LARGE_THRESHOLD
     cache_tail: bool = True
     tail_ttl: float | None = 60.0
+    rebases_before_backoff: int = 2
     #: Checks a document body before anything is written (rows and columns in range, values not too large).
     validate: Callable[[Body], None] = validate_body
     #: Snapshot policy: the writer of an entry whose num is a multiple of this appends a Snapshot entry.
@@ -160,21 +168,26 @@ class EventLog:
         tail = self._tail(log_id)
         maybe_at: int | None = None  # the lowest num where an earlier try of this entry may have landed
         bound = structlog.contextvars.bound_contextvars
-        for attempt in range(1, self.retry.max_attempts + 1):
+        attempt = 1  # the retry policy's count: a rebase retried at once spends none
+        tries = 0  # every try, rebases included (Appended.attempts)
+        rebases = 0  # conflicts lost in a row and retried at once at the winner's num + 1
+        while True:
             num = -1
-            with bound(log_id=str(log_id), segment=tail.segment, attempt=attempt):
+            tries += 1
+            with bound(log_id=str(log_id), segment=tail.segment, attempt=tries):
                 try:
                     if maybe_at is not None:
                         found = self._find_entry_id(log_id, tail, maybe_at, entry_id)
                         if found is not None:
-                            return self.deduplicated(prepared, found, attempt)
-                    nxt = self._next_num(log_id, tail, entry_id, expected, attempt)
+                            return self.deduplicated(prepared, found, tries)
+                    nxt = self._next_num(log_id, tail, entry_id, expected,
+                                          trusted=rebases > 0 or (attempt == 1 and self.cache_tail))
                     if isinstance(nxt, Entry):
-                        return self.deduplicated(prepared, nxt, attempt)
+                        return self.deduplicated(prepared, nxt, tries)
                     num = nxt
                     entry = prepared.at(tail.segment, num, int(self.clock()))
                     self.store.put_entry(entry)
-                    landed = self.landed(entry, attempt)
+                    landed = self.landed(entry, tries)
                     self.apply_policy_after(entry)
                     return landed
                 except errors.ItemExistsError as exc:
@@ -182,24 +195,48 @@ class EventLog:
                     if existing is None and (expected is not None or maybe_at is not None):
                         existing = self.store.get_entry(log_id, tail.segment, num)
                     if existing is not None and existing.entry_id == entry_id:
-                        return self.deduplicated(prepared, existing, attempt)
+                        return self.deduplicated(prepared, existing, tries)
                     tail.num = None
                     tail.taken = max(tail.taken, num)
                     if expected is not None:
                         raise errors.VersionConflictError(log_id, tail.segment, num, existing) from exc
                     if existing is not None and existing.type is EntryType.END_SEGMENT:
                         self._follow_end(tail, existing)
+                        rebases = 0
+                        attempt += 1
+                        if attempt > self.retry.max_attempts:
+                            break
                         continue
-                    log.debug("append conflict", entry=num)
+                    if existing is not None and self._fresh(tail):
+                        # Rebase without reading (issue 20): the conditional put that lost brought the winner's
+                        # item back (ReturnValuesOnConditionCheckFailure=ALL_OLD), so the next free num is the
+                        # winner's + 1; no Query, no pause. Never past a free num: only a num a holder was
+                        # returned for is skipped, which keeps every copy of an entry id meeting its first
+                        # (the check above). ``checked`` stays as it was: the conflict proves the num taken,
+                        # not the segment open (_fresh). Lost repeatedly, it backs off below, then goes on.
+                        rebases += 1
+                        log.debug("append conflict, rebased", entry=num, rebases=rebases)
+                        if rebases % self.rebases_before_backoff:
+                            tail.num = num
+                            continue
+                        # Lost repeatedly: others are writing too. Pause, then read where the tail got to (a
+                        # rebase after the pause would walk up one num per conflict: bench_contention).
+                        rebases = 0
+                    else:
+                        rebases = 0
+                        log.debug("append conflict", entry=num)
                 except errors.StoreError as exc:
                     if not exc.retryable:
                         raise
                     if num >= 0 and getattr(exc, "outcome_unknown", False):
                         maybe_at = num if maybe_at is None else min(maybe_at, num)
                     tail.num = None
+                    rebases = 0
                     log.info("append retry", error=type(exc).__name__, code=exc.code)
-                if attempt < self.retry.max_attempts:
-                    self.retry.backoff(attempt)
+            if attempt >= self.retry.max_attempts:
+                break
+            self.retry.backoff(attempt)
+            attempt += 1
         raise errors.AppendContentionError(log_id, self.retry.max_attempts)
 
     def prepare(self, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID) -> Prepared:
@@ -257,12 +294,13 @@ class EventLog:
         return tail
 
     def _next_num(
-        self, log_id: uuid.UUID, tail: _Tail, entry_id: uuid.UUID, expected: int | None, attempt: int
+        self, log_id: uuid.UUID, tail: _Tail, entry_id: uuid.UUID, expected: int | None, *, trusted: bool
     ) -> int | Entry:
-        """The num to write next, or the entry itself when the latest entry already is ours."""
+        """The num to write next, or the entry itself when the latest entry already is ours. ``trusted``: the
+        known tail may be written after without a read (a first try with ``cache_tail``, or a rebase)."""
         if expected is not None:
             return expected
-        if self.cache_tail and tail.num is not None and attempt == 1 and self._fresh(tail):
+        if tail.num is not None and trusted and self._fresh(tail):
             return tail.num + 1
         while True:
             latest = self.store.latest_entry(log_id, tail.segment)
@@ -278,6 +316,8 @@ class EventLog:
                 continue
             if latest.entry_id == entry_id:
                 return latest
+            # The read proves the segment open now: a conflict at the num it gives may rebase (append).
+            tail.checked = self.clock()
             return max(latest.num, tail.taken) + 1
 
     def _fresh(self, tail: _Tail) -> bool:

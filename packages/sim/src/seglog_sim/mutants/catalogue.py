@@ -145,9 +145,9 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="                    if False:",
            breaks="the library's append forgets where a lost answer may have landed and writes the entry again"),
     Mutant(name="policy_fails_append", module=_LOG,
-           old="                    landed = self.landed(entry, attempt)\n"
+           old="                    landed = self.landed(entry, tries)\n"
                "                    self.apply_policy_after(entry)",
-           new="                    landed = self.landed(entry, attempt)\n"
+           new="                    landed = self.landed(entry, tries)\n"
                "                    self._apply_policy(entry)",
            breaks="a failed snapshot policy after a landed append fails the append, which is then written again "
                   "(a bug chaos found)"),
