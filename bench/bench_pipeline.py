@@ -35,6 +35,7 @@ chaos      a Campaign (fresh resources, CHAOS_PARAMETERS) runs seeded runs with 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -47,10 +48,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.support import Headline, local_deployment, median, options, percentile, profiles, quiet_logs
+from bench.support import Headline, deployed, median, percentile
 from seglog_aws.backend import Backend
 from seglog_awsmodel.template import default_template_path
 from seglog_client import START, Credentials, SeglogClient, set_cell
+from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
 from seglog_emulator.chaos import Campaign, RunReport, Workload
 from seglog_emulator.chaos.runner import _SupervisorProcess
 from seglog_emulator.chaos.watch import SnapshotWatcher
@@ -298,6 +300,11 @@ def report(measured: Measured, records: list[dict[str, Any]]) -> list[Headline]:
               + ", ".join(f"{service} {n:.1f}" for service, n in mean.items()) + ")")
     if missing:
         print(f"  ! {missing} snapshot(s) not complete {DRAIN_SECONDS:.0f} s after the clients stopped")
+    idle = idling(steady, [r for r in records if wall(r) >= measured.since])
+    print(f"  snapshot worker: {idle.billed_ms:,.0f} ms billed over {idle.invocations} invocations for "
+          f"{idle.completed} completed snapshots ({idle.per_snapshot_ms:,.0f} ms per completed snapshot); "
+          f"{len(idle.waits)} order waits, longest {max(idle.waits, default=0.0):.2f} s "
+          f"({idle.waited_done} ended with the predecessors done; bound {ORDER_WAIT_SECONDS:g} s)")
 
     p50, p99 = percentile(latency, 50), percentile(latency, 99)
     hop50, hop99 = percentile(to_router, 50) * 1000, percentile(to_router, 99) * 1000
@@ -316,11 +323,43 @@ def report(measured: Measured, records: list[dict[str, Any]]) -> list[Headline]:
                                                                              sorted(inits.items())) or "none seen")
                         + (f"; {sum(late_cold.values())} more during the steady state" if late_cold else ""),
                  target="context, not in the latency above", met=None),
+        Headline(name="snapshot worker billed per completed snapshot, no faults",
+                 figure=f"{idle.per_snapshot_ms:,.0f} ms ({idle.invocations} invocations, {idle.completed} "
+                        f"completed); longest order wait {max(idle.waits, default=0.0):.2f} s",
+                 target=f"no order wait over {ORDER_WAIT_SECONDS:g} s",
+                 met=idle.completed > 0 and max(idle.waits, default=0.0) <= ORDER_WAIT_SECONDS),
         Headline(name="stream record -> router hop",
                  figure=f"p50 {hop50:.0f} ms, p99 {hop99:.0f} ms ({len(to_router)} records; routed -> snapshot "
                         f"complete p50 {median(to_job) * 1000:.0f} ms)",
                  target=f"p50 <= {HOP_TARGET_MS:.0f} ms", met=bool(to_router) and hop50 <= HOP_TARGET_MS),
     ]
+
+
+@dataclass
+class Idling:
+    """What the snapshot worker was billed for in the steady state, and the order waits inside it."""
+
+    invocations: int
+    billed_ms: float
+    completed: int
+    waits: list[float]
+    waited_done: int
+
+    @property
+    def per_snapshot_ms(self) -> float:
+        return self.billed_ms / self.completed if self.completed else float("nan")
+
+
+def idling(invocations: list[dict[str, Any]], records: list[dict[str, Any]]) -> Idling:
+    """The worker's billed time (Lambda bills each invocation's duration rounded up to the ms) per completed
+    snapshot, and every order wait the worker logged (seglog_core.pipeline.worker: "order wait")."""
+    worker = [r for r in invocations if "SnapshotWorker" in str(r.get("function", ""))]
+    waits = [r for r in records if r.get("event") == "order wait"]
+    return Idling(invocations=len(worker), billed_ms=sum(math.ceil(float(r.get("duration_ms", 0))) for r in worker),
+                  completed=sum(1 for r in records if r.get("event") == "snapshot job"
+                                and r.get("outcome") == "completed"),
+                  waits=[float(r.get("waited", 0.0)) for r in waits],
+                  waited_done=sum(1 for r in waits if r.get("predecessors_done")))
 
 
 # ------------------------------------------------------------------------------------------------ chaos
@@ -362,15 +401,5 @@ def chaos(deployment: LocalDeployment, quick: bool, state_root: Path) -> tuple[l
                      met=per_minute >= CHAOS_TARGET and result.ok)], not result.ok
 
 
-def main() -> None:
-    args = options(__doc__.splitlines()[0]).parse_args()
-    quiet_logs()
-    summary: list[str] = []
-    for profile in profiles(args.profile):
-        with local_deployment(profile) as deployment:
-            summary += [h.line(profile) for h in run(deployment, args.quick)]
-    print("\n" + "\n".join(summary))
-
-
 if __name__ == "__main__":
-    main()
+    deployed(__doc__.splitlines()[0], run)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,9 +23,11 @@ from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline import Backoff, Outcome, SnapshotWorker
 from seglog_core.pipeline.backoff import LAMBDA_MAX_TIMEOUT, SQS_MAX_VISIBILITY
+from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
 from seglog_core.ports import QueueMessage
 from seglog_core.reader import LogReader
 from seglog_core.schema import Entry, PendingSnapshot, SetCell, SnapshotJob
+from seglog_services import snapshot_worker
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,3 +124,29 @@ def test_hides_grow_to_the_longest_and_stay_inside_sqs_12_hours_from_the_receive
     with pytest.raises(ValueError, match="12 h"):
         Backoff(longest=SQS_MAX_VISIBILITY)
 
+
+
+def test_an_early_job_idles_no_longer_than_the_order_wait_bound_then_defers() -> None:
+    """No paid idling (issue 20): the function's worker waits for an earlier snapshot at most
+    ``ORDER_WAIT_SECONDS`` (about where a second of billed waiting costs what a deferral does), then hides its
+    message. Before, it waited 3 s in the invocation."""
+    store, blobs, pending = InMemoryLogStore(), InMemoryBlobStore(), InMemoryPendingStore()
+    queue = HidingQueue(clock=lambda: 1_000.0)
+    log = EventLog(store=store, blobs=blobs, clock=lambda: 1_000.0)
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    first = log.append_snapshot(log_id)  # being built by someone else: its pending item is there, never done
+    pending.create(PendingSnapshot(log_id=log_id, segment=first.segment, entry=first.num, created=1_000,
+                                   modified=1_000))
+    log.append(log_id, SetCell(row=2, col=1, value=2))
+    ours = log.append_snapshot(log_id)
+    slept: list[float] = []
+    backend = SimpleNamespace(store=store, blobs=blobs, pending=pending, queue=queue,
+                              reader=lambda: LogReader(store=store))
+    worker = snapshot_worker.worker(backend, {}, clock=lambda: 1_000.0, sleep=slept.append)  # type: ignore[arg-type]
+    assert worker.order_wait == ORDER_WAIT_SECONDS <= 0.5
+    queue.send(SnapshotJob(log=str(log_id), segment=ours.segment, entry=ours.num))
+    message, = queue.receive()
+    assert worker.process(message) is Outcome.DEFERRED
+    assert 0 < sum(slept) <= ORDER_WAIT_SECONDS + 1e-9
+    assert queue.hidden >= 1

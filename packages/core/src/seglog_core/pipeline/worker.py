@@ -290,7 +290,11 @@ class SnapshotWorker:
             plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
             if plan.incomplete or earlier:
                 order.ensure_predecessors(log_id, plan.incomplete, earlier, now)
-                if order.await_predecessors(log_id, segment, entry, remaining, margin):
+                waited = order.await_predecessors(log_id, segment, entry, remaining, margin)
+                # Billed idling (issue 20): bench_pipeline reads these lines for the waits a run paid for.
+                log.info("order wait", waited=round(waited.seconds, 3), predecessors_done=waited.done,
+                         earlier=len(earlier), incomplete=len(plan.incomplete))
+                if waited.done:
                     plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
         except errors.UnknownEntryTypeError as exc:  # read from the log: the adapter says where
             return self._blocked(message, snapshot, SnapshotBlockedError(exc, segment=exc.segment,
