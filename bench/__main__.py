@@ -22,6 +22,7 @@ from bench import (
     bench_auth,
     bench_console,
     bench_contention,
+    bench_cost,
     bench_fold,
     bench_latency,
     bench_load,
@@ -80,6 +81,7 @@ def main() -> None:
                 lines += [h.line(profile) for h in bench(backend, args.quick)]
                 sys.stdout.flush()
             lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
+            lines += [h.line(profile) for h in bench_cost.run(deployment, args.quick)]
             sys.stdout.flush()
     lines += [h.line() for h in fold(args.quick)]
     print("\n## SigV4 authorization (bench_auth)")

@@ -153,10 +153,16 @@ def profiles(choice: str) -> tuple[str, ...]:
 
 def standalone(description: str, run: Callable[[Backend, bool], list[Headline]]) -> None:
     """``python -m bench.<module>``: run one benchmark on each chosen profile and print its headlines."""
+    deployed(description, lambda deployment, quick: run(deployment.backend(), quick))
+
+
+def deployed(description: str, run: Callable[[LocalDeployment, bool], list[Headline]]) -> None:
+    """:func:`standalone` for a benchmark that runs the emulator: ``run`` gets each chosen profile's bench stack
+    (its endpoints too, to provision resources of its own)."""
     args = options(description).parse_args()
     quiet_logs()
     summary: list[str] = []
     for profile in profiles(args.profile):
-        with local_backend(profile) as backend:
-            summary += [h.line(profile) for h in run(backend, args.quick)]
+        with local_deployment(profile) as deployment:
+            summary += [h.line(profile) for h in run(deployment, args.quick)]
     print("\n" + "\n".join(summary))

@@ -38,3 +38,20 @@ def test_the_worker_process_needs_nothing_a_function_artifact_lacks() -> None:
     assert ran.returncode == 0, ran.stderr
     found = ran.stdout
     assert "seglog_report" not in found and "seglog_emulator.usage" in found
+
+
+def test_writes_a_condition_refused_are_counted_with_their_service() -> None:
+    """Failed conditional writes per committed append (issue 20, bench_cost): botocore's after-call sees the error
+    answer, a plain refusal or a transaction cancelled by a condition; other errors are not counted."""
+    usage = UsageCounter()
+    usage.add("dynamodb", "PutItem", {"Error": {"Code": "ConditionalCheckFailedException"}})
+    usage.add("dynamodb", "TransactWriteItems", {"Error": {"Code": "TransactionCanceledException"},
+                                                 "CancellationReasons": [{"Code": "None"},
+                                                                         {"Code": "ConditionalCheckFailed"}]})
+    usage.add("dynamodb", "TransactWriteItems", {"Error": {"Code": "TransactionCanceledException"},
+                                                 "CancellationReasons": [{"Code": "TransactionConflict"}]})
+    usage.add("dynamodb", "PutItem", {"Error": {"Code": "ThrottlingException"}})
+    usage.add("dynamodb", "PutItem", {"ConsumedCapacity": {"CapacityUnits": 1.0}})
+    row = usage.totals()["dynamodb"]
+    assert (row["requests"], row["conditional_failures"]) == (5.0, 2.0)
+    assert "conditional_failures" not in UsageCounter().totals().get("dynamodb", {})

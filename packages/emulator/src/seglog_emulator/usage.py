@@ -18,7 +18,8 @@ from seglog_aws.meter import Meter, s3_request_class
 
 Usage = dict[str, dict[str, float]]
 """``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB; S3 adds ``write_requests``
-and ``free_requests``, its requests in the PUT/COPY/POST/LIST tier and the free DELETEs, for the cost ledger)."""
+and ``free_requests``, its requests in the PUT/COPY/POST/LIST tier and the free DELETEs, for the cost ledger;
+DynamoDB adds ``conditional_failures``, the writes a condition refused, when there were any)."""
 
 
 class UsageCounter:
@@ -28,6 +29,8 @@ class UsageCounter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._meters: dict[str, Meter] = {}
+        #: Writes a condition refused, per service (billed like any write: issue 20's failed conditional writes).
+        self._refused: dict[str, int] = {}
 
     def attach(self, client: Any) -> None:
         service = client.meta.service_model.service_name
@@ -42,14 +45,18 @@ class UsageCounter:
     def add(self, service: str, operation: str, parsed: dict[str, Any]) -> None:
         with self._lock:
             meter = self._meters.setdefault(service, Meter())
+            if refused_by_condition(parsed):
+                self._refused[service] = self._refused.get(service, 0) + 1
         meter.record(operation, parsed.get("ConsumedCapacity") if isinstance(parsed, dict) else None)
 
     def totals(self) -> Usage:
         with self._lock:
-            meters = dict(self._meters)
+            meters, refused = dict(self._meters), dict(self._refused)
         totals: Usage = {}
         for service, meter in meters.items():
             row = {"requests": 0.0, "rcu": 0.0, "wcu": 0.0}
+            if service in refused:
+                row["conditional_failures"] = float(refused[service])
             for operation, figures in meter.snapshot().items():
                 for key, name in (("requests", "calls"), ("rcu", "rcu"), ("wcu", "wcu")):
                     row[key] += float(figures[name])
@@ -69,6 +76,20 @@ class UsageCounter:
             if diff.get("requests"):
                 delta[service] = diff
         return delta
+
+
+def refused_by_condition(parsed: Any) -> bool:
+    """Whether a DynamoDB answer is a write its condition refused: ConditionalCheckFailedException, or a transaction
+    cancelled with a ConditionalCheckFailed reason (botocore's ``after-call`` sees error answers too)."""
+    error = parsed.get("Error") if isinstance(parsed, dict) else None
+    if not isinstance(error, dict):
+        return False
+    code = error.get("Code")
+    if code == "ConditionalCheckFailedException":
+        return True
+    reasons = parsed.get("CancellationReasons") or []
+    return code == "TransactionCanceledException" and any(
+        isinstance(r, dict) and r.get("Code") == "ConditionalCheckFailed" for r in reasons)
 
 
 def add_usage(total: Usage, more: Usage | None) -> None:

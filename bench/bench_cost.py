@@ -1,0 +1,172 @@
+"""The steady state's price: appends through the emulator's HTTP API, no faults, snapshots at the template's
+policy, priced by the cost ledger (issue 20; target: at most $2.50 per million appends).
+
+Run: uv run --no-sync python -m bench.bench_cost [--profile dynamodb-local|localstack|both] [--quick]
+
+The emulator runs the template as it deploys (its defaults: SnapshotEvery 1000, each function's MemorySize) on
+resources of its own, without faults. A warm-up sheet gets a few edits first, so every function's cold start is
+behind us: the steady state is what a busy deployment pays, and a cold start during it is billed with it (Init
+included, as Lambda bills it). Then CLIENTS sheets are edited at once, each by one signed client appending as
+fast as its answers come, until APPENDS appends were acknowledged; the pipeline drains (every Snapshot entry
+complete) and the emulator stops.
+
+Everything is metered from the emulator's log lines after the warm-up, as the chaos report and the live console
+meter them (seglog_report.metering): each invocation's billed duration and memory, the AWS requests its
+handler made and the capacity they consumed, the pollers' own requests, and the appends the API acknowledged.
+The ledger prices them at list prices; durations are measured on this machine, where the local stack shares two
+cores with the functions, so they are an upper bound for AWS.
+
+Printed: the ledger; $ per million appends; Lambda billed ms per append (the API's, and every function's) and
+per completed snapshot (the worker's); failed conditional writes per committed append (writes a condition
+refused, counted by each function's SDK: seglog_emulator.usage).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.bench_pipeline import Measured, drain, edit_concurrently, read_log, wall
+from bench.support import Headline, deployed
+from seglog_awsmodel.template import default_template_path, load_template
+from seglog_client import SeglogClient
+from seglog_emulator.chaos.runner import _SupervisorProcess
+from seglog_emulator.chaos.watch import SnapshotWatcher
+from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.supervisor import free_port
+from seglog_report.cost import Ledger, ledger
+from seglog_report.metering import Metering
+from seglog_stack import local
+from seglog_stack.local import LocalDeployment
+
+TARGET = 2.50
+APPENDS, QUICK_APPENDS = 5_000, 500
+#: Sheets edited at once, one client each (5,000 appends make 1,250 a sheet: one snapshot each at the default).
+CLIENTS = 4
+WARM_EDITS = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class Priced:
+    """The steady state's bill and the figures per append and per snapshot."""
+
+    ledger: Ledger
+    appends: int
+    snapshots: int
+    billed_ms: dict[str, float]
+    invocations: dict[str, int]
+    conditional_failures: int
+
+    def per_append_ms(self, function: str | None = None) -> float:
+        billed = sum(self.billed_ms.values()) if function is None else self.billed_ms.get(function, 0)
+        return billed / self.appends if self.appends else float("nan")
+
+    def per_snapshot_ms(self) -> float:
+        worker = sum(ms for name, ms in self.billed_ms.items() if "SnapshotWorker" in name)
+        return worker / self.snapshots if self.snapshots else float("nan")
+
+
+def price(records: list[dict[str, Any]], since: float) -> Priced:
+    """Meter the log lines from ``since`` on and price them."""
+    metering = Metering()
+    failures = snapshots = 0
+    for record in records:
+        if wall(record) < since:
+            continue
+        event = record.get("event")
+        if event == "invocation":
+            metering.invocation(record)
+            usage = record.get("usage") or {}
+            failures += int(float((usage.get("dynamodb") or {}).get("conditional_failures", 0)))
+        elif event == "poller usage":
+            metering.poller(record)
+        elif event == "request":
+            metering.request(record)
+        elif event == "snapshot job" and record.get("outcome") == "completed":
+            snapshots += 1
+    meter = metering.meter
+    return Priced(ledger=ledger(meter), appends=meter.appends, snapshots=snapshots,
+                  billed_ms={name: use.billed_ms for name, use in meter.functions.items()},
+                  invocations={name: use.invocations for name, use in meter.functions.items()},
+                  conditional_failures=failures)
+
+
+def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
+    appends = QUICK_APPENDS if quick else APPENDS
+    template = default_template_path()
+    every = int(load_template(template).body["Parameters"]["SnapshotEvery"]["Default"])
+    stack = f"bench-cost-{uuid.uuid4().hex[:6]}"
+    work = Path(tempfile.mkdtemp(prefix="seglog-bench-cost-"))
+    log_path = work / "emulator.log"
+    print(f"\n## steady state through the HTTP API, priced ({appends:,} appends on {CLIENTS} sheets, "
+          f"SnapshotEvery={every}, no faults)", flush=True)
+    pipe = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
+                           stack_name=stack, template=template)
+    measured = Measured()
+    keep = True
+    try:
+        settings = EmulatorSettings(deployment=pipe, template=template, stack=stack, state_dir=work / "emulator",
+                                    port=free_port())
+        supervisor = _SupervisorProcess(settings, None, log_path)
+        try:
+            supervisor.start()
+            url, credentials = settings.api_url, settings.api_credentials[0]
+            client = SeglogClient(url, credentials=credentials)
+            edit_concurrently(url, credentials, [client.create().log_id], measured, rate=20.0, count=WARM_EDITS)
+            sheets = [client.create().log_id for _ in range(CLIENTS)]
+            measured.acks.clear()
+            measured.since = time.time()
+            started = time.monotonic()
+            edit_concurrently(url, credentials, sheets, measured, rate=1_000.0, count=-(-appends // CLIENTS))
+            measured.seconds = time.monotonic() - started
+            measured.load = os.getloadavg()[0]
+            expected = sum(1 for (_, _, num) in measured.acks if num % every == 0)
+            watcher = SnapshotWatcher(pipe.backend(), sheets).start()
+            try:
+                drain(watcher, expected=expected)
+            finally:
+                watcher.stop()
+        finally:
+            supervisor.stop()
+        priced = price(read_log(log_path), measured.since)
+        keep = False
+    finally:
+        local.deprovision(deployment.endpoints, region=deployment.region, stack_name=stack, template=template)
+        if keep:
+            print(f"emulator logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return report(priced, measured)
+
+
+def report(priced: Priced, measured: Measured) -> list[Headline]:
+    print(f"{len(measured.acks):,} appends acknowledged in {measured.seconds:.1f} s "
+          f"({len(measured.acks) / max(measured.seconds, 1e-9):.0f}/s), load average {measured.load:.1f} on "
+          f"{os.cpu_count()} CPUs; {priced.snapshots} snapshots completed")
+    for failure in measured.failures[:5]:
+        print(f"  ! client gave up: {failure}")
+    print(priced.ledger.render())
+    print("durations are measured on this machine, where the local stack shares the CPUs: an upper bound for AWS")
+    for name in sorted(priced.billed_ms):
+        print(f"  {name}: {priced.invocations[name]:,} invocations, {priced.billed_ms[name]:,.0f} ms billed, "
+              f"{priced.per_append_ms(name):.2f} ms per append")
+    per_million = priced.ledger.per_million_appends
+    failures = priced.conditional_failures / priced.appends if priced.appends else float("nan")
+    print(f"Lambda billed per append: {priced.per_append_ms():.2f} ms; snapshot worker billed per completed "
+          f"snapshot: {priced.per_snapshot_ms():,.0f} ms; failed conditional writes per committed append: "
+          f"{failures:.3f}")
+    figure = "no appends" if per_million is None else (
+        f"${per_million:.2f} ({priced.appends:,} appends, {priced.per_append_ms():.1f} Lambda ms billed each, "
+        f"{priced.per_snapshot_ms():,.0f} ms per snapshot, {failures:.2f} failed conditional writes each)")
+    return [Headline(name="steady-state $ per million appends", figure=figure, target=f"<= ${TARGET:.2f}",
+                     met=per_million is not None and not measured.failures and per_million <= TARGET)]
+
+
+if __name__ == "__main__":
+    deployed(__doc__.splitlines()[0], run)
