@@ -1,6 +1,7 @@
-"""All benchmarks: append cost, latency, contention, load time and the pipeline under the emulator (per profile,
-each on its own stack), then the fold rate, what SigV4 authorization costs a request, and the snapshot builder's
-peak memory, the deterministic simulation's seeds a minute, and the live console's memory over an hour.
+"""All benchmarks: append cost, latency, contention, load time, the pipeline under the emulator and the steady
+state's price with its MemorySize sweep (per profile, each on its own stack), then the fold rate, what SigV4
+authorization costs a request, and the snapshot builder's peak memory, the deterministic simulation's seeds a
+minute, and the live console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]

@@ -18,7 +18,8 @@ cores with the functions, so they are an upper bound for AWS.
 
 Printed: the ledger; $ per million appends; Lambda billed ms per append (the API's, and every function's) and
 per completed snapshot (the worker's); failed conditional writes per committed append (writes a condition
-refused, counted by each function's SDK: seglog_emulator.usage).
+refused, counted by each function's SDK: seglog_emulator.usage). Then bench_memory's MemorySize sweep over the same
+invocations.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import bench_memory
 from bench.bench_pipeline import Measured, drain, edit_concurrently, read_log, wall
 from bench.support import Headline, deployed
 from seglog_awsmodel.template import default_template_path, load_template
@@ -134,7 +136,9 @@ def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
                 watcher.stop()
         finally:
             supervisor.stop()
-        priced = price(read_log(log_path), measured.since)
+        records = [r for r in read_log(log_path) if wall(r) >= measured.since]
+        priced = price(records, measured.since)
+        sizes = bench_memory.sweep(r for r in records if r.get("event") == "invocation")
         keep = False
     finally:
         local.deprovision(deployment.endpoints, region=deployment.region, stack_name=stack, template=template)
@@ -142,7 +146,7 @@ def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
             print(f"emulator logs kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    return report(priced, measured)
+    return report(priced, measured) + bench_memory.report(sizes, priced.appends)
 
 
 def report(priced: Priced, measured: Measured) -> list[Headline]:

@@ -424,3 +424,17 @@ def test_close_kills_invocations_still_running_after_the_grace_period(make_invok
 
     assert [Outcome.CRASHED] == [r.outcome for r in results]
     assert time.monotonic() - started < 3
+
+
+def test_each_invocation_reports_its_cpu_time_and_the_workers_peak_memory(make_invoker: MakeInvoker) -> None:
+    """What bench_memory prices each MemorySize from (Lambda's REPORT line shows "Max Memory Used"): the CPU the
+    handler took, apart from its waiting, and the worker process's peak resident memory."""
+    invoker = make_invoker("burn")
+    with capture_logs() as logs:
+        result = invoker.invoke({"seconds": 0.2, "idle": 0.3, "mb": 64})
+    assert result.ok, result
+    assert result.cpu_ms is not None and result.max_rss_mb is not None
+    assert 180 <= result.cpu_ms < result.duration_ms - 250  # the sleep is not CPU
+    assert result.max_rss_mb >= 64
+    line, = (e for e in logs if e["event"] == "invocation")
+    assert (line["cpu_ms"], line["max_rss_mb"]) == (result.cpu_ms, result.max_rss_mb)

@@ -90,6 +90,10 @@ class InvocationResult:
     #: AWS requests the invocation made, per service (``{"dynamodb": {"requests": 3, "rcu": 1.0, ...}}``);
     #: empty when the worker died before it could say.
     usage: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: CPU time the handler took in its worker process, and the process's peak memory (Lambda's REPORT line's
+    #: "Max Memory Used"); None when the worker died before it could say.
+    cpu_ms: float | None = None
+    max_rss_mb: float | None = None
     error_type: str | None = None
     error_message: str | None = None
     stack_trace: tuple[str, ...] = ()
@@ -210,6 +214,8 @@ class LambdaInvoker:
             line["init_duration_ms"] = round(result.init_duration_ms, 1)
         if result.usage:
             line["usage"] = result.usage
+        if result.cpu_ms is not None:
+            line.update(cpu_ms=result.cpu_ms, max_rss_mb=result.max_rss_mb)
         if result.ok:
             log.info("invocation", **line)
         else:
@@ -271,11 +277,12 @@ class LambdaInvoker:
             return result(Outcome.CRASHED, error_type="Runtime.InvalidResponse",
                           error_message=f"the worker answered {reply.get('request_id')!r}, not {request_id!r}")
         self._checkin(worker)
-        usage = reply.get("usage") or {}
+        measured = {"usage": reply.get("usage") or {}, "cpu_ms": reply.get("cpu_ms"),
+                    "max_rss_mb": reply.get("max_rss_mb")}
         if reply["status"] == "success":
-            return result(Outcome.SUCCESS, payload=reply.get("payload"), usage=usage)
-        return result(Outcome.ERROR, usage=usage, error_type=reply["error_type"], error_message=reply["error_message"],
-                      stack_trace=tuple(reply.get("stack_trace", ())))
+            return result(Outcome.SUCCESS, payload=reply.get("payload"), **measured)
+        return result(Outcome.ERROR, error_type=reply["error_type"], error_message=reply["error_message"],
+                      stack_trace=tuple(reply.get("stack_trace", ())), **measured)
 
     @property
     def in_flight(self) -> int:

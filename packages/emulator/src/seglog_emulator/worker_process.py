@@ -36,6 +36,7 @@ import contextlib
 import importlib
 import json
 import os
+import resource
 import selectors
 import signal
 import subprocess
@@ -139,9 +140,14 @@ def load_handler(spec: str) -> Handler:
 def invoke(handler: Handler, request: dict[str, Any], usage: UsageCounter | None = None) -> dict[str, Any]:
     """Run one invocation and return the reply to send (never raises for the handler's exceptions).
 
-    With ``usage``, the reply carries the AWS requests the invocation made (``usage``, per service)."""
+    With ``usage``, the reply carries the AWS requests the invocation made (``usage``, per service). Every reply
+    carries the CPU time the invocation took in this process (``cpu_ms``) and the process's peak resident memory
+    so far (``max_rss_mb``, Lambda's "Max Memory Used"): bench_memory prices each MemorySize from them."""
     before = usage.totals() if usage is not None else {}
+    cpu = time.process_time()
     reply = _invoke(handler, request)
+    reply["cpu_ms"] = round((time.process_time() - cpu) * 1000, 2)
+    reply["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
     if usage is not None:
         reply["usage"] = usage.since(before)
     return reply

@@ -110,3 +110,15 @@ def imports(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return {"imports": found, "path": sys.path, "flags": {"isolated": sys.flags.isolated,
                                                           "no_site": sys.flags.no_site,
                                                           "dont_write_bytecode": sys.flags.dont_write_bytecode}}
+
+
+def burn(event: dict[str, Any], context: Any) -> int:
+    """Busy for ``event["seconds"]`` of CPU, then sleeps ``event["idle"]`` and holds ``event["mb"]`` MB meanwhile."""
+    held = bytearray(int(event.get("mb", 0)) * 1024 * 1024)
+    for i in range(0, len(held), 4096):
+        held[i] = 1  # touched, so resident
+    started, n = time.process_time(), 0
+    while time.process_time() - started < float(event.get("seconds", 0)):
+        n += 1
+    time.sleep(float(event.get("idle", 0)))
+    return len(held)
