@@ -74,7 +74,7 @@ def test_functions_come_from_the_template_with_globals_merged(config: EmulatorCo
     unless the function sets its own; Environment.Variables merged, the function's own added."""
     expected = {
         "ApiFunction": FunctionSpec(logical_id="ApiFunction", Handler="seglog_services.api.handler",
-                                    Runtime="python3.13", Timeout=15, MemorySize=512,
+                                    Runtime="python3.13", Timeout=15, MemorySize=1024,
                                     Environment={**GLOBAL_ENV, "SEGLOG_RETENTION_MIN_AGE_SECONDS": "604800"}),
         "StreamRouterFunction": FunctionSpec(logical_id="StreamRouterFunction",
                                              Handler="seglog_services.stream_router.handler", Runtime="python3.13",
