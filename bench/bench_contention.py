@@ -28,6 +28,7 @@ acknowledged append; ms p50/p99 append latency; t95 seconds until 95% of the app
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import threading
 import time
@@ -71,6 +72,40 @@ class Run:
     def appended(self) -> int:
         return len(self.acknowledged)
 
+    def merge(self, other: Run, *, since: float) -> None:
+        """Add another writer's record, its times read from ``since`` (the start)."""
+        self.attempts += other.attempts
+        self.latencies_ms += other.latencies_ms
+        self.done_at += [at - since for at in other.done_at]
+        self.acknowledged += other.acknowledged
+        self.failures.update(other.failures)
+        for operation, figures in other.calls.items():
+            into = self.calls.setdefault(operation, {"calls": 0, "rcu": 0.0, "wcu": 0.0})
+            for key, value in figures.items():
+                into[key] += value
+
+    def write(self, event_log: EventLog, log_id: uuid.UUID, start: Any, clock: Callable[[], float],
+              lock: Any = None) -> None:
+        """Wait at ``start`` (a barrier), then append ``per_writer`` entries one after another, recording each
+        outcome (under ``lock`` when writers share this run); times are ``clock()`` readings."""
+        body = sized_body()
+        start.wait()
+        for _ in range(self.per_writer):
+            began = clock()
+            try:
+                appended = event_log.append(log_id, body)
+            except errors.SeglogError as exc:
+                with lock or contextlib.nullcontext():
+                    self.failures[type(exc).__name__] += 1
+                continue
+            done = clock()
+            assert appended.entry.entry_id is not None
+            with lock or contextlib.nullcontext():
+                self.done_at.append(done)
+                self.attempts.append(appended.attempts)
+                self.latencies_ms.append((done - began) * 1000)
+                self.acknowledged.append(appended.entry.entry_id)
+
     @property
     def goodput(self) -> float:
         return self.appended / self.elapsed
@@ -112,46 +147,29 @@ def contend(backend: Backend, writers: int, per_writer: int, *, policy: Callable
         separate_logs: each writer appends to a log of its own instead (no contention: what the machine and the
             emulator can do in parallel); each log is verified with its own acknowledged ids.
     """
-    body = sized_body()
     log_ids = [backend.event_log().create() for _ in range(writers if separate_logs else 1)]
     run = Run(writers=writers, per_writer=per_writer, log_id=log_ids[0])
     logs = [EventLog(store=store, blobs=backend.blobs, retry=policy(), cache_tail=True)
             for store in _stores(backend, writers, own_clients)]
-    acked: dict[uuid.UUID, list[uuid.UUID]] = {log_id: [] for log_id in log_ids}
     started: list[float] = []
     # The barrier's action runs once, before any writer is released: the clock and the meter start there.
     start = threading.Barrier(writers + 1, action=lambda: (backend.meter.reset(), started.append(time.perf_counter())))
     lock = threading.Lock()
-
-    def write(event_log: EventLog, log_id: uuid.UUID) -> None:
-        start.wait()
-        for _ in range(per_writer):
-            began = time.perf_counter()
-            try:
-                appended = event_log.append(log_id, body)
-            except errors.SeglogError as exc:
-                with lock:
-                    run.failures[type(exc).__name__] += 1
-                continue
-            done = time.perf_counter()
-            with lock:
-                run.done_at.append(done - started[0])
-                run.attempts.append(appended.attempts)
-                run.latencies_ms.append((done - began) * 1000)
-                assert appended.entry.entry_id is not None
-                run.acknowledged.append(appended.entry.entry_id)
-                acked[log_id].append(appended.entry.entry_id)
-
-    threads = [threading.Thread(target=write, args=(el, log_ids[i % len(log_ids)]), name=f"writer-{i}")
-               for i, el in enumerate(logs)]
+    # What each log's writers acknowledged (one Run per log, shared under the lock), merged into ``run`` below.
+    per_log = {log_id: Run(writers=writers, per_writer=per_writer, log_id=log_id) for log_id in log_ids}
+    threads = [threading.Thread(target=per_log[log_ids[i % len(log_ids)]].write, name=f"writer-{i}",
+                                args=(event_log, log_ids[i % len(log_ids)], start, time.perf_counter, lock))
+               for i, event_log in enumerate(logs)]
     for thread in threads:
         thread.start()
     start.wait()
     for thread in threads:
         thread.join()
     run.elapsed = time.perf_counter() - started[0]
+    for one in per_log.values():
+        run.merge(one, since=started[0])
     run.calls = backend.meter.snapshot()
-    reports = [verify_log(backend.store, log_id, acknowledged=acked[log_id]) for log_id in log_ids]
+    reports = [verify_log(backend.store, log_id, acknowledged=per_log[log_id].acknowledged) for log_id in log_ids]
     run.report = reports[0]
     for other in reports[1:]:  # separate logs: one report for all of them
         run.report.entries += other.entries
@@ -167,25 +185,10 @@ def _writer_process(endpoints: dict[str, str], region: str, tables: tuple[str, s
     store = DynamoDBLogStore(client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"]),
                              segments_table=tables[0], entries_table=tables[1])
     blobs = S3BlobStore(client("s3", session=session, endpoint_url=endpoints["s3"]), bucket=bucket)
-    event_log = EventLog(store=store, blobs=blobs, cache_tail=True)
-    body = sized_body()
-    out: dict[str, Any] = {"attempts": [], "latencies_ms": [], "done_at": [], "acknowledged": [],
-                           "failures": Counter()}
-    start.wait()
-    for _ in range(per_writer):
-        began = time.time()
-        try:
-            appended = event_log.append(log_id, body)
-        except errors.SeglogError as exc:
-            out["failures"][type(exc).__name__] += 1
-            continue
-        done = time.time()
-        out["done_at"].append(done)
-        out["attempts"].append(appended.attempts)
-        out["latencies_ms"].append((done - began) * 1000)
-        out["acknowledged"].append(appended.entry.entry_id)
-    out["calls"] = store.meter.snapshot()
-    results.put(out)
+    mine = Run(writers=1, per_writer=per_writer, log_id=log_id)
+    mine.write(EventLog(store=store, blobs=blobs, cache_tail=True), log_id, start, time.time)
+    mine.calls = store.meter.snapshot()
+    results.put(mine)
 
 
 def contend_processes(backend: Backend, writers: int, per_writer: int) -> Run:
@@ -205,19 +208,11 @@ def contend_processes(backend: Backend, writers: int, per_writer: int) -> Run:
         process.start()
     start.wait()
     began = time.time()
-    outs = [results.get(timeout=600) for _ in processes]
+    mine = [results.get(timeout=600) for _ in processes]
     for process in processes:
         process.join()
-    for out in outs:
-        run.attempts += out["attempts"]
-        run.latencies_ms += out["latencies_ms"]
-        run.done_at += [at - began for at in out["done_at"]]
-        run.acknowledged += out["acknowledged"]
-        run.failures.update(out["failures"])
-        for operation, figures in out["calls"].items():
-            into = run.calls.setdefault(operation, {"calls": 0, "rcu": 0.0, "wcu": 0.0})
-            for key, value in figures.items():
-                into[key] += value
+    for one in mine:
+        run.merge(one, since=began)
     run.elapsed = max(run.done_at, default=0.0)
     run.report = verify_log(backend.store, log_id, acknowledged=run.acknowledged)
     return run
