@@ -2,7 +2,8 @@
 size, per function, and the size each function should get.
 
 Run: uv run --no-sync python -m bench.bench_memory [--profile ...] [--quick]
-     (bench_cost's steady state, then this sweep over its invocations; ./dev bench prints it after bench_cost)
+     (bench_cost's run at SnapshotEvery=50, then this sweep over its invocations, to size the worker and the
+     router; ./dev bench prints the sweep of the steady state itself, after bench_cost)
 
 Lambda gives a function CPU in proportion to its memory: "At 1,769 MB, a function has the equivalent of one vCPU"
 (AWS Lambda Developer Guide, configuration-memory). The emulator runs every handler on a whole core of this
@@ -43,6 +44,8 @@ HEADROOM: Final = 1.5
 SLOWEST: Final = 1.25
 #: Fewer invocations than this (a cold start or two) pick nothing: the template's size stays.
 MIN_SAMPLES: Final = 20
+#: The standalone run's SnapshotEvery: 5,000 appends on 4 sheets make 100 snapshots, enough to size the worker.
+SNAPSHOT_HEAVY: Final = 50
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,10 +134,11 @@ def report(sweeps: list[Sweep], appends: int) -> list[Headline]:
 
 
 def run(deployment: Any, quick: bool) -> list[Headline]:
-    """bench_cost's steady state, which ends with this sweep over its invocations."""
+    """bench_cost's run at SnapshotEvery=SNAPSHOT_HEAVY, which ends with this sweep over its invocations: the
+    steady state (``./dev bench``) invokes the worker and the router too rarely to pick their sizes."""
     from bench import bench_cost
 
-    return bench_cost.run(deployment, quick)
+    return bench_cost.run(deployment, quick, snapshot_every=SNAPSHOT_HEAVY)
 
 
 if __name__ == "__main__":
