@@ -28,7 +28,7 @@ import structlog
 from seglog_core import errors
 from seglog_core.bodies import DEFAULT_LARGE_THRESHOLD, MAX_BODY, MAX_INLINE_BODY, Prepared, external_body_key
 from seglog_core.ports import BlobStore, LogStore
-from seglog_core.retry import RetryPolicy
+from seglog_core.retry import RetryPolicy, call_with_retries
 from seglog_core.schema import (
     EMPTY_SNAPSHOT_ROOT,
     LOG_LEVEL_TYPES,
@@ -40,6 +40,7 @@ from seglog_core.schema import (
     SnapshotMarker,
     encode_body,
 )
+from seglog_core.segments import start_segment
 from seglog_core.sheet.validate import validate_body
 
 log = structlog.get_logger("seglog.log")
@@ -268,8 +269,9 @@ class EventLog:
         #   body would expire under its entry): no repair after a deduplicated append is needed;
         # - a retry while the first try is still running finds the object discardable and leaves it so: the
         #   entry's INSERT, whichever try writes it, is what the router untags it for.
-        self._with_retries(log_id, "put large body",
-                           lambda: self.blobs.put_if_absent(key, data, discardable=True))
+        call_with_retries(self.retry,
+                          lambda: self.blobs.put_if_absent(key, data, discardable=True),
+                          what="put large body", retry_unknown=True)  # conditional: a repeat is refused
         return key
 
     def _latest_segment(self, log_id: uuid.UUID) -> Segment:
@@ -281,8 +283,8 @@ class EventLog:
             LogNotFoundError: no segment, even read consistently.
         """
         for consistent in (False, True):
-            segments = self._with_retries(log_id, "read segments", functools.partial(
-                self.store.latest_segments, log_id, 1, consistent=consistent))
+            segments = call_with_retries(self.retry, functools.partial(
+                self.store.latest_segments, log_id, 1, consistent=consistent), what="read segments", retry_unknown=True)
             if segments:
                 return segments[0]
         raise errors.LogNotFoundError(log_id)
@@ -445,53 +447,12 @@ class EventLog:
     # ----------------------------------------------------------------------------------------- segments
 
     def start_segment(self, log_id: uuid.UUID) -> Segment:
-        """Start a new segment (seed 000 "Create New Segment"): EndSegment, the segment, its Snapshot entry.
+        """Start a new segment (:func:`seglog_core.segments.start_segment`); the tail is its Snapshot entry 0.
 
         Raises:
             SegmentNotReadyError: the current segment has no completed snapshot yet.
         """
-        for attempt in range(1, self.retry.max_attempts + 1):
-            current = self._latest_segment(log_id)
-            if current.last_snapshot is None:
-                raise errors.SegmentNotReadyError(log_id, current.num)
-            latest = self.store.latest_entry(log_id, current.num)
-            if latest is None:
-                raise errors.CorruptLogError(log_id, f"segment {current.num} has no entries")
-            now = int(self.clock())
-            nxt = current.num + 1
-            if latest.type is not EntryType.END_SEGMENT:
-                end = Entry(
-                    log_id=log_id, segment=current.num, num=latest.num + 1, created=now,
-                    type=EntryType.END_SEGMENT, body=encode_body(EndSegment(next_segment=nxt)),
-                )
-                new = Segment(log_id=log_id, num=nxt, created=now)
-                first = Entry(
-                    log_id=log_id, segment=nxt, num=0, created=now, type=EntryType.SNAPSHOT,
-                    body=encode_body(SnapshotMarker()),
-                )
-                try:
-                    self.store.new_segment(end, new, first)
-                    self._tails[log_id] = _Tail(segment=nxt, num=0, checked=self.clock())
-                    log.info("segment started", log_id=str(log_id), segment=nxt)
-                    return new
-                except errors.StoreError as exc:
-                    if not (exc.retryable or isinstance(exc, errors.TransactionCancelledError)):
-                        raise
-            if attempt < self.retry.max_attempts:
-                self.retry.backoff(attempt)
-        raise errors.AppendContentionError(log_id, self.retry.max_attempts)
-
-    # ----------------------------------------------------------------------------------------- helpers
-
-    def _with_retries[T](self, log_id: uuid.UUID, what: str, call: Callable[[], T]) -> T:
-        """Run a call, retrying retryable store errors with backoff; surface the rest."""
-        for attempt in range(1, self.retry.max_attempts + 1):
-            try:
-                return call()
-            except errors.StoreError as exc:
-                if not exc.retryable or attempt == self.retry.max_attempts:
-                    raise
-                log.info("store retry", what=what, log_id=str(log_id), attempt=attempt, code=exc.code)
-                self.retry.backoff(attempt)
-        raise AssertionError("unreachable")
-
+        new = start_segment(self.store, log_id, clock=self.clock, retry=self.retry,
+                            latest_segment=self._latest_segment)
+        self._tails[log_id] = _Tail(segment=new.num, num=0, checked=self.clock())
+        return new
