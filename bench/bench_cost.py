@@ -28,23 +28,18 @@ import os
 import shutil
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import bench_memory
-from bench.bench_pipeline import Measured, drain, edit_concurrently, read_log, wall
+from bench.bench_pipeline import Measured, drain, edit_concurrently, emulated, read_log, wall
 from bench.support import Headline, deployed
 from seglog_awsmodel.template import default_template_path, load_template
 from seglog_client import SeglogClient
-from seglog_emulator.chaos.runner import _SupervisorProcess
 from seglog_emulator.chaos.watch import SnapshotWatcher
-from seglog_emulator.settings import EmulatorSettings
-from seglog_emulator.supervisor import free_port
 from seglog_report.cost import Ledger, ledger
 from seglog_report.metering import Metering
-from seglog_stack import local
 from seglog_stack.local import LocalDeployment
 
 TARGET = 2.50
@@ -106,21 +101,15 @@ def run(deployment: LocalDeployment, quick: bool, *, snapshot_every: int | None 
     template = default_template_path()
     every = snapshot_every or int(load_template(template).body["Parameters"]["SnapshotEvery"]["Default"])
     parameters = {"SnapshotEvery": every} if snapshot_every else {}
-    stack = f"bench-cost-{uuid.uuid4().hex[:6]}"
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-cost-"))
     log_path = work / "emulator.log"
     print(f"\n## steady state through the HTTP API, priced ({appends:,} appends on {CLIENTS} sheets, "
           f"SnapshotEvery={every}, no faults)", flush=True)
-    pipe = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
-                           stack_name=stack, parameters=parameters, template=template)
     measured = Measured()
     keep = True
     try:
-        settings = EmulatorSettings(deployment=pipe, template=template, stack=stack, state_dir=work / "emulator",
-                                    parameters=parameters, port=free_port())
-        supervisor = _SupervisorProcess(settings, None, log_path)
-        try:
-            supervisor.start()
+        with emulated(deployment, prefix="bench-cost", parameters=parameters, work=work,
+                      log_path=log_path) as (pipe, settings, _):
             url, credentials = settings.api_url, settings.api_credentials[0]
             client = SeglogClient(url, credentials=credentials)
             edit_concurrently(url, credentials, [client.create().log_id], measured, rate=20.0, count=WARM_EDITS)
@@ -137,14 +126,11 @@ def run(deployment: LocalDeployment, quick: bool, *, snapshot_every: int | None 
                 drain(watcher, expected=expected)
             finally:
                 watcher.stop()
-        finally:
-            supervisor.stop()
         records = [r for r in read_log(log_path) if wall(r) >= measured.since]
         priced = price(records, measured.since)
         sizes = bench_memory.sweep(r for r in records if r.get("event") == "invocation")
         keep = False
     finally:
-        local.deprovision(deployment.endpoints, region=deployment.region, stack_name=stack, template=template)
         if keep:
             print(f"emulator logs kept in {work}")
         else:

@@ -43,6 +43,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -119,17 +121,16 @@ def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
 # ------------------------------------------------------------------------------------------------ steady state
 
 
-def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[Headline]:
-    """Measurements 1 and 2: the emulator without faults on resources of its own, deleted at the end."""
-    stack = f"bench-pipe-{uuid.uuid4().hex[:6]}"
-    parameters = {"SnapshotEvery": SNAPSHOT_EVERY}
+@contextmanager
+def emulated(deployment: LocalDeployment, *, prefix: str, parameters: dict[str, Any], work: Path,
+             log_path: Path) -> Iterator[tuple[LocalDeployment, EmulatorSettings, float]]:
+    """The template provisioned on resources of its own (stack ``prefix``-xxxxxx) and the emulator running it
+    without faults, logging to ``log_path``: (the resources, the emulator's settings, seconds until it was
+    ready). Stopped and deleted at the end."""
     template = default_template_path()
-    log_path = work / "emulator.log"
-    print(f"\n## pipeline without faults ({load.sheets} sheets x {load.rate:g} edits/s for {load.seconds:.0f} s, "
-          f"SnapshotEvery={SNAPSHOT_EVERY})", flush=True)
+    stack = f"{prefix}-{uuid.uuid4().hex[:6]}"
     pipe = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
                            stack_name=stack, parameters=parameters, template=template)
-    measured = Measured()
     try:
         settings = EmulatorSettings(deployment=pipe, template=template, stack=stack, state_dir=work / "emulator",
                                     parameters=parameters, port=free_port())
@@ -137,12 +138,23 @@ def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[He
         try:
             started = time.monotonic()
             supervisor.start()
-            measured.ready_seconds = time.monotonic() - started
-            measure(pipe.backend(), settings.api_url, settings.api_credentials[0], load, measured)
+            yield pipe, settings, time.monotonic() - started
         finally:
             supervisor.stop()
     finally:
         local.deprovision(deployment.endpoints, region=deployment.region, stack_name=stack, template=template)
+
+
+def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[Headline]:
+    """Measurements 1 and 2: the emulator without faults on resources of its own, deleted at the end."""
+    log_path = work / "emulator.log"
+    print(f"\n## pipeline without faults ({load.sheets} sheets x {load.rate:g} edits/s for {load.seconds:.0f} s, "
+          f"SnapshotEvery={SNAPSHOT_EVERY})", flush=True)
+    measured = Measured()
+    with emulated(deployment, prefix="bench-pipe", parameters={"SnapshotEvery": SNAPSHOT_EVERY}, work=work,
+                  log_path=log_path) as (pipe, settings, ready):
+        measured.ready_seconds = ready
+        measure(pipe.backend(), settings.api_url, settings.api_credentials[0], load, measured)
     return report(measured, read_log(log_path))
 
 
