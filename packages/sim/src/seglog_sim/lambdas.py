@@ -27,6 +27,7 @@ from seglog_core.log import EventLog
 from seglog_core.pipeline import Outcome
 from seglog_core.ports import QueueMessage
 from seglog_core.retention import retain_logs
+from seglog_core.turns import Turns
 from seglog_services import api, retention, snapshot_worker, stream_router
 from seglog_services.api.routes import Services
 from seglog_services.api.uploads import Uploads
@@ -198,7 +199,7 @@ class Lambdas:
             return EventLog(store=backend.append_store, blobs=backend.append_blobs, retry=policy,
                             clock=self.world.clock, id_factory=lambda: uuid.UUID(int=rng.getrandbits(128), version=4),
                             snapshot_every=scenario.snapshot_every, segment_entries=scenario.segment_entries,
-                            cache_tail=False, large_threshold=large_threshold)
+                            cache_tail=False, large_threshold=large_threshold, turns=Turns())
 
         # The simulated S3 client cannot presign (no simulated client takes the upload route).
         uploads = Uploads(s3=self.s3, bucket=self.topology.bucket, blobs=backend.blobs)

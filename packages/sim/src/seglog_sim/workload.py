@@ -40,6 +40,7 @@ from seglog_core.log import EventLog
 from seglog_core.retry import RetryPolicy
 from seglog_core.schema import Body, DeleteRow, InsertRow, SetCell, SetRange
 from seglog_core.sheet.refs import format_ref
+from seglog_core.turns import Turns
 from seglog_sim.faults import Faults
 from seglog_sim.gateway import BASE_URL, CREDENTIALS, Gateway
 from seglog_sim.lambdas import Lambdas
@@ -332,7 +333,8 @@ class Clients:
         event_log = EventLog(store=backend.append_store, blobs=backend.append_blobs, tail_ttl=horizon,
                              retry=RetryPolicy(rng=rng, sleep=world.sleep), clock=world.clock,
                              id_factory=lambda: new_id(rng), snapshot_every=scenario.snapshot_every,
-                             segment_entries=scenario.segment_entries, large_threshold=scenario.large_threshold)
+                             segment_entries=scenario.segment_entries, large_threshold=scenario.large_threshold,
+                             turns=Turns())  # a simulated process's own (seglog_core.turns)
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
             body, entry_id = body_of(rng, scenario), new_id(rng)
