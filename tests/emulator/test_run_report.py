@@ -77,7 +77,7 @@ def test_the_meter_agrees_with_the_runs_own_tallies(demo_run: DemoRun) -> None:
     assert meter.dynamodb_write_units == pytest.approx(run.usage["dynamodb"]["wcu"])
     assert meter.dynamodb_read_units == pytest.approx(run.usage["dynamodb"]["rcu"])
     assert meter.s3_write_requests + meter.s3_read_requests <= run.usage["s3"]["requests"]
-    assert meter.functions["SnapshotWorkerFunction"].memory_mb == 1024  # the template's, not the default
+    assert meter.functions["SnapshotWorkerFunction"].memory_mb == 768  # its own, not Globals' 512
 
 
 def test_the_ledger_matches_a_hand_calculation(demo_run: DemoRun) -> None:

@@ -74,15 +74,15 @@ def test_functions_come_from_the_template_with_globals_merged(config: EmulatorCo
     unless the function sets its own; Environment.Variables merged, the function's own added."""
     expected = {
         "ApiFunction": FunctionSpec(logical_id="ApiFunction", Handler="seglog_services.api.handler",
-                                    Runtime="python3.13", Timeout=15, MemorySize=1024,
+                                    Runtime="python3.13", Timeout=15, MemorySize=768,
                                     Environment={**GLOBAL_ENV, "SEGLOG_RETENTION_MIN_AGE_SECONDS": "604800"}),
         "StreamRouterFunction": FunctionSpec(logical_id="StreamRouterFunction",
                                              Handler="seglog_services.stream_router.handler", Runtime="python3.13",
-                                             Timeout=30, MemorySize=512, Environment=GLOBAL_ENV),
+                                             Timeout=30, MemorySize=768, Environment=GLOBAL_ENV),
         "SnapshotWorkerFunction": FunctionSpec(
             logical_id="SnapshotWorkerFunction", Handler="seglog_services.snapshot_worker.handler",
             Runtime="python3.13", Timeout=60,  # !Ref SnapshotWorkerTimeout, Default 60
-            MemorySize=1024, Environment={**GLOBAL_ENV, "SEGLOG_TAKEOVER_SECONDS": "60"}),
+            MemorySize=768, Environment={**GLOBAL_ENV, "SEGLOG_TAKEOVER_SECONDS": "60"}),
         "RetentionFunction": FunctionSpec(
             logical_id="RetentionFunction", Handler="seglog_services.retention.handler", Runtime="python3.13",
             Timeout=300, MemorySize=512,
