@@ -49,6 +49,12 @@ REPO = Path(__file__).resolve().parent.parent
 USE_DOCKER = {"1": True, "0": False}.get(os.environ.get("SEGLOG_TEST_DOCKER", ""))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--api-url", default=None,
+                     help="run the API fuzzer (tests/client/test_api_fuzz.py) against this deployed API instead of "
+                          "the emulator; it signs with the AWS SDK's credentials for the URL's region")
+
+
 class _Stacks:
     """Starts each profile's stack the first time a test asks for it."""
 

@@ -1,7 +1,8 @@
 """Entry bodies as the API takes them, and helpers that make them: ``set_cell("B2", 5)``.
 
 Cells are addressed the way users write them (``"B2"``); the server checks references and values and answers
-400 (``invalid_cell_ref``, ``value_too_large``, ...) with what to fix, so nothing is checked twice here.
+400 (``invalid_request``, ``invalid_cell_ref``, ...) or 422 (``does_not_fit``: a range past the sheet's edge, a
+text over 32 KB of UTF-8) with what to fix, so nothing is checked twice here.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ class InvalidCellRefError(InvalidInputError):
 
     def __init__(self, ref: str, why: str = "") -> None:
         self.ref = ref
+        self.why = why
         super().__init__(
             f"{ref!r} is not a cell reference{': ' + why if why else ''}; write a column letter and a row "
             "number, like A1 or BC12"

@@ -82,10 +82,17 @@ class LogReader:
         if base is None or base.type is not EntryType.SNAPSHOT or base.snapshot_root is None or upto < snapshot:
             raise errors.UnknownPositionError(log_id, *snapshot)
         view = LogView(log_id=log_id, snapshot=base, segment=base.segment, num=base.num)
+        if upto[0] > snapshot[0]:
+            # A position past the log's newest segment was never answered (issue 23: a made-up cursor would have
+            # read every segment number up to it, one empty Query each).
+            latest = self.store.latest_segments(log_id, 1)
+            if not latest or latest[0].num < upto[0]:
+                raise errors.UnknownPositionError(log_id, *upto)
         segment, start = snapshot[0], snapshot[1] + 1
         while segment <= upto[0]:
             end = upto[1] if segment == upto[0] else None
-            view._extend(list(self.store.entries(log_id, segment, start, end, page_size=self.page_size)))
+            if end is None or end >= start:  # an empty range is no read (DynamoDB refuses BETWEEN 1 AND 0)
+                view._extend(list(self.store.entries(log_id, segment, start, end, page_size=self.page_size)))
             segment, start = segment + 1, 1
         if (view.segment, view.num) != upto:
             raise errors.UnknownPositionError(log_id, *upto)

@@ -234,6 +234,9 @@ class SnapshotJob(Record, frozen=True):
 # --------------------------------------------------------------------------------------------- key codecs
 
 SEGMENT_NUM_BYTES: Final = 8
+#: The largest segment or entry num anything accepts from outside (the API's positions, query parameters): every
+#: num fits the 8-byte key fields (DESIGN §2) with room to count one past it (a reader asks for ``after + 1``).
+MAX_NUM: Final = 2**63 - 1
 
 
 def segment_key(log_id: uuid.UUID, segment: int) -> bytes:

@@ -200,6 +200,13 @@ class Gateway:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
+            def __getattr__(self, name: str) -> Any:
+                # Any other method (TRACE, CONNECT, a made-up one) goes the same way and, no route declaring it,
+                # is answered 404 {"message":"Not Found"} as an HTTP API answers it, not http.server's 501 page.
+                if name.startswith("do_"):
+                    return self._serve
+                raise AttributeError(name)
+
             def log_message(self, format: str, *args: Any) -> None:
                 return  # the invoker logs one line per request
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from seglog_core.bodies import MAX_BODY
+from seglog_core.schema import MAX_NUM
 from seglog_core.sheet import MAX_CELL_BYTES
+from seglog_core.sheet.refs import MAX_COL, MAX_INT, MAX_ROW, MIN_INT, column_letters
+from seglog_services.api.pages import CURSOR_PATTERN
+from seglog_services.api.patterns import letters_at_most, number_at_most
+from seglog_services.api.uploads import content_type_pattern
 
 VERSION: Final = "0.1.0"
 
@@ -23,7 +28,8 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
-    text = {400: "Bad request: malformed JSON, unknown fields or types, bad cell references, values too large",
+    text = {400: "The request does not match this document: malformed JSON, unknown fields, wrong types, values "
+                 "out of the ranges and patterns given here; `error.message` names the field",
             404: "No such sheet (or upload)",
             409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
                  "no entry at `since` (load again)",
@@ -31,22 +37,46 @@ def _errors(*statuses: int) -> dict[str, Any]:
                  "log. If the entry's first try was less than `error.horizon_seconds` ago, send it again with the "
                  "same `entry_id` and `since` = `error.position`; otherwise do not resend it (its outcome cannot "
                  "be known)",
-            413: "Payload too large", 415: "Content type not accepted",
-            422: "`entry_id_reused`: the entry id already names another entry (other type, version or body), at "
-                 "`error.position`; nothing was written. Do not retry: give a new entry a new entry id",
+            413: "Payload too large: over 1 MB the function answers (send large entries as uploads); over API "
+                 "Gateway's 10 MB quota the gateway does, with `message`",
+            415: "Content type not accepted",
+            422: "The request matches this document and still cannot be applied; nothing was written. "
+                 "`entry_id_reused`: the entry id already names another entry (other type, version or body), at "
+                 "`error.position`: do not retry, give a new entry a new entry id. `does_not_fit`: the sheet "
+                 "cannot take the entry (a range running past column XFD or row 1,048,576, a text over 32 KB of "
+                 "UTF-8): make it smaller or write it in parts",
             503: "Storage unavailable or contended: after `Retry-After` seconds send the identical request again"}
-    return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
+    return {"403": _json(_ref("GatewayError"), "From API Gateway: the request is not signed with SigV4, or its "
+                                               "signature, credentials or permission (execute-api:Invoke) are "
+                                               "refused"),
+            **{str(s): _json(_ref("Error") if s != 413 else {"anyOf": [_ref("Error"), _ref("GatewayError")]},
+                             text[s]) for s in statuses}}
 
 
 LOG_ID: Final = {"name": "log_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
-CELL: Final = {"type": ["string", "integer", "number", "boolean", "null"],
-               "description": f"A cell value; text up to {MAX_CELL_BYTES} bytes of UTF-8, integers in 64 bits."}
-ROW: Final = {"type": "array", "items": CELL}
-ROWS: Final = {"type": "array", "items": ROW}
-REF: Final = {"type": "string", "pattern": "^[A-Za-z]{1,3}[1-9][0-9]*$", "examples": ["A1", "BC12"]}
-NUM: Final = {"type": "integer", "minimum": 0}
+CELL: Final = {"anyOf": [{"type": "string", "maxLength": MAX_CELL_BYTES},
+                         {"type": "integer", "minimum": MIN_INT, "maximum": MAX_INT},
+                         {"type": "number", "not": {"type": "integer"}}, {"type": "boolean"}, {"type": "null"}],
+               "description": f"A cell value: text of at most {MAX_CELL_BYTES} characters and {MAX_CELL_BYTES} "
+                              "bytes of UTF-8 (over that in bytes: 422 `does_not_fit`), an integer in 64 bits, "
+                              "a number, true or false, or null (an empty cell)."}
+#: A row from column A (or from the range's first column: past XFD is 422 `does_not_fit`).
+ROW: Final = {"type": "array", "items": CELL, "maxItems": MAX_COL}
+ROWS: Final = {"type": "array", "items": ROW, "maxItems": MAX_ROW}
+#: A cell reference exactly as the API accepts it: a column A..XFD in either case, then a row 1..1,048,576.
+REF: Final = {"type": "string", "examples": ["A1", "BC12"],
+              "pattern": f"^{letters_at_most(column_letters(MAX_COL))}{number_at_most(MAX_ROW, minimum=1)}$"}
+NUM: Final = {"type": "integer", "minimum": 0, "maximum": MAX_NUM}
 POSITION: Final = {"type": "object", "required": ["segment", "num"],
                    "properties": {"segment": NUM, "num": NUM}}
+#: A request's position: as it is decoded, unknown fields refused.
+POSITION_IN: Final = {**POSITION, "additionalProperties": False}
+#: What API Gateway itself answers before the function (signature refused, payload over its quota).
+GATEWAY: Final = {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
+
+#: A load's ``next`` as the API makes it (seglog_services.api.pages.LoadCursor).
+CURSOR: Final = {"type": "string", "pattern": CURSOR_PATTERN,
+                 "description": "Opaque: the `next` of the previous page, as it was given."}
 
 RETRY_PROTOCOL: Final = (
     "Appending exactly once. First try: a new UUID as `entry_id`, and as `since` the `position` of the last "
@@ -63,6 +93,7 @@ RETRY_PROTOCOL: Final = (
     "else refused with 410 `since_retired` (see that response): never a second copy.")
 
 SCHEMAS: Final[dict[str, Any]] = {
+    "GatewayError": GATEWAY,
     "Error": {
         "type": "object", "required": ["error"],
         "properties": {"error": {
@@ -80,9 +111,12 @@ SCHEMAS: Final[dict[str, Any]] = {
     "SetRange": {"type": "object", "additionalProperties": False, "required": ["type", "ref", "values"],
                  "properties": {"type": {"const": "setrng"}, "ref": REF, "values": ROWS}},
     "InsertRow": {"type": "object", "additionalProperties": False, "required": ["type", "after"],
-                  "properties": {"type": {"const": "insrow"}, "after": NUM, "values": ROW}},
+                  "properties": {"type": {"const": "insrow"},
+                                 "after": {"type": "integer", "minimum": 0, "maximum": MAX_ROW - 1},
+                                 "values": ROW}},
     "DeleteRow": {"type": "object", "additionalProperties": False, "required": ["type", "row"],
-                  "properties": {"type": {"const": "delrow"}, "row": {"type": "integer", "minimum": 1}}},
+                  "properties": {"type": {"const": "delrow"},
+                                 "row": {"type": "integer", "minimum": 1, "maximum": MAX_ROW}}},
     "EntryBody": {"oneOf": [_ref("SetCell"), _ref("SetRange"), _ref("InsertRow"), _ref("DeleteRow")],
                   "discriminator": {"propertyName": "type"}},
     "AppendRequest": {
@@ -93,9 +127,11 @@ SCHEMAS: Final[dict[str, Any]] = {
             "entry": _ref("EntryBody"),
             "entry_id": {"type": "string", "format": "uuid",
                          "description": "Made once per entry by the client and sent on every try of it."},
-            "since": {**POSITION, "description": "The `position` of the last answer the client had before this "
+            "since": {**POSITION_IN, "description": "The `position` of the last answer the client had before this "
                                                  "entry's first try (a new sheet's is 0/0); the same on every try."},
-            "expected": {**POSITION, "description": "Instead of `since`: the exact position the entry must take; "
+            "expected": {**POSITION_IN, "properties": {"segment": NUM, "num": {**NUM, "minimum": 1}},
+                         "description": "Instead of `since`: the exact position the entry must take (num 0 of a "
+                                        "segment is its Snapshot entry, so num is 1 or more); "
                                                     "409 `version_conflict` with the holder when it is taken. It "
                                                     "costs what `since` costs: one consistent Query from the entry "
                                                     "before `expected` plus the conditional PutItem (1 RRU + 1 WRU "
@@ -168,9 +204,9 @@ SCHEMAS: Final[dict[str, Any]] = {
         "type": "object", "additionalProperties": False, "required": ["size", "content_type"],
         "properties": {
             "size": {"type": "integer", "minimum": 1, "maximum": MAX_BODY},
-            "content_type": {"type": "string", "enum": [
-                "application/json", "text/csv",
-                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"]},
+            "content_type": {"type": "string", "pattern": content_type_pattern(),
+                             "description": "application/json (a setrng body), text/csv or XLSX (an import); "
+                                            "any case, parameters after `;` ignored."},
         },
     },
     "Upload": {
@@ -185,31 +221,44 @@ SCHEMAS: Final[dict[str, Any]] = {
         },
     },
     "CompleteRequest": {
-        "type": "object", "additionalProperties": False, "required": ["type"],
+        "type": "object", "additionalProperties": False, "required": ["type", "since"],
         "properties": {
             "type": {"type": "string", "enum": ["imp", "setrng"],
                      "description": "imp: the upload is CSV or XLSX; setrng: JSON {\"ref\", \"values\"}."},
             "entry_id": {"type": "string", "format": "uuid",
                          "description": "Defaults to a UUIDv5 of the upload id (a retried completion is one entry)."},
-            "since": {**POSITION, "description": "Required, as for appends."},
+            "since": {**POSITION_IN, "description": "Required, as for appends."},
         },
     },
 }
+
+def _links(**targets: dict[str, str]) -> dict[str, Any]:
+    """OpenAPI links from a response to the operations it leads to (``operationId`` -> parameters)."""
+    return {"links": {f"{op[0].upper()}{op[1:]}": {"operationId": op, "parameters": params}
+                      for op, params in targets.items()}}
+
+
+_SHEET: Final = {"log_id": "$response.body#/log_id"}
+_SAME_SHEET: Final = {"log_id": "$request.path.log_id"}
 
 PATHS: Final[dict[str, Any]] = {
     "/sheets": {"post": {
         "operationId": "createSheet", "summary": "Create a sheet (a new log)",
         "requestBody": {"required": False, "content": {"application/json": {"schema": {
             "type": "object", "additionalProperties": False}}}},
-        "responses": {"201": _json({"type": "object", "required": ["log_id", "created", "position"],
-                                    "properties": {"log_id": {"type": "string", "format": "uuid"},
-                                                   "created": {"type": "boolean"}, "position": POSITION}},
-                                   "Created (200 with created=false: a sheet with the client's log_id existed)"),
+        "responses": {"201": {**_json({"type": "object", "required": ["log_id", "created", "position"],
+                                       "properties": {"log_id": {"type": "string", "format": "uuid"},
+                                                      "created": {"type": "boolean"}, "position": POSITION}},
+                                      "Created (200 with created=false: a sheet with the client's log_id existed)"),
+                              **_links(loadSheet=_SHEET, appendEntry=_SHEET, snapshotStatus=_SHEET,
+                                       startUpload=_SHEET,
+                                       syncEntries={**_SHEET, "segment": "$response.body#/position/segment",
+                                                    "after": "$response.body#/position/num"})},
                       **_errors(400, 413, 503)},
     }},
     "/sheets/{log_id}": {"get": {
         "operationId": "loadSheet", "summary": "Load: the latest snapshot folded with the entries after it",
-        "parameters": [LOG_ID, {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"},
+        "parameters": [LOG_ID, {"name": "cursor", "in": "query", "required": False, "schema": CURSOR,
                                 "description": "The `next` of the previous page."}],
         "responses": {"200": _json(_ref("Sheet"), "A page of the sheet"), **_errors(400, 404, 409, 503)},
     }},
@@ -218,7 +267,10 @@ PATHS: Final[dict[str, Any]] = {
             "operationId": "appendEntry", "summary": "Append an entry",
             "parameters": [LOG_ID],
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("AppendRequest")}}},
-            "responses": {"200": _json(_ref("Appended"), "Appended (or found already appended)"),
+            "responses": {"200": {**_json(_ref("Appended"), "Appended (or found already appended)"),
+                                  **_links(syncEntries={**_SAME_SHEET, "segment": "$response.body#/segment",
+                                                        "after": "$response.body#/num"},
+                                           loadSheet=_SAME_SHEET)},
                           **_errors(400, 404, 409, 410, 413, 422, 503)},
         },
         "get": {
@@ -241,7 +293,9 @@ PATHS: Final[dict[str, Any]] = {
         "description": "Step 2: PUT the bytes to `url` with `headers`. Step 3: POST .../complete.",
         "parameters": [LOG_ID],
         "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("UploadRequest")}}},
-        "responses": {"201": _json(_ref("Upload"), "Presigned upload"), **_errors(400, 404, 413, 415, 503)},
+        "responses": {"201": {**_json(_ref("Upload"), "Presigned upload"),
+                              **_links(completeUpload={**_SAME_SHEET, "upload_id": "$response.body#/upload_id"})},
+                      **_errors(400, 404, 413, 415, 503)},
     }},
     "/sheets/{log_id}/uploads/{upload_id}/complete": {"post": {
         "operationId": "completeUpload", "summary": "Large entry, step 3: append the uploaded body",
@@ -253,7 +307,7 @@ PATHS: Final[dict[str, Any]] = {
     }},
     "/openapi.json": {"get": {
         "operationId": "openapi", "summary": "This document",
-        "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1 document")},
+        "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1 document"), **_errors()},
     }},
 }
 
@@ -265,5 +319,11 @@ def document() -> dict[str, Any]:
         "info": {"title": "seglog sheets API", "version": VERSION,
                  "description": "An append-only, gap-free event log per spreadsheet (DESIGN §1, §3)."},
         "paths": PATHS,
-        "components": {"schemas": SCHEMAS},
+        # Every route takes IAM authorization: requests are signed with SigV4 (service execute-api). This is how
+        # API Gateway itself writes it (Developer Guide, "x-amazon-apigateway-authtype property").
+        "security": [{"sigv4": []}],
+        "components": {"schemas": SCHEMAS, "securitySchemes": {"sigv4": {
+            "type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4",
+            "description": "AWS Signature Version 4 for service execute-api (with X-Amz-Date, and "
+                           "X-Amz-Security-Token for temporary credentials)."}}},
     }

@@ -21,14 +21,20 @@ from typing import Any, Final
 
 import msgspec
 
-from seglog_core.schema import CellValue
+from seglog_core.schema import MAX_NUM, CellValue
+from seglog_core.sheet.refs import MAX_COL, MAX_ROW
 from seglog_services.api.errors import ApiError
+from seglog_services.api.patterns import number_at_most
 
 #: The most a page's body may take once escaped into the invocation payload.
 MAX_PAGE_BYTES: Final = 4 * 1024 * 1024
 
 _ENCODER: Final = msgspec.json.Encoder()
-_CURSOR: Final = re.compile(r"^(\d{1,19})\.(\d{1,19})\.(\d{1,19})\.(\d{1,19})\.(\d{1,7})\.(\d{1,5})$")
+#: What a cursor looks like (also the OpenAPI document's pattern): snapshot and position nums, then row and column.
+CURSOR_PATTERN: Final = "^" + "\\.".join(
+    [f"({number_at_most(MAX_NUM)})"] * 4 + [f"({number_at_most(MAX_ROW, minimum=1)})",
+                                           f"({number_at_most(MAX_COL, minimum=1)})"]) + "$"
+_CURSOR: Final = re.compile(CURSOR_PATTERN)
 
 
 def escaped_size(value: Any) -> int:
@@ -51,8 +57,8 @@ class LoadCursor:
 
     @classmethod
     def parse(cls, text: str) -> LoadCursor:
-        match = _CURSOR.match(text)
-        if match is None or int(match[5]) < 1 or int(match[6]) < 1:
+        match = _CURSOR.fullmatch(text)
+        if match is None:
             raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_cursor",
                            f"cursor {text!r} is not one this API gave: pass the `next` of the previous page as is")
         a, b, c, d, row, col = (int(g) for g in match.groups())

@@ -27,7 +27,8 @@ from seglog_core.document import SheetDocument
 from seglog_core.idempotence import Position, append_after
 from seglog_core.log import Appended, EventLog
 from seglog_core.reader import LogView
-from seglog_core.schema import Entry, EntryType
+from seglog_core.schema import MAX_NUM, Body, Entry, EntryType
+from seglog_core.sheet.validate import validate_body
 from seglog_services import runtime
 from seglog_services.api import openapi
 from seglog_services.api.errors import ApiError, error_response, json_response
@@ -38,6 +39,7 @@ from seglog_services.api.schemas import (
     CREATE_DECODER,
     UPLOAD_DECODER,
     CreateRequest,
+    JsonDecoder,
     PositionIn,
     entry_json,
     entry_ref,
@@ -46,7 +48,7 @@ from seglog_services.api.schemas import (
     segment_json,
     to_body,
 )
-from seglog_services.api.uploads import Uploads, check_upload_entry_id, default_entry_id, presign_client
+from seglog_services.api.uploads import Uploads, default_entry_id, presign_client
 
 log = structlog.get_logger("seglog.api")
 
@@ -146,7 +148,7 @@ def upload_id_of(text: str) -> uuid.UUID:
                        f"{text!r} is not an upload id: use the upload_id POST .../uploads returned") from None
 
 
-def request_body[T](decoder: msgspec.json.Decoder[T], *, empty: T | None = None) -> T:
+def request_body[T](decoder: JsonDecoder[T], *, empty: T | None = None) -> T:
     """The request's JSON body decoded strictly; ``empty`` stands for a missing body where one is optional."""
     event = app.current_event
     text = event.body or ""
@@ -172,16 +174,17 @@ def request_body[T](decoder: msgspec.json.Decoder[T], *, empty: T | None = None)
                        f"the body is not valid JSON ({exc}): send one JSON object") from None
 
 
-def query_int(name: str, default: int | None = None) -> int:
+def query_int(name: str, default: int | None = None, *, minimum: int = 0, maximum: int = MAX_NUM) -> int:
     value = (app.current_event.query_string_parameters or {}).get(name)
     if value is None:
         if default is not None:
             return default
         raise ApiError(HTTPStatus.BAD_REQUEST, "missing_parameter",
                        f"query parameter {name!r} is required: pass the position the client last saw")
-    if not (value.isascii() and value.isdigit()) or len(value) > 19:
+    if (not (value.isascii() and value.isdigit()) or len(value) > len(str(maximum))
+            or not minimum <= int(value) <= maximum):
         raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_parameter",
-                       f"query parameter {name!r} is {value!r}: give a whole number (0 or more)")
+                       f"query parameter {name!r} is {value[:40]!r}: give a whole number from {minimum} to {maximum}")
     return int(value)
 
 
@@ -251,11 +254,26 @@ def create_sheet() -> Response[str]:
                          {"Location": f"/sheets/{log_id}"})
 
 
+def fitting(body: Body) -> Body:
+    """``body`` once the sheet's bounds are checked: 422 ``does_not_fit`` for what the OpenAPI document allows but
+    the sheet cannot take (a range running past column XFD or row 1,048,576, a text over 32 KB of UTF-8). A 400
+    means the request does not match the document; a 422, that it does and still cannot be applied (issue 23)."""
+    try:
+        validate_body(body)
+    except errors.InvalidCellRefError as exc:
+        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "does_not_fit",
+                       f"at {exc.ref} {exc.why}: make the range smaller or start it further up or left") from None
+    except errors.ValueTooLargeError as exc:
+        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "does_not_fit", str(exc), limit=exc.limit,
+                       unit=exc.unit) from None
+    return body
+
+
 @app.post("/sheets/<log_id>/entries")
 def append_entry(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
     request = request_body(APPEND_DECODER)
-    body = to_body(request.entry)
+    body = fitting(to_body(request.entry))
     entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
     structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
     svc = services()
@@ -300,7 +318,7 @@ def sync_entries(log_id: str) -> Response[str]:
     """The entries after a position, a page at a time: ``more`` says to ask again from ``position``."""
     lid = log_id_of(log_id)
     segment, after = query_int("segment"), query_int("after")
-    limit = min(max(query_int("limit", SYNC_LIMIT), 1), SYNC_LIMIT)
+    limit = query_int("limit", SYNC_LIMIT, minimum=1, maximum=SYNC_LIMIT)
     # The view stands for what the client holds; LogReader.update swaps its snapshot when it had to reload.
     held = Entry(log_id=lid, segment=segment, num=after, created=0, type=EntryType.SNAPSHOT)
     view = LogView(log_id=lid, snapshot=held, segment=segment, num=after)
@@ -355,7 +373,6 @@ def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     structlog.contextvars.bind_contextvars(upload_id=str(uid))
     request = request_body(COMPLETE_DECODER)
     entry_id, since, _ = retry_position(request.entry_id or default_entry_id(uid), request.since, None)
-    check_upload_entry_id(uid, entry_id)
     svc = services()
     body = svc.uploads.read(lid, uid, request.type)
     appended = append_after(svc.external_log, lid, body, entry_id=entry_id, since=since, horizon=svc.horizon)

@@ -12,9 +12,12 @@ import uuid
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
+import msgspec.inspect
 
+from seglog_core.errors import InvalidCellRefError
 from seglog_core.reader import LogView
 from seglog_core.schema import (
+    MAX_NUM,
     Body,
     CellValue,
     DeleteRow,
@@ -25,9 +28,20 @@ from seglog_core.schema import (
     SetCell,
     SetRange,
 )
-from seglog_core.sheet import format_ref, parse_ref
+from seglog_core.sheet import MAX_CELL_BYTES, format_ref, parse_ref
+from seglog_core.sheet.refs import MAX_COL, MAX_INT, MAX_ROW, MIN_INT
 
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+#: A segment or entry num: bounded where it is decoded, so no num reaches a key it does not fit (issue 23: a
+#: ``segment`` of 2**64 answered 500).
+NonNegative = Annotated[int, msgspec.Meta(ge=0, le=MAX_NUM)]
+
+
+#: A cell value in a request, bounded where it is decoded as the OpenAPI document says: text of at most
+#: MAX_CELL_BYTES characters (the bytes of its UTF-8 are checked when the entry is: 422), integers in 64 bits.
+CellIn = (Annotated[str, msgspec.Meta(max_length=MAX_CELL_BYTES)] | Annotated[int, msgspec.Meta(ge=MIN_INT, le=MAX_INT)]
+          | float | bool | None)
+#: A row of cells from column A: at most MAX_COL.
+RowIn = Annotated[list[CellIn], msgspec.Meta(max_length=MAX_COL)]
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -39,21 +53,21 @@ class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 class SetCellIn(Request, frozen=True, tag_field="type", tag="set"):
     ref: str
-    value: CellValue
+    value: CellIn
 
 
 class SetRangeIn(Request, frozen=True, tag_field="type", tag="setrng"):
     ref: str
-    values: list[list[CellValue]]
+    values: Annotated[list[RowIn], msgspec.Meta(max_length=MAX_ROW)]
 
 
 class InsertRowIn(Request, frozen=True, tag_field="type", tag="insrow"):
-    after: NonNegative
-    values: list[CellValue] = []
+    after: Annotated[int, msgspec.Meta(ge=0, le=MAX_ROW - 1)]
+    values: RowIn = []
 
 
 class DeleteRowIn(Request, frozen=True, tag_field="type", tag="delrow"):
-    row: Annotated[int, msgspec.Meta(ge=1)]
+    row: Annotated[int, msgspec.Meta(ge=1, le=MAX_ROW)]
 
 
 EntryIn = SetCellIn | SetRangeIn | InsertRowIn | DeleteRowIn
@@ -65,6 +79,9 @@ def to_body(entry: EntryIn) -> Body:
     Raises:
         InvalidCellRefError: a bad ``ref``.
     """
+    ref = getattr(entry, "ref", None)
+    if ref is not None and ref != ref.strip():  # exactly the OpenAPI document's pattern: nothing around it
+        raise InvalidCellRefError(ref, "it has spaces around it")
     match entry:
         case SetCellIn(ref=ref, value=value):
             row, col = parse_ref(ref)
@@ -138,11 +155,50 @@ class RangeUpload(Request, frozen=True):
     values: list[list[CellValue]]
 
 
-CREATE_DECODER: Final = msgspec.json.Decoder(CreateRequest)
-APPEND_DECODER: Final = msgspec.json.Decoder(AppendRequest)
-UPLOAD_DECODER: Final = msgspec.json.Decoder(UploadRequest)
-COMPLETE_DECODER: Final = msgspec.json.Decoder(CompleteRequest)
-RANGE_UPLOAD_DECODER: Final = msgspec.json.Decoder(RangeUpload)
+class JsonDecoder[T]:
+    """Decodes JSON into ``T`` strictly, except that a whole number written with a fraction (``120.0``) is taken
+    for an integer field, as JSON Schema counts it one ("integer" matches any number with a zero fractional
+    part; JSON Schema Validation 2020-12 §6.1.1): the OpenAPI document's integers are then exactly what the API
+    accepts (issue 23: Schemathesis sent ``"segment": 120.0`` and got 400). Strings stay refused for numbers, and
+    a float field or a cell value keeps its float."""
+
+    def __init__(self, kind: type[T]) -> None:
+        self.kind = kind
+        self._info = msgspec.inspect.type_info(kind)
+
+    def decode(self, raw: bytes) -> T:
+        """Raises: msgspec.DecodeError (not JSON), msgspec.ValidationError (not a ``T``, with the path)."""
+        return msgspec.convert(_whole_numbers(msgspec.json.decode(raw), self._info), self.kind, strict=True)
+
+
+def _whole_numbers(value: Any, info: msgspec.inspect.Type) -> Any:
+    """``value`` with each integral float where ``info`` expects an integer (and no float) made an int."""
+    match info:
+        case msgspec.inspect.IntType() if isinstance(value, float) and value.is_integer():
+            return int(value)
+        case msgspec.inspect.StructType() if isinstance(value, dict):
+            fields = {f.encode_name: f.type for f in info.fields}
+            return {k: _whole_numbers(v, fields[k]) if k in fields else v for k, v in value.items()}
+        case msgspec.inspect.ListType() if isinstance(value, list):
+            return [_whole_numbers(item, info.item_type) for item in value]
+        case msgspec.inspect.UnionType():
+            members = info.types
+            if isinstance(value, float) and not any(isinstance(t, msgspec.inspect.FloatType) for t in members):
+                ints = [t for t in members if isinstance(t, msgspec.inspect.IntType)]
+                return _whole_numbers(value, ints[0]) if ints else value
+            if isinstance(value, dict):
+                structs = [t for t in members if isinstance(t, msgspec.inspect.StructType)]
+                tagged = [t for t in structs if t.tag_field and value.get(t.tag_field) == t.tag]
+                chosen = tagged or (structs if len(structs) == 1 else [])
+                return _whole_numbers(value, chosen[0]) if chosen else value
+    return value
+
+
+CREATE_DECODER: Final = JsonDecoder(CreateRequest)
+APPEND_DECODER: Final = JsonDecoder(AppendRequest)
+UPLOAD_DECODER: Final = JsonDecoder(UploadRequest)
+COMPLETE_DECODER: Final = JsonDecoder(CompleteRequest)
+RANGE_UPLOAD_DECODER: Final = JsonDecoder(RangeUpload)
 ENCODER: Final = msgspec.json.Encoder()
 
 

@@ -41,6 +41,7 @@ from seglog_core.ports import BlobStore
 from seglog_core.schema import Body, Import, SetRange
 from seglog_core.sheet import parse_ref, read_import
 from seglog_services.api.errors import ApiError
+from seglog_services.api.patterns import any_case
 from seglog_services.api.schemas import RANGE_UPLOAD_DECODER, UploadRequest
 
 XLSX: Final = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -68,8 +69,15 @@ def default_entry_id(upload_id: uuid.UUID) -> uuid.UUID:
 
 
 def media_type(content_type: str) -> str:
-    """``text/csv; charset=utf-8`` -> ``text/csv``."""
-    return content_type.split(";", 1)[0].strip().lower()
+    """``Text/CSV; charset=utf-8`` -> ``text/csv``: parameters and spaces or tabs around dropped, ASCII case folded
+    (RFC 9110 §8.3.1). The OpenAPI document's pattern (:func:`content_type_pattern`) says the same."""
+    kind = content_type.split(";", 1)[0].strip(" \t")
+    return kind.lower() if kind.isascii() else kind
+
+
+def content_type_pattern() -> str:
+    """The ECMA-262 pattern of a ``content_type`` :func:`media_type` accepts (one of CONTENT_TYPES)."""
+    return "^[ \t]*(" + "|".join(any_case(kind) for kind in CONTENT_TYPES) + ")[ \t]*(;[\\s\\S]*)?$"
 
 
 def presign_client() -> Any:
@@ -185,13 +193,3 @@ class Uploads:
             if translated is exc:
                 raise
             raise translated from exc
-
-
-def check_upload_entry_id(upload_id: uuid.UUID, entry_id: uuid.UUID) -> None:
-    """An upload id is not an entry id: refused so the two are never confused (the entry's body has its own key,
-    ``entries/{log}/{entry id}/{digest}``, the upload stays under ``uploads/``)."""
-    if entry_id == upload_id:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_entry_id",
-                       "entry_id must differ from the upload id (the upload keeps its own object): "
-                       "leave entry_id out or pass a fresh UUID")
-
