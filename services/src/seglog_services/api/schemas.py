@@ -168,7 +168,13 @@ class JsonDecoder[T]:
 
     def decode(self, raw: bytes) -> T:
         """Raises: msgspec.DecodeError (not JSON), msgspec.ValidationError (not a ``T``, with the path)."""
-        return msgspec.convert(_whole_numbers(msgspec.json.decode(raw), self._info), self.kind, strict=True)
+        try:
+            data = msgspec.json.decode(raw)
+        except RecursionError:  # found by tests/client/test_gateway_edges.py: 10,000 nested arrays
+            raise msgspec.DecodeError("the JSON is nested too deeply") from None
+        except UnicodeDecodeError as exc:
+            raise msgspec.DecodeError(f"the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        return msgspec.convert(_whole_numbers(data, self._info), self.kind, strict=True)
 
 
 def _whole_numbers(value: Any, info: msgspec.inspect.Type) -> Any:
