@@ -202,7 +202,9 @@ class Gateway:
 
             def __getattr__(self, name: str) -> Any:
                 # Any other method (TRACE, CONNECT, a made-up one) goes the same way and, no route declaring it,
-                # is answered 404 {"message":"Not Found"} as an HTTP API answers it, not http.server's 501 page.
+                # is answered 404 {"message":"Not Found"} as an HTTP API answers it, not http.server's 501 page
+                # (only a $default route catches what no route matches: API Gateway Developer Guide, "Create
+                # routes for HTTP APIs", https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-routes.html).
                 if name.startswith("do_"):
                     return self._serve
                 raise AttributeError(name)
