@@ -42,7 +42,7 @@ def test_the_meter_counts_the_seeds_usage() -> None:
     assert meter.appends == result.acknowledged
     assert meter.dynamodb_write_units > 0 and meter.dynamodb_read_units > 0
     assert meter.dynamodb_requests == sum(n for k, n in result.operations.items() if k.startswith("dynamodb "))
-    assert meter.functions["SnapshotWorkerFunction"].memory_mb == 1024
+    assert meter.functions["SnapshotWorkerFunction"].memory_mb == 768  # the template's own, not Globals' 512
     invocations = sum(use.invocations for use in meter.functions.values())
     assert invocations == len([s for s in data.spans if s.group == "function"])
 
