@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from seglog_core import errors
 from seglog_core.ports import BlobStore
-from seglog_core.schema import Body, Entry
+from seglog_core.retry import RetryPolicy, call_with_retries
+from seglog_core.schema import LOG_LEVEL_TYPES, Body, Entry, encode_body
 
 #: Bodies above this size go to S3 (seed 000: the read-cost break-even point).
 DEFAULT_LARGE_THRESHOLD = 16 * 1024
@@ -68,3 +71,41 @@ class Prepared:
         return Entry(log_id=self.log_id, segment=segment, num=num, created=created, type=self.body.TYPE,
                      version=self.body.VERSION, body=None if self.external else self.data, external=self.external,
                      entry_id=self.entry_id)
+
+
+def prepare(log_id: uuid.UUID, body: Body, entry_id: uuid.UUID, *, blobs: BlobStore, retry: RetryPolicy,
+            validate: Callable[[Body], None], large_threshold: int = DEFAULT_LARGE_THRESHOLD) -> Prepared:
+    """Check a document body, encode it, and put it in the bucket first when it is large.
+
+    Raises:
+        InvalidInputError: a log-level body, or one the document model refuses; ValueTooLargeError.
+    """
+    if body.TYPE in LOG_LEVEL_TYPES:
+        raise errors.InvalidInputError(f"{body.TYPE} entries are written by the log itself, not appended")
+    validate(body)
+    data = encode_body(body)
+    external = store_large_body(log_id, entry_id, data, blobs=blobs, retry=retry, large_threshold=large_threshold)
+    return Prepared(log_id=log_id, entry_id=entry_id, body=body, data=data, external=external)
+
+
+def store_large_body(log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes, *, blobs: BlobStore, retry: RetryPolicy,
+                     large_threshold: int = DEFAULT_LARGE_THRESHOLD) -> str | None:
+    """Put a body over the threshold in the bucket first (tagged discardable); its key, or None if inline."""
+    if len(data) > MAX_BODY:
+        raise errors.ValueTooLargeError("the entry body", len(data), MAX_BODY)
+    if len(data) <= min(large_threshold, MAX_INLINE_BODY):
+        return None
+    key = external_body_key(log_id, entry_id, data)
+    # Written before the entry and tagged discardable: if the append never lands, the lifecycle rule
+    # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4). The write is
+    # conditional (created, never replaced), so nothing ever changes an object once written:
+    # - a try with another body for this entry id has another key (the digest): the landed body stays;
+    # - a retry of an append that already landed and was routed finds its object kept and leaves it so
+    #   (a plain put would tag it discardable again, with no new stream record to remove the tag, and the
+    #   body would expire under its entry): no repair after a deduplicated append is needed;
+    # - a retry while the first try is still running finds the object discardable and leaves it so: the
+    #   entry's INSERT, whichever try writes it, is what the router untags it for.
+    call_with_retries(retry,
+                      lambda: blobs.put_if_absent(key, data, discardable=True),
+                      what="put large body", retry_unknown=True)  # conditional: a repeat is refused
+    return key

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 import structlog
 
 from seglog_core import errors
-from seglog_core.bodies import DEFAULT_LARGE_THRESHOLD, MAX_BODY, MAX_INLINE_BODY, Prepared, external_body_key
+from seglog_core.bodies import DEFAULT_LARGE_THRESHOLD, Prepared, prepare
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.retry import RetryPolicy, call_with_retries
 from seglog_core.schema import (
     EMPTY_SNAPSHOT_ROOT,
-    LOG_LEVEL_TYPES,
     Body,
     EndSegment,
     Entry,
@@ -43,7 +42,7 @@ from seglog_core.schema import (
 from seglog_core.segments import start_segment
 from seglog_core.sheet.validate import validate_body
 from seglog_core.turns import PROCESS as PROCESS_TURNS
-from seglog_core.turns import Hint, Turns
+from seglog_core.turns import Tail, Turns
 
 log = structlog.get_logger("seglog.log")
 
@@ -55,17 +54,6 @@ class Appended:
     attempts: int
     #: True when the entry was already in the log (an earlier try of the same entry id had landed).
     deduplicated: bool = False
-
-
-@dataclass(kw_only=True)
-class _Tail:
-    segment: int
-    num: int | None = None
-    #: A num a failed conditional put proved taken: an eventually consistent Query may still return an
-    #: older latest entry, and writing below this num would only conflict again.
-    taken: int = -1
-    #: When ``num`` was last proved the segment's tail (epoch s): by a read, or by a write at ``num`` itself.
-    checked: float = 0.0
 
 
 @dataclass(kw_only=True)
@@ -110,7 +98,7 @@ class EventLog:
     segment_entries: int | None = None
     #: Where writers of this process take turns on a log and hand each other the tail (:mod:`seglog_core.turns`).
     turns: Turns = field(default_factory=lambda: PROCESS_TURNS, repr=False)
-    _tails: dict[uuid.UUID, _Tail] = field(default_factory=dict, repr=False)
+    _tails: dict[uuid.UUID, Tail] = field(default_factory=dict, repr=False)
 
     # ----------------------------------------------------------------------------------------- create
 
@@ -140,7 +128,7 @@ class EventLog:
                 if not exc.retryable or attempt == self.retry.max_attempts:
                     raise
                 self.retry.backoff(attempt)
-        self._tails[log_id] = _Tail(segment=0, num=0, checked=self.clock())
+        self._tails[log_id] = Tail(segment=0, num=0, checked=self.clock())
         log.info("log created", log_id=str(log_id))
         return log_id
 
@@ -172,11 +160,14 @@ class EventLog:
         """
         prepared = self.prepare(log_id, body, entry_id or self.id_factory())
         with self.turns.take(log_id) as turn:  # writers of this process queue here, not at the store
-            self._adopt(log_id, turn.hint_for(self.store))
+            adopted = Tail.adopting(self._tails.get(log_id), turn.hint_for(self.store))
+            if adopted is not None:
+                self._tails[log_id] = adopted
             try:
                 return self._append_prepared(prepared, expected)
             finally:
-                turn.leave_hint(self.store, self._hint(log_id))
+                mine = self._tails.get(log_id)
+                turn.leave_hint(self.store, mine.hint() if mine else None)
 
     def _append_prepared(self, prepared: Prepared, expected: int | None) -> Appended:
         """:meth:`append`'s loop, once the body is checked and encoded and this process's turn is held."""
@@ -256,38 +247,9 @@ class EventLog:
         raise errors.AppendContentionError(log_id, self.retry.max_attempts)
 
     def prepare(self, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID) -> Prepared:
-        """Check a document body, encode it, and put it in the bucket first when it is large.
-
-        Raises:
-            InvalidInputError: a log-level body, or one the document model refuses; ValueTooLargeError.
-        """
-        if body.TYPE in LOG_LEVEL_TYPES:
-            raise errors.InvalidInputError(f"{body.TYPE} entries are written by the log itself, not appended")
-        self.validate(body)
-        data = encode_body(body)
-        return Prepared(log_id=log_id, entry_id=entry_id, body=body, data=data,
-                        external=self.store_large_body(log_id, entry_id, data))
-
-    def store_large_body(self, log_id: uuid.UUID, entry_id: uuid.UUID, data: bytes) -> str | None:
-        """Put a body over the threshold in the bucket first (tagged discardable); its key, or None if inline."""
-        if len(data) > MAX_BODY:
-            raise errors.ValueTooLargeError("the entry body", len(data), MAX_BODY)
-        if len(data) <= min(self.large_threshold, MAX_INLINE_BODY):
-            return None
-        key = external_body_key(log_id, entry_id, data)
-        # Written before the entry and tagged discardable: if the append never lands, the lifecycle rule
-        # expires the object; once it lands, the stream router removes the tag (DESIGN §3, §4). The write is
-        # conditional (created, never replaced), so nothing ever changes an object once written:
-        # - a try with another body for this entry id has another key (the digest): the landed body stays;
-        # - a retry of an append that already landed and was routed finds its object kept and leaves it so
-        #   (a plain put would tag it discardable again, with no new stream record to remove the tag, and the
-        #   body would expire under its entry): no repair after a deduplicated append is needed;
-        # - a retry while the first try is still running finds the object discardable and leaves it so: the
-        #   entry's INSERT, whichever try writes it, is what the router untags it for.
-        call_with_retries(self.retry,
-                          lambda: self.blobs.put_if_absent(key, data, discardable=True),
-                          what="put large body", retry_unknown=True)  # conditional: a repeat is refused
-        return key
+        """:func:`seglog_core.bodies.prepare` with this client's bucket, retries, validation and threshold."""
+        return prepare(log_id, body, entry_id, blobs=self.blobs, retry=self.retry, validate=self.validate,
+                       large_threshold=self.large_threshold)
 
     def _latest_segment(self, log_id: uuid.UUID) -> Segment:
         """The newest segment. An eventually consistent read may miss a log created a moment ago (found by
@@ -304,29 +266,14 @@ class EventLog:
                 return segments[0]
         raise errors.LogNotFoundError(log_id)
 
-    def _tail(self, log_id: uuid.UUID) -> _Tail:
+    def _tail(self, log_id: uuid.UUID) -> Tail:
         tail = self._tails.get(log_id)
         if tail is None:
-            tail = self._tails[log_id] = _Tail(segment=self._latest_segment(log_id).num)
+            tail = self._tails[log_id] = Tail(segment=self._latest_segment(log_id).num)
         return tail
 
-    def _adopt(self, log_id: uuid.UUID, hint: Hint | None) -> None:
-        """Take the tail another writer of this process left (:mod:`seglog_core.turns`) if it is later."""
-        if hint is None:
-            return
-        tail = self._tails.get(log_id)
-        if tail is None or (hint.segment, hint.num) > (tail.segment, -1 if tail.num is None else tail.num):
-            taken = tail.taken if tail is not None and tail.segment == hint.segment else -1
-            self._tails[log_id] = _Tail(segment=hint.segment, num=hint.num, taken=taken, checked=hint.checked)
-
-    def _hint(self, log_id: uuid.UUID) -> Hint | None:
-        tail = self._tails.get(log_id)
-        if tail is None or tail.num is None:
-            return None
-        return Hint(segment=tail.segment, num=tail.num, checked=tail.checked)
-
     def _next_num(
-        self, log_id: uuid.UUID, tail: _Tail, entry_id: uuid.UUID, expected: int | None, *, trusted: bool
+        self, log_id: uuid.UUID, tail: Tail, entry_id: uuid.UUID, expected: int | None, *, trusted: bool
     ) -> int | Entry:
         """The num to write next, or the entry itself when the latest entry already is ours. ``trusted``: the
         known tail may be written after without a read (a first try with ``cache_tail``, or a rebase)."""
@@ -352,7 +299,7 @@ class EventLog:
             tail.checked = self.clock()
             return max(latest.num, tail.taken) + 1
 
-    def _fresh(self, tail: _Tail) -> bool:
+    def _fresh(self, tail: Tail) -> bool:
         """Whether ``tail.num`` may be written after without a read.
 
         A conditional put at ``num + 1`` is refused while that num is taken, so a stale tail only costs a
@@ -366,14 +313,14 @@ class EventLog:
         """
         return self.tail_ttl is None or self.clock() - tail.checked < self.tail_ttl
 
-    def _follow_end(self, tail: _Tail, end: Entry) -> None:
+    def _follow_end(self, tail: Tail, end: Entry) -> None:
         body = end.decoded()
         assert isinstance(body, EndSegment)
         tail.segment = body.next_segment or end.segment + 1
         tail.num = None
         tail.taken = -1
 
-    def _find_entry_id(self, log_id: uuid.UUID, tail: _Tail, start: int, entry_id: uuid.UUID) -> Entry | None:
+    def _find_entry_id(self, log_id: uuid.UUID, tail: Tail, start: int, entry_id: uuid.UUID) -> Entry | None:
         for entry in self.store.entries(log_id, tail.segment, start):
             if entry.entry_id == entry_id:
                 return entry
@@ -400,7 +347,7 @@ class EventLog:
         tail = self._tails.get(entry.log_id)
         known = (-1, -1) if tail is None else (tail.segment, -1 if tail.num is None else tail.num)
         if not deduplicated and (entry.segment, entry.num) > known:
-            self._tails[entry.log_id] = _Tail(segment=entry.segment, num=entry.num, checked=self.clock())
+            self._tails[entry.log_id] = Tail(segment=entry.segment, num=entry.num, checked=self.clock())
         log.debug("appended", log_id=str(entry.log_id), segment=entry.segment, entry=entry.num,
                   attempts=attempts, deduplicated=deduplicated)
         return Appended(entry=entry, attempts=attempts, deduplicated=deduplicated)
@@ -484,5 +431,5 @@ class EventLog:
         """
         new = start_segment(self.store, log_id, clock=self.clock, retry=self.retry,
                             latest_segment=self._latest_segment)
-        self._tails[log_id] = _Tail(segment=new.num, num=0, checked=self.clock())
+        self._tails[log_id] = Tail(segment=new.num, num=0, checked=self.clock())
         return new

@@ -44,6 +44,33 @@ class Hint:
 
 
 @dataclass(kw_only=True)
+class Tail:
+    """What one client knows of a log's tail: its current segment and, when known, the latest num in it."""
+
+    segment: int
+    num: int | None = None
+    #: A num a failed conditional put proved taken: an eventually consistent Query may still return an
+    #: older latest entry, and writing below this num would only conflict again.
+    taken: int = -1
+    #: When ``num`` was last proved the segment's tail (epoch s): by a read, or by a write at ``num`` itself.
+    checked: float = 0.0
+
+    def hint(self) -> Hint | None:
+        """What to hand the next writer of this process: the num proved and when (None: none known)."""
+        return None if self.num is None else Hint(segment=self.segment, num=self.num, checked=self.checked)
+
+    @classmethod
+    def adopting(cls, tail: Tail | None, hint: Hint | None) -> Tail | None:
+        """The tail to take from ``hint`` when it is later than ``tail``; None: keep ``tail``."""
+        if hint is None:
+            return None
+        if tail is not None and (hint.segment, hint.num) <= (tail.segment, -1 if tail.num is None else tail.num):
+            return None
+        taken = tail.taken if tail is not None and tail.segment == hint.segment else -1
+        return cls(segment=hint.segment, num=hint.num, taken=taken, checked=hint.checked)
+
+
+@dataclass(kw_only=True)
 class Turn:
     """One log's turn: its lock, how many writers hold or await it, and the tail the last one left."""
 

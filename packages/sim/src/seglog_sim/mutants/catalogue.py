@@ -151,9 +151,9 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "                    self._apply_policy(entry)",
            breaks="a failed snapshot policy after a landed append fails the append, which is then written again "
                   "(a bug chaos found)"),
-    Mutant(name="large_body_retag", module=_LOG,
-           old="lambda: self.blobs.put_if_absent(key, data, discardable=True),",
-           new="lambda: self.blobs.put(key, data, discardable=True),",
+    Mutant(name="large_body_retag", module="seglog_core.bodies",
+           old="lambda: blobs.put_if_absent(key, data, discardable=True),",
+           new="lambda: blobs.put(key, data, discardable=True),",
            breaks="a retried large append tags its already-kept body discardable again: it would expire under "
                   "its entry (I6); since issue 18 the conditional put is the only guard (routes.keep_body, which "
                   "untagged it again, is gone)"),
