@@ -84,7 +84,7 @@ class Services:
         size = int(os.environ.get("SEGLOG_SEGMENT_ENTRIES", "100000"))
         return cls(
             backend=backend,
-            log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False),
+            log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False, validate=fitting),
             external_log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False,
                                            large_threshold=0),
             document=backend.document(),
@@ -254,10 +254,11 @@ def create_sheet() -> Response[str]:
                          {"Location": f"/sheets/{log_id}"})
 
 
-def fitting(body: Body) -> Body:
-    """``body`` once the sheet's bounds are checked: 422 ``does_not_fit`` for what the OpenAPI document allows but
-    the sheet cannot take (a range running past column XFD or row 1,048,576, a text over 32 KB of UTF-8). A 400
-    means the request does not match the document; a 422, that it does and still cannot be applied (issue 23)."""
+def fitting(body: Body) -> None:
+    """The API's appends check a body here (the EventLog's ``validate``, so once): 422 ``does_not_fit`` for what
+    the OpenAPI document allows but the sheet cannot take (a range running past column XFD or row 1,048,576, a
+    text over 32 KB of UTF-8). A 400 means the request does not match the document; a 422, that it does and still
+    cannot be applied (issue 23)."""
     try:
         validate_body(body)
     except errors.InvalidCellRefError as exc:
@@ -266,14 +267,13 @@ def fitting(body: Body) -> Body:
     except errors.ValueTooLargeError as exc:
         raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "does_not_fit", str(exc), limit=exc.limit,
                        unit=exc.unit) from None
-    return body
 
 
 @app.post("/sheets/<log_id>/entries")
 def append_entry(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
     request = request_body(APPEND_DECODER)
-    body = fitting(to_body(request.entry))
+    body = to_body(request.entry)
     entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
     structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
     svc = services()
