@@ -165,9 +165,14 @@ class JsonDecoder[T]:
     def __init__(self, kind: type[T]) -> None:
         self.kind = kind
         self._info = msgspec.inspect.type_info(kind)
+        #: A type with no integer field outside a union with float (an uploaded range: 64 MB of cells) is
+        #: decoded in one typed pass, never walked.
+        self._typed = None if _has_whole(self._info) else msgspec.json.Decoder(kind)
 
     def decode(self, raw: bytes) -> T:
         """Raises: msgspec.DecodeError (not JSON), msgspec.ValidationError (not a ``T``, with the path)."""
+        if self._typed is not None:
+            return self._typed.decode(raw)
         try:
             data = msgspec.json.decode(raw)
         except RecursionError:  # found by tests/client/test_gateway_edges.py: 10,000 nested arrays
@@ -177,8 +182,26 @@ class JsonDecoder[T]:
         return msgspec.convert(_whole_numbers(data, self._info), self.kind, strict=True)
 
 
+def _has_whole(info: msgspec.inspect.Type) -> bool:
+    """Whether ``info`` holds an integer that a float could stand for (an int not in a union with float)."""
+    match info:
+        case msgspec.inspect.IntType():
+            return True
+        case msgspec.inspect.StructType():
+            return any(_has_whole(f.type) for f in info.fields)
+        case msgspec.inspect.ListType():
+            return _has_whole(info.item_type)
+        case msgspec.inspect.UnionType():
+            floats = any(isinstance(t, msgspec.inspect.FloatType) for t in info.types)
+            return any(_has_whole(t) for t in info.types if not (floats and isinstance(t, msgspec.inspect.IntType)))
+    return False
+
+
 def _whole_numbers(value: Any, info: msgspec.inspect.Type) -> Any:
-    """``value`` with each integral float where ``info`` expects an integer (and no float) made an int."""
+    """``value`` with each integral float where ``info`` expects an integer (and no float) made an int; parts
+    that hold none (cells, whose union has float) are left as they are, not walked."""
+    if not _has_whole(info):
+        return value
     match info:
         case msgspec.inspect.IntType() if isinstance(value, float) and value.is_integer():
             return int(value)
