@@ -1,6 +1,7 @@
 """The live console in headless Chromium during a real emulator run (issue 12, point 4): the page follows the run
 by push, and once the run is over it draws exactly the lanes, bars and markers the console holds, with no script
-errors; a screenshot is kept as a test artifact."""
+errors; each in the legend's style, and every panel fits its box at 1280 px (issue 21); a screenshot is kept as a
+test artifact."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 import pytest
 
 from browser import Page
+from console_page import check_legend_styles, check_panels_fit
 from emulator.test_supervisor import edit_and_wait, settings_for, wait_for
 from seglog_emulator.supervisor import Supervisor
 from seglog_report.console import Console
 from seglog_report.cost import money
+from seglog_report.legend import EMULATOR_STARTED, EMULATOR_STOPPED
 from seglog_report.model import GROUPS
 from seglog_stack import local
 
@@ -77,7 +80,10 @@ def test_the_live_console_draws_what_the_run_fed_it(chromium: Page, chaos_deploy
         Counter(span["outcome"] for span in spans))
     assert {t["name"]: t["points"] for t in drawn["traces"] if t["type"] == "scatter"} == dict(
         Counter(marker["kind"] for marker in markers))
-    assert {"emulator started", "emulator stopped"} <= {marker["kind"] for marker in markers}
+    assert {EMULATOR_STARTED, EMULATOR_STOPPED} <= {marker["kind"] for marker in markers}
+    # issue 21: every marker kind and outcome in the legend's style, no two kinds one symbol; no panel overflows
+    check_legend_styles(chromium)
+    check_panels_fit(chromium)
     assert any(lane.startswith("SnapshotWorkerFunction pid ") for lane in drawn["labels"])
     # the panels: nothing in flight, the queues read from the stack, the bill of what the run metered
     tables = drawn["tables"]

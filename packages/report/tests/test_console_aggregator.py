@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from seglog_report.console.aggregator import IN_FLIGHT_SECONDS, MAX_KEYS, STALLED_AGE_MS, Aggregator
+from seglog_report.legend import CHILD_RESTART, CRASH_POINT, EMULATOR_STARTED, EMULATOR_STOPPED, FAULTS
 from seglog_report.metering import Metering
 
 
@@ -110,7 +111,30 @@ def test_a_dead_child_or_a_new_supervisor_ends_what_was_in_flight_as_incomplete(
     state = aggregator.state()
     assert [] == state["in_flight"]
     assert ["a", "b"] == [i["ids"]["request_id"] for i in state["items"] if i.get("outcome") == "incomplete"]
-    assert ["child restart", "emulator started"] == [i["kind"] for i in state["items"] if i["type"] == "marker"]
+    assert [CHILD_RESTART, EMULATOR_STARTED] == [i["kind"] for i in state["items"] if i["type"] == "marker"]
+
+
+def test_markers_are_of_the_legends_kinds_a_crash_point_one_kind_named_in_its_label() -> None:
+    """Issue 21: a marker's kind is what the legend styles it by. Every crash point is the one kind crash_point
+    (one symbol, as in the report), its label naming the point; faults keep their kind; the supervisor's markers
+    are the legend's constants."""
+    clock = Clock()
+    aggregator = Aggregator(clock=clock)
+    aggregator.ingest({"event": "emulator started", "ts": clock.now})
+    aggregator.ingest({"event": "fault injected", "ts": clock.now + 1, "fault": "ddb_5xx", "lane": "F pid 7"})
+    for point in ("mid_chunk", "after_claim"):
+        aggregator.ingest({"event": "crash point reached: killing this process", "ts": clock.now + 2,
+                           "crash_point": point, "lane": "F pid 7"})
+    aggregator.ingest({"event": "emulator stopped", "ts": clock.now + 3})
+
+    state = aggregator.state()
+    markers = [(i["kind"], i["label"]) for i in state["items"] if i["type"] == "marker"]
+    assert [(EMULATOR_STARTED, "emulator started"), ("ddb_5xx", "fault: ddb_5xx"),
+            (CRASH_POINT, "mid_chunk: the worker kills itself here"),
+            (CRASH_POINT, "after_claim: the worker kills itself here"),
+            (EMULATOR_STOPPED, "emulator stopped")] == markers
+    assert all(kind in FAULTS for kind, _ in markers)
+    assert {"mid_chunk": 1, "after_claim": 1} == state["panels"]["crash_points"]
 
 
 def test_an_invocation_never_heard_of_again_leaves_flight_after_lambdas_longest_timeout() -> None:

@@ -12,10 +12,13 @@ import urllib.request
 from collections.abc import Generator, Iterator
 from typing import Any
 
+import msgspec
 import pytest
 
 from seglog_report.console import Console, StackProbe
 from seglog_report.console.stream import QUEUE_LIMIT
+from seglog_report.legend import BLUE, legend
+from seglog_report.model import GROUPS
 
 
 @pytest.fixture
@@ -122,9 +125,14 @@ def test_datagrams_that_are_not_events_are_counted_and_the_rest_still_count(cons
     assert (2, 1) == (panels["feed"]["malformed"], panels["routed"])
 
 
-def test_the_page_embeds_the_outcome_colours_and_loads_plotly_from_the_console(console: Console) -> None:
+def test_the_page_embeds_the_legend_and_loads_plotly_from_the_console(console: Console) -> None:
+    """The page draws in the report's visual language: the server embeds seglog_report.legend's tables whole."""
     page = get(console, "/").decode()
-    assert "__SEGLOG_CONFIG__" not in page and '"crashed": "#8c564b"' in page
+    assert "__SEGLOG_CONFIG__" not in page
+    embedded = page.split('<script id="seglog-config" type="application/json">', 1)[1].split("</script>", 1)[0]
+    config = json.loads(embedded)
+    assert msgspec.to_builtins(legend()) == config["legend"] and list(GROUPS) == config["groups"]
+    assert {"symbol": "cross", "color": BLUE} == config["legend"]["faults"]["ddb_5xx"]
     assert '<script src="plotly.min.js">' in page and "https://" not in page
     assert b"Plotly" in get(console, "/plotly.min.js")[:5000]
     with pytest.raises(urllib.error.HTTPError) as missing:

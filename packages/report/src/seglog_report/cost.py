@@ -157,7 +157,7 @@ def ledger(meter: Meter, region: str = "us-east-1", *, prices: PriceTable | None
     if meter.dynamodb_requests:
         lines.append(Line(service="DynamoDB", what="requests", quantity=meter.dynamodb_requests, unit="call",
                           price=0.0, per=1, unit_price=0.0, dollars=0.0,
-                          note="not billed themselves: the request units above are"))
+                          note="not billed themselves: the request units above are what is billed"))
     if meter.stream_read_requests:
         at_list = priced("dynamodb_stream_read", meter.stream_read_requests).dollars
         lines.append(Line(service="DynamoDB Streams", what="GetRecords by the Lambda trigger",
@@ -244,9 +244,14 @@ def money(dollars: float, signed: bool = False) -> str:
 
 
 def rate(price: float, per: int) -> str:
-    """A listed price and what it buys: ``$0.625/1M``, ``$0.005/1K``, ``$0.0000133334/1``."""
-    label = {1: "1", 1000: "1K", 100_000: "100K", MILLION: "1M"}.get(per, f"{per:,}")
-    listed = f"{price:,.10f}".rstrip("0").rstrip(".") if price else "0"
+    """A listed price and what it buys: ``$0.625/1M``, ``$0.005/1K``, ``$0.0000133334 each``; ``free`` for a
+    price of 0 (a "$0/1" told nothing)."""
+    if not price:
+        return "free"
+    listed = f"{price:,.10f}".rstrip("0").rstrip(".")
+    if per == 1:
+        return f"${listed} each"
+    label = {1000: "1K", 100_000: "100K", MILLION: "1M"}.get(per, f"{per:,}")
     return f"${listed}/{label}"
 
 

@@ -23,6 +23,7 @@ import structlog
 
 from seglog_report import events
 from seglog_report.console.window import MAX_AGE_SECONDS, MAX_ITEMS, Item, Window
+from seglog_report.legend import CHILD_RESTART, CRASH_POINT, EMULATOR_STARTED, EMULATOR_STOPPED
 from seglog_report.metering import Metering, number
 from seglog_report.model import Marker, Span
 
@@ -256,21 +257,22 @@ class Aggregator:
     def _crash(self, event: Mapping[str, Any]) -> None:
         point = events.text(event.get("crash_point"), "?")
         self.crash_points.add(point)
-        self._mark(event, f"crash point {point}", "the worker kills itself here", ids=events.ids(event))
+        # One kind for every point (one symbol in the legend, as in the report); the label names the point.
+        self._mark(event, CRASH_POINT, f"{point}: the worker kills itself here", ids=events.ids(event))
 
     def _restart(self, event: Mapping[str, Any]) -> None:
         self.restarts += 1
         child = events.text(event.get("child"), "?")
-        self._mark(event, "child restart", f"{child} exited ({event.get('status')}): restarted", lane="supervisor")
+        self._mark(event, CHILD_RESTART, f"{child} exited ({event.get('status')}): restarted", lane="supervisor")
         pid = int(number(event.get("pid")))
         if pid:  # what that child was invoking will never report its end
             self._abandon_all(self._rel(event.get("ts")), f"{child} died", sender=pid)
 
     def _emulator(self, event: Mapping[str, Any]) -> None:
-        started = event["event"] == "emulator started"
-        if started:  # a new supervisor: whatever the last one had in flight is gone with it
+        kind = EMULATOR_STARTED if event["event"] == "emulator started" else EMULATOR_STOPPED
+        if kind == EMULATOR_STARTED:  # a new supervisor: whatever the last one had in flight is gone with it
             self._abandon_all(self._rel(event.get("ts")), "the emulator restarted")
-        self._mark(event, event["event"], event["event"], lane="supervisor")
+        self._mark(event, kind, event["event"], lane="supervisor")
 
     def _routed(self, _event: Mapping[str, Any]) -> None:
         self.routed += 1

@@ -31,7 +31,8 @@ from seglog_report.console.aggregator import Aggregator
 from seglog_report.console.probe import StackProbe
 from seglog_report.console.receiver import FeedReceiver
 from seglog_report.console.stream import KEEPALIVE_SECONDS, PUSH_SECONDS, RESYNC, Broadcaster
-from seglog_report.model import GROUPS, OUTCOME_COLOURS
+from seglog_report.legend import legend
+from seglog_report.model import GROUPS
 
 log = structlog.get_logger("seglog.console")
 
@@ -48,7 +49,8 @@ def _asset(name: str) -> bytes:
         return script.encode()
     text = resources.files("seglog_report.console").joinpath(name).read_text()
     if name == "page.html":
-        config = json.dumps({"colours": OUTCOME_COLOURS, "groups": list(GROUPS)}).replace("</", "<\\/")
+        # The page draws every marker and bar in the legend's styles (issue 21: the report's visual language).
+        config = json.dumps({"legend": msgspec.to_builtins(legend()), "groups": list(GROUPS)}).replace("</", "<\\/")
         text = text.replace("__SEGLOG_CONFIG__", config)
     return text.encode()
 
