@@ -232,6 +232,15 @@ class Page:
             raise JavaScriptError(expression, _describe(details))
         return answer["result"].get("value")
 
+    def click(self, x: float, y: float) -> None:
+        """A left click at (x, y) in CSS pixels of the viewport, as a person makes it: the pointer moves there
+        (a plot computes what is under it on the move), presses and releases."""
+        for kind, buttons in (("mouseMoved", 0), ("mousePressed", 1), ("mouseReleased", 0)):
+            self._connection.call("Input.dispatchMouseEvent", {
+                "type": kind, "x": x, "y": y, "button": "none" if kind == "mouseMoved" else "left",
+                "buttons": buttons, "clickCount": 0 if kind == "mouseMoved" else 1})
+            self._connection.pump(0.05)
+
     def screenshot(self, name: str | None = None, *, size: tuple[int, int] | None = None) -> Path:
         """Write a PNG of the whole page (or of its top-left ``size`` = (width, height) in CSS pixels) to
         ``.seglog/test-artifacts/screenshots/<test>[--<name>].png`` and return its path."""

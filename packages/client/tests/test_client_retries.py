@@ -13,6 +13,7 @@ from fake_api import DROP, KEYS, FakeApi, Reply, appended, created, error, fake,
 
 from seglog_client import (
     ApiError,
+    Attempt,
     Backoff,
     Counters,
     EntryIdReusedError,
@@ -303,3 +304,21 @@ def test_a_resend_from_another_client_counts_the_horizon_from_the_first_try_it_i
         client.append(LOG, set_cell("A1", 1), entry_id=ENTRY, since=Position(segment=0, num=3),
                       first_try=datetime.now(UTC).timestamp() - HORIZON)
     assert 1 == len(fake.sent("POST"))
+
+
+def test_each_try_reports_the_request_id_its_answer_named(fake: FakeApi) -> None:
+    """An HTTP API names the request it answered in ``apigw-requestid`` (the id the function's event and log
+    carry): each try reports its own answer's, and a lost answer none — what lets a report link a client's try
+    with the invocation that served it."""
+    attempts: list[Attempt] = []
+
+    class Recorder(Counters):
+        def tried(self, attempt: Attempt) -> None:
+            attempts.append(attempt)
+
+    client = client_of(fake, hooks=Recorder())
+    client.note_position(LOG, Position(segment=0, num=3))
+    fake.script(DROP, Reply(500, {"message": "Internal Server Error"}, {"apigw-requestid": "first="}),
+                Reply(200, appended(ENTRY, 0, 4), {"Apigw-Requestid": "second="}))
+    client.append(LOG, set_cell("A1", 1), entry_id=ENTRY)
+    assert [(None, None), (500, "first="), (200, "second=")] == [(a.status, a.request_id) for a in attempts]

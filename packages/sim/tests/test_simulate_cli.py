@@ -4,6 +4,8 @@ around the violation, shrunk schedule)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,8 +29,30 @@ def test_a_campaign_reports_speed_faults_call_sites_and_cost_as_json(tmp_path: P
     # The ledger prices all six seeds; the page draws the first (a passing campaign has no failing one to show).
     drawn = decode((tmp_path / "report.json").read_bytes())
     assert [r.seed for r in drawn.runs] == [20]
+    assert [(r.seed, r.ok) for r in drawn.seeds] == [(seed, True) for seed in range(20, 26)]  # every seed, listed
     assert report["ledger"]["appends"] == report["acknowledged_appends"] > drawn.runs[0].meter.appends
     assert report["report"] == str(tmp_path / "report.html") and f"report: {tmp_path}" in result.stderr
+
+
+def test_a_campaigns_report_lists_every_seed_failing_first_each_with_its_replay(tmp_path: Path) -> None:
+    """A real failing seed: with the mutant order_check (the worker's order check removed) seed 4 fails on I4. The
+    campaign runs in a process of its own, the mutant installed before anything imports the worker."""
+    code = ("import sys; from seglog_sim.mutants.catalogue import by_name; "
+            "from seglog_sim.mutants.hook import install; install(by_name('order_check')); "
+            "from seglog_cli.main import cli; cli(sys.argv[1:])")
+    ran = subprocess.run([sys.executable, "-c", code, "simulate", "--seeds", "4", "--seed", "2", "--json", "--report",
+                          str(tmp_path)], capture_output=True, text=True, check=False)
+    assert ran.returncode == 1, ran.stderr[-2000:]
+    failing = json.loads(ran.stdout)["failing_seeds"]
+    assert 4 in failing
+    report = decode((tmp_path / "report.json").read_bytes())
+    assert [r.seed for r in report.seeds] == failing + sorted(set(range(2, 6)) - set(failing))
+    assert [r.seed for r in report.runs] == failing  # drawn: the failing ones only
+    for row in report.seeds:
+        assert row.ok == (row.seed not in failing) and bool(row.violations) == (not row.ok)
+        assert row.replay == f"seglog simulate --seed {row.seed}" and row.seconds > 0 and row.invocations > 0
+    assert any(text.startswith("I4") for text in report.seeds[0].violations)
+    assert report.runs[0].series  # the drawn seed's iterator ages and queue depths
 
 
 def test_unknown_fault_kinds_are_refused_with_the_known_ones() -> None:

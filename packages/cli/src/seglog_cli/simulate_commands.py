@@ -104,7 +104,7 @@ def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kind
     drawn = campaign.failing_seeds[:MAX_DRAWN] or [start]
     report = seeds_report(drawn, scenario, command=command_line(ctx),
                           title=f"seglog simulate: {campaign.seeds} seeds from {start}",
-                          replay=lambda s: _replay(s, fault_kinds), total=campaign.meter)
+                          replay=lambda s: _replay(s, fault_kinds), total=campaign.meter, rows=campaign.rows)
     page, priced = _publish(ctx, report, report_dir)
     if as_json:
         click.echo(json.dumps({**campaign.to_dict(), "ledger": priced.to_dict(), "report": str(page)}, indent=2))

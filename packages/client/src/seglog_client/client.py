@@ -39,7 +39,7 @@ from seglog_client import sigv4
 from seglog_client.credentials import CredentialsProvider, region_for, resolve
 from seglog_client.entries import EntryBody
 from seglog_client.errors import ApiError, EntryIdReusedError, OutcomeUnknownError, ProtocolError, RetriesExhaustedError
-from seglog_client.hooks import Attempt, ClientHooks, NoHooks
+from seglog_client.hooks import REQUEST_ID_HEADER, Attempt, ClientHooks, NoHooks
 from seglog_client.models import (
     ENCODER,
     START,
@@ -377,10 +377,11 @@ class SeglogClient:
             except NoAnswer as exc:
                 response, failure = None, f"no answer ({exc.reason})"
             status = None if response is None else response.status
+            request_id = None if response is None else response.headers.get(REQUEST_ID_HEADER)
             refusal = None if response is None or response.status < 400 else _refusal(response, method, path)
             self.hooks.tried(Attempt(method=method, path=path, number=number, status=status,
                                      error=failure if response is None else None if refusal is None else refusal.code,
-                                     seconds=time.monotonic() - started))
+                                     seconds=time.monotonic() - started, request_id=request_id))
             if response is not None and refusal is None:
                 return response
             if refusal is not None:

@@ -10,9 +10,16 @@ import threading
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 from seglog_client.models import Appended
+
+#: The response header in which an HTTP API names the request it answered: the gateway's own request id, its
+#: ``$context.requestId`` (what the function's event carries as ``requestContext.requestId``). API Gateway reserves
+#: the ``apigw-*`` headers for itself (Amazon API Gateway Developer Guide, http-api-parameter-mapping, "Reserved
+#: headers": https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-parameter-mapping.html; the
+#: logging variable: http-api-logging-variables).
+REQUEST_ID_HEADER: Final = "apigw-requestid"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +33,9 @@ class Attempt:
     #: Why there was no answer (or the error code of a refusal); None on success.
     error: str | None
     seconds: float
+    #: The gateway's request id of the answer (its :data:`REQUEST_ID_HEADER`); None when no answer came or it
+    #: named none.
+    request_id: str | None = None
 
     @property
     def outcome(self) -> str:

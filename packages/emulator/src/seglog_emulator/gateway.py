@@ -8,6 +8,9 @@ response
 crash answers 500 ``{"message":"Internal Server Error"}`` and a timeout 503 ``{"message":"Service
 Unavailable"}``, API Gateway's own answers (Amazon API Gateway Developer Guide, http-api-troubleshooting-lambda);
 a path no route matches answers 404 ``{"message":"Not Found"}``. Clients use one base URL, locally and on AWS.
+An answer from the integration (or API Gateway's 500/503 for it) names the request in the ``apigw-requestid``
+header, the event's ``requestContext.requestId``, which the invocation's log line carries as ``api_request_id``
+(:data:`seglog_client.hooks.REQUEST_ID_HEADER`, where the AWS page is cited).
 
 Before the function runs, the gateway does what API Gateway does for the route: an AWS_IAM route needs a valid
 SigV4 signature (:mod:`seglog_emulator.api_auth`: 403 and API Gateway's message otherwise; the event then carries
@@ -35,6 +38,7 @@ from seglog_awsmodel.config import AWS_IAM, HttpRoute
 from seglog_awsmodel.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
 from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
+from seglog_client.hooks import REQUEST_ID_HEADER
 from seglog_client.sigv4 import header_map
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
@@ -147,17 +151,21 @@ class Gateway:
         request = event["requestContext"]
         context.update({"requestId": request["requestId"], "routeKey": key,
                         "identity.sourceIp": request["http"]["sourceIp"]})
-        result = self.invoker.invoke(event, source="api", log_fields={"method": method, "path": path})
+        # The invocation's log line and the answer both carry the request id, so a client's try can be matched
+        # with the invocation that served it (the report's "served by" link).
+        result = self.invoker.invoke(event, source="api", log_fields={
+            "method": method, "path": path, "api_request_id": request["requestId"]})
+        named = [(REQUEST_ID_HEADER, request["requestId"])]
         if not result.ok:
             context["integrationErrorMessage"] = result.error_message
-        if not result.ok:
-            return function_failure(timed_out=result.outcome is Outcome.TIMEOUT)
+            status, answer_headers, payload = function_failure(timed_out=result.outcome is Outcome.TIMEOUT)
+            return status, answer_headers + named, payload
         if self._lose(method, path, body):
             return None
         status, answer_headers, payload = http_api_response(result.payload)
         if self.cors is not None:
             answer_headers = self.cors.response(fields, answer_headers)
-        return status, answer_headers, payload
+        return status, [*answer_headers, *named], payload
 
     def _lose(self, method: str, path: str, body: bytes) -> bool:
         if self.faults is None or method.upper() in ("GET", "HEAD", "OPTIONS"):

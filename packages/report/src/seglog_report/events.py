@@ -14,9 +14,10 @@ from typing import Any, Final
 
 #: Longest string kept from an event (names, ids, labels).
 MAX_TEXT: Final = 80
-#: Correlation ids shown on hover (the report model's ``Ids``).
-ID_KEYS: Final = ("request_id", "attempt", "source", "pid", "shard_id", "message_id", "log_id", "segment", "entry",
-                  "crash_point", "key", "child")
+#: Correlation ids shown on hover (the report model's ``Ids``); ``api_request_id`` is the gateway's request id,
+#: on the API invocation's line and a client's answer alike (what :func:`seglog_report.causes.connect` links).
+ID_KEYS: Final = ("request_id", "api_request_id", "attempt", "source", "pid", "shard_id", "message_id", "log_id",
+                  "segment", "entry", "crash_point", "key", "child")
 
 
 def text(value: Any, default: str) -> str:

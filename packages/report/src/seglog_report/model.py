@@ -14,18 +14,10 @@ from typing import Any, Final
 import msgspec
 
 from seglog_core.violations import Violation
+from seglog_report.legend import Legend, legend
 
 #: Lane groups, top to bottom in the timeline.
 GROUPS: Final = ("client", "function", "snapshot", "operator")
-
-#: Span outcomes and the colour each is drawn in (one table, so the page, its legend and the tests agree).
-OUTCOME_COLOURS: Final[dict[str, str]] = {
-    "success": "#2ca02c", "completed": "#2ca02c", "acknowledged": "#2ca02c",
-    "already_done": "#98df8a", "duplicate": "#98df8a", "not_a_snapshot": "#98df8a",
-    "deferred": "#ffbb78", "busy": "#ff7f0e", "handed_off": "#17becf", "taken_over": "#9467bd",
-    "retried": "#bcbd22", "error": "#d62728", "crashed": "#8c564b", "timeout": "#e377c2",
-    "lost": "#7f7f7f", "gave_up": "#d62728", "incomplete": "#c7c7c7",
-}
 
 Ids = dict[str, str | int]
 """Correlation ids shown on hover: request_id, message_id, attempt, log_id, segment, entry, shard, pid."""
@@ -43,6 +35,11 @@ class Span(msgspec.Struct, kw_only=True, omit_defaults=True):
     ids: Ids = {}
     #: One of the events that led to a violation.
     highlight: bool = False
+    #: Unique in its run ("s12"): what :class:`Link` names (given by :func:`seglog_report.causes.connect`).
+    id: str = ""
+    #: The Snapshot entries this span acted on, by what it did (:data:`seglog_report.causes.ACTS`): keys
+    #: ``"appended"``, ``"routed"``, ``"worked"``; values ``"<log_id>/<segment>/<entry>"``.
+    acts: dict[str, list[str]] = {}
 
 
 class Marker(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -55,6 +52,30 @@ class Marker(msgspec.Struct, kw_only=True, omit_defaults=True):
     label: str = ""
     ids: Ids = {}
     highlight: bool = False
+    #: Unique in its run ("m3").
+    id: str = ""
+
+
+class Link(msgspec.Struct, frozen=True, rename={"source": "from", "target": "to"}):
+    """One edge of cause and effect between two spans or markers of a run (their ids), and why it is there."""
+
+    source: str
+    target: str
+    why: str
+    #: The Snapshot entry whose chain the link is part of (:func:`seglog_report.causes.key`); "" for a link
+    #: that belongs to no one chain (a client try served, a fault that hit).
+    chain: str = ""
+
+
+class Series(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A quantity sampled over the run, drawn on the timeline's time axis: a stream shard's iterator age, a
+    queue's depth. ``points`` are ``[seconds since the run started, value]``."""
+
+    name: str
+    unit: str
+    points: list[tuple[float, float]] = []
+    #: "measured" (read from the run) or "modelled" (the simulator's clock and model).
+    basis: str = "measured"
 
 
 class FunctionUse(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -129,6 +150,12 @@ class RunData(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The run's text report and counters, as the command printed them.
     summary: dict[str, Any] = {}
     replay: str = ""
+    #: Cause and effect between the spans and markers (:func:`seglog_report.causes.connect`).
+    links: list[Link] = []
+    #: Time series drawn under the timeline.
+    series: list[Series] = []
+    #: Why each Snapshot entry's span took as long as it did, by span id (:func:`seglog_report.causes.waits`).
+    waits: dict[str, str] = {}
 
     @property
     def ok(self) -> bool:
@@ -177,8 +204,30 @@ def _touches(ids: Ids, violation: Violation) -> bool:
     return ids.get("entry") == violation.entry and violation.segment in (None, ids.get("segment"))
 
 
-class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What one command wrote: its runs, in the order they ran (``report.json``)."""
+#: The version of ``report.json``'s shape (:class:`Report`); raised whenever a field changes meaning or goes.
+SCHEMA: Final = 2
+
+
+class SeedRow(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One seed of a simulate campaign, drawn or not: its verdict and its own figures."""
+
+    seed: int
+    ok: bool
+    violations: list[str] = []
+    faults: int = 0
+    invocations: int = 0
+    acknowledged: int = 0
+    #: Simulated seconds.
+    seconds: float = 0.0
+    replay: str = ""
+
+
+class Report(msgspec.Struct, kw_only=True):
+    """What one command wrote: its runs, in the order they ran (``report.json``).
+
+    ``schema`` is :data:`SCHEMA`; ``legend`` is the visual language the page was drawn in (fault kind ->
+    {symbol, color}, outcome -> {color, pattern}); each run's ``links`` are ``{from, to, why}`` between the ids of
+    its spans and markers."""
 
     kind: str
     title: str
@@ -191,6 +240,10 @@ class Report(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: What the whole command used, when its runs are not all here (a simulate campaign keeps only the seeds
     #: it draws); None: the sum of the runs' meters.
     total: Meter | None = None
+    schema: int = SCHEMA
+    legend: Legend = msgspec.field(default_factory=legend)
+    #: Every seed of a simulate campaign (the runs hold only the ones drawn), failing first.
+    seeds: list[SeedRow] = []
 
     @property
     def ok(self) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from seglog_report.model import Meter
+from seglog_report.model import Meter, SeedRow
 from seglog_sim.run import SeedResult, run_seed
 from seglog_sim.scenario import Scenario
 from seglog_sim.waste import figures
@@ -46,6 +46,9 @@ class Campaign:
     retiring: int = 0
     #: The counts behind the waste figures, over every seed.
     waste: Counter[str] = field(default_factory=Counter)
+    #: Every seed's row for the report (SeedResult.row, without its replay command: the command line knows it), in
+    #: the order they ran; a few hundred bytes each, no history.
+    rows: list[SeedRow] = field(default_factory=list)
 
     @property
     def seeds_per_minute(self) -> float:
@@ -78,6 +81,7 @@ class Campaign:
         self.meter = self.meter.add(result.meter)
         self.retiring += result.retired > 0
         self.waste.update(result.waste)
+        self.rows.append(result.row())
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "seeds": self.seeds, "jobs": self.jobs, "elapsed_seconds": round(self.elapsed, 2),

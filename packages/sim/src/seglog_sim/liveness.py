@@ -7,9 +7,10 @@ went on, and caught up the moment they stopped. This check judges the run while 
 
 What it measures is AWS's IteratorAge for the stream mapping: at each moment, the age of the oldest record of a
 shard past the mapping's checkpoint. It is read back after the run from the checkpoint's moves (kept by
-:class:`seglog_sim.pollers.Pollers`) and the shard's records: the age only grows between two moves, so its
-greatest values are just before a move and when the faults stopped. A violation names the shard, how long its
-oldest record waited and that record's entry (log, segment, entry: the snapshot or body it held back).
+:class:`seglog_sim.pollers.Pollers`) and the shard's records (:func:`waits`, which the report's iterator age
+reads too): the age only grows between two moves, so its greatest values are just before a move and when the
+faults stopped. A violation names the shard, how long its oldest record waited and that record's entry (log,
+segment, entry: the snapshot or body it held back).
 
 The bound (:func:`stream_bound`), from the rules every fault respects:
 
@@ -33,8 +34,8 @@ range holds the demo's rate (0.01), the emulator's chaos plan's (0.02) and ``--f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, NamedTuple
 
 from seglog_awsmodel.stream_batches import RETRY_CAP_SECONDS
 from seglog_core.schema import split_segment_key
@@ -57,6 +58,42 @@ def stream_bound(topology: Topology) -> float:
     return POLL_SECONDS + ATTEMPTS * cycle
 
 
+class Wait(NamedTuple):
+    """What a shard's mapping held back between two moves of its checkpoint, ``(since, until]``: the oldest record
+    past the checkpoint (None when none was past it by the end of the run), and when it arrived — its
+    ApproximateCreationDateTime rounded up, so the age is never overstated."""
+
+    since: float
+    until: float
+    arrived: float | None
+    record: Mapping[str, Any] | None
+
+    def age(self, at: float) -> float:
+        """AWS's IteratorAge at ``at`` (within ``(since, until]``): how long the oldest unread record has waited,
+        0 while none waits."""
+        return 0.0 if self.arrived is None else max(0.0, at - self.arrived)
+
+
+def waits(ddb: SimDynamoDB, table: str, shard: str, moves: Sequence[tuple[float, str]], *, start: float,
+          until: float) -> Iterator[Wait]:
+    """The shard's checkpoint from ``start`` to ``until``, one :class:`Wait` per move before ``until`` and a last
+    one ending there; ``moves`` are (time, SequenceNumber), in order. The age only grows within a wait, so its
+    greatest value is at the wait's end. The one rule :func:`stalled_shards` and the report's iterator age
+    (:mod:`seglog_sim.series`) read."""
+    checkpoint: str | None = None
+    since = start
+    for at, moved_to in [*[m for m in moves if m[0] < until], (until, None)]:
+        waiting = ddb.stream_records(table, shard, after=checkpoint, limit=1)
+        if waiting:
+            record = waiting[0]["dynamodb"]
+            yield Wait(since, at, record["ApproximateCreationDateTime"].timestamp() + _ROUNDING, record)
+        else:
+            yield Wait(since, at, None, None)
+        if moved_to is not None:
+            checkpoint = moved_to
+        since = at
+
+
 def stalled_shards(ddb: SimDynamoDB, topology: Topology, moves: Mapping[str, Sequence[tuple[float, str]]],
                    *, start: float, until: float, bound: float | None = None) -> list[Violation]:
     """A violation for each shard whose oldest unread record waited longer than ``bound`` (default
@@ -66,19 +103,15 @@ def stalled_shards(ddb: SimDynamoDB, topology: Topology, moves: Mapping[str, Seq
     table = topology.stream.table
     found = []
     for shard in ddb.shard_ids(table):
-        worst: tuple[float, float, float, dict[str, Any]] | None = None
-        checkpoint: str | None = None
-        for at, moved_to in [*[m for m in moves.get(shard, ()) if m[0] < until], (until, None)]:
-            waiting = ddb.stream_records(table, shard, after=checkpoint, limit=1)
-            if waiting:
-                arrived = waiting[0]["dynamodb"]["ApproximateCreationDateTime"].timestamp() + _ROUNDING
-                age = at - arrived
-                if age > bound and (worst is None or age > worst[0]):
-                    worst = (age, arrived, at, waiting[0]["dynamodb"])
-            if moved_to is not None:
-                checkpoint = moved_to
+        worst: Wait | None = None
+        for wait in waits(ddb, table, shard, moves.get(shard, ()), start=start, until=until):
+            age = wait.age(wait.until)
+            if age > bound and (worst is None or age > worst.age(worst.until)):
+                worst = wait
         if worst is not None:
-            found.append(_stalled(shard, *worst, start=start, bound=bound))
+            assert worst.arrived is not None and worst.record is not None
+            found.append(_stalled(shard, worst.age(worst.until), worst.arrived, worst.until, worst.record,
+                                  start=start, bound=bound))
     return found
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_core import errors
 from seglog_core.violations import Violation
-from seglog_report.model import Meter
+from seglog_report.model import Meter, SeedRow
 from seglog_services.api.routes import hosting
 from seglog_sim.checks import check_run, horizon_kept, named, retired, retiring
 from seglog_sim.cloud import Call
@@ -23,6 +24,9 @@ from seglog_sim.waste import counts as waste_counts
 from seglog_sim.waste import figures
 from seglog_sim.workload import Ledger
 from seglog_sim.world import World
+
+#: Violations' texts a seed's row keeps (:meth:`SeedResult.row`): a campaign keeps a row for every seed.
+ROW_VIOLATIONS = 10
 
 
 @dataclass(kw_only=True)
@@ -61,6 +65,16 @@ class SeedResult:
     def ok(self) -> bool:
         return not self.violations
 
+    def row(self, replay: str = "") -> SeedRow:
+        """The seed's line in a campaign's report (:attr:`seglog_report.model.Report.seeds`): its verdict and
+        figures, the first :data:`ROW_VIOLATIONS` violations' texts (and how many more there were)."""
+        texts = [v.text for v in self.violations[:ROW_VIOLATIONS]]
+        if len(self.violations) > ROW_VIOLATIONS:
+            texts.append(f"... and {len(self.violations) - ROW_VIOLATIONS} more")
+        return SeedRow(seed=self.seed, ok=self.ok, violations=texts, faults=len(self.fired),
+                       invocations=sum(use.invocations for use in self.meter.functions.values()),
+                       acknowledged=self.acknowledged, seconds=round(self.sim_seconds, 3), replay=replay)
+
     def summary(self) -> dict[str, Any]:
         return {"seed": self.seed, "ok": self.ok, "violations": [v.to_dict() for v in self.violations],
                 "kinds": self.kinds, "faults": len(self.fired), "acknowledged": self.acknowledged,
@@ -83,13 +97,17 @@ def _freeze_startup() -> None:
     gc.freeze()
 
 
-def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None
-            ) -> tuple[Run, SeedResult]:
-    """Run one seed: the world as it ended (for the report's timeline) and its result."""
+def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None,
+            watch: Callable[[Run], None] | None = None) -> tuple[Run, SeedResult]:
+    """Run one seed: the world as it ended (for the report's timeline) and its result. ``watch`` is given the
+    world before it runs, to install observers (:class:`seglog_sim.series.QueueDepths`): they may look, never
+    draw from the seed's generators nor schedule, so the seed does what it does without them."""
     _freeze_startup()
     scenario = scenario or Scenario()
     run = build(seed, scenario, only=only)
     world = run.world
+    if watch is not None:
+        watch(run)
 
     def driver(w: World) -> None:
         w.spawn("setup", "client", run.setup)

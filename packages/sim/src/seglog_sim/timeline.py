@@ -4,34 +4,38 @@ A seed is replayed bit for bit, so the report runs it again and reads the world 
 (a task of the api, router, worker or retention kind) on a lane per function and concurrency slot, every client
 try on its client's lane, every fault at the moment it fired on the lane of the task it hit, and each Snapshot
 entry's life from the write that appended it to the write that completed it (from the storage history). A
-violation's log, segment and entry mark the events that led to it.
+violation's log, segment and entry mark the events that led to it. Under the lanes, each stream shard's iterator
+age and the queues' depths (:mod:`seglog_sim.series`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 
 from seglog_core.schema import SNAPSHOT_JOB_DECODER
-from seglog_report.model import Marker, Meter, Report, RunData, Span, outline
+from seglog_report import causes
+from seglog_report.model import Marker, Meter, Report, RunData, SeedRow, Span, outline
 from seglog_sim.cloud import Call
 from seglog_sim.history import describe_key
 from seglog_sim.metering import FUNCTION_KINDS
 from seglog_sim.run import SeedResult, execute
 from seglog_sim.scenario import Scenario
+from seglog_sim.series import QueueDepths, iterator_ages
 from seglog_sim.world import Task
 
 
 def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str] | None = None,
              replay: str = "") -> tuple[SeedResult, RunData]:
     """Run ``seed`` again and draw it."""
-    run, result = execute(seed, scenario, only=only)
+    depths = QueueDepths()
+    run, result = execute(seed, scenario, only=only, watch=depths.watch)
     start = run.world.start
     names = {kind: getattr(run.topology, kind).logical_id for kind in FUNCTION_KINDS}
-    spans, lane_of = _invocations(run.world.tasks, names, start, run.world.now)
+    spans, lane_of = _invocations(run.world.tasks, names, start, run.world.now, _acts(result.history))
     spans += _client_tries(run.world.tasks, start)
     spans += _snapshot_lives(result.history, start, run.world.now)
     markers = [Marker(lane=lane_of.get(task, task), group=_group(task), at=round(at - start, 4), kind=kind,
@@ -41,12 +45,12 @@ def run_data(seed: int, scenario: Scenario | None = None, *, only: frozenset[str
     latencies = {"append": _append_latencies(run.world.tasks),
                  "snapshot": [round(s.end - s.start, 4) for s in spans
                               if s.group == "snapshot" and s.outcome == "completed" and s.ids.get("entry") != 0]}
-    data = RunData(kind="simulate", title=f"seed {seed}", run=seed, seed=seed, clock="simulated",
+    data = causes.connect(RunData(kind="simulate", title=f"seed {seed}", run=seed, seed=seed, clock="simulated",
                    seconds=round(run.world.now - start, 3), violations=violations, spans=spans, markers=markers,
                    latencies={k: v for k, v in latencies.items() if v}, meter=result.meter,
                    summary={"faults": dict(result.fault_counts), "invocations": result.invocations,
                             "stats": result.stats, "acknowledged": result.acknowledged},
-                   replay=replay)
+                   replay=replay, series=[*iterator_ages(run), *depths.series()]))
     return result, data
 
 
@@ -70,8 +74,8 @@ def _outcome(task: Task) -> str:
     return "success"
 
 
-def _invocations(tasks: list[Task], names: dict[str, str], start: float, now: float
-                 ) -> tuple[list[Span], dict[str, str]]:
+def _invocations(tasks: list[Task], names: dict[str, str], start: float, now: float,
+                 acts: dict[str, dict[str, list[str]]]) -> tuple[list[Span], dict[str, str]]:
     """Spans of every invocation, each kind's on the lowest-numbered slot free when it started (as a pool of
     execution environments would run them)."""
     spans: list[Span] = []
@@ -88,8 +92,12 @@ def _invocations(tasks: list[Task], names: dict[str, str], start: float, now: fl
         lane_of[task.name] = lane
         ids = _ids(task)
         label = task.name + (f" ({task.killed})" if task.killed else "")
+        done = dict(acts.get(task.name, {}))
+        jobs = [k for k in (_job_key(body) for body in task.tags.get("bodies") or []) if k is not None]
+        if jobs:
+            done[causes.WORKED] = jobs
         spans.append(Span(lane=lane, group="function", start=round(task.started - start, 4),
-                          end=round(end - start, 4), outcome=_outcome(task), label=label, ids=ids))
+                          end=round(end - start, 4), outcome=_outcome(task), label=label, ids=ids, acts=done))
     return spans, lane_of
 
 
@@ -109,6 +117,41 @@ def _ids(task: Task) -> dict[str, Any]:
             return ids
         ids.update(log_id=job.log, segment=job.segment, entry=job.entry)
     return ids
+
+
+def _job_key(body: object) -> str | None:
+    try:
+        job = SNAPSHOT_JOB_DECODER.decode(body)  # type: ignore[arg-type]
+    except (msgspec.DecodeError, TypeError):
+        return None
+    return causes.key(job.log, job.segment, job.entry)
+
+
+def _acts(history: list[Call]) -> dict[str, dict[str, list[str]]]:
+    """What each task did to Snapshot entries, from the calls that took effect: the write that appended one
+    (:data:`~seglog_report.causes.APPENDED`), the SendMessage of its job (:data:`~seglog_report.causes.ROUTED`)."""
+    found: dict[str, dict[str, list[str]]] = {}
+
+    def add(task: str, act: str, k: str | None) -> None:
+        if k is not None:
+            listed = found.setdefault(task, {}).setdefault(act, [])
+            if k not in listed:
+                listed.append(k)
+
+    for call in history:
+        if not (call.outcome.startswith("ok") or call.outcome.startswith("applied")):
+            continue
+        if call.service == "dynamodb":
+            for item, sets_root in _entry_writes(call):
+                log_id, where = describe_key(item)
+                if log_id is not None and not sets_root:
+                    segment, _, entry = where.partition("/")
+                    add(call.task, causes.APPENDED, causes.key(log_id, segment, entry or 0))
+        elif call.service == "sqs" and call.operation in ("SendMessage", "SendMessageBatch"):
+            entries = call.params.get("Entries") if call.operation == "SendMessageBatch" else [call.params]
+            for sent in entries or []:
+                add(call.task, causes.ROUTED, _job_key(sent.get("MessageBody", "")))
+    return found
 
 
 def _client_tries(tasks: list[Task], start: float) -> list[Span]:
@@ -176,7 +219,12 @@ def _entry_writes(call: Call) -> list[tuple[dict[str, Any], bool]]:
 
 def seeds_report(seeds: list[int], scenario: Scenario | None, *, command: str, title: str,
                  replay: Callable[[int], str], total: Meter | None = None,
-                 only: frozenset[str] | None = None) -> Report:
-    """A report drawing ``seeds`` (each run again, bit for bit); ``total`` is the whole campaign's meter."""
+                 only: frozenset[str] | None = None, rows: Iterable[SeedRow] = ()) -> Report:
+    """A report drawing ``seeds`` (each run again, bit for bit); ``total`` is the whole campaign's meter and
+    ``rows`` its every seed (:attr:`seglog_sim.campaign.Campaign.rows`), listed failing first, then by seed, each
+    with its replay command."""
     runs = [run_data(seed, scenario, only=only, replay=replay(seed))[1] for seed in seeds]
-    return Report(kind="simulate", title=title, command=command, created_at=time.time(), runs=runs, total=total)
+    table = sorted((msgspec.structs.replace(row, replay=replay(row.seed)) for row in rows),
+                   key=lambda row: (row.ok, row.seed))
+    return Report(kind="simulate", title=title, command=command, created_at=time.time(), runs=runs, total=total,
+                  seeds=table)

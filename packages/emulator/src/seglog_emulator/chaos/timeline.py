@@ -11,7 +11,7 @@ lines, and billed duration (init included, as Lambda bills it) at the memory eac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,10 @@ from seglog_core.violations import Violation
 from seglog_emulator.chaos.runlog import CRASH_EVENT, json_lines
 from seglog_emulator.chaos.watch import SnapshotLife
 from seglog_emulator.chaos.workload import ClientTry
-from seglog_report import events
+from seglog_report import causes, events
+from seglog_report.legend import CRASH_POINT
 from seglog_report.metering import Metering
-from seglog_report.model import Marker, Meter, RunData, Span, outline
+from seglog_report.model import Marker, Meter, RunData, Series, Span, outline
 
 #: Where a violation's text names its log and entry: "I2 <uuid> at 0/5: ..." (:meth:`ChaosRunner._verify`).
 
@@ -39,8 +40,9 @@ def log_records(path: Path) -> list[dict[str, Any]]:
 
 def run_data(*, run: int, seed: int, started_at: float, seconds: float, records: list[dict[str, Any]],
              fault_log: Path | None, tries: list[ClientTry], lives: list[SnapshotLife], violations: list[Violation],
-             quiescence: float | None) -> RunData:
-    """The run drawn from its log's ``records`` (:func:`log_records`) and the rest it left."""
+             quiescence: float | None, series: Sequence[Series] = ()) -> RunData:
+    """The run drawn from its log's ``records`` (:func:`log_records`) and the rest it left; ``series`` are what
+    was sampled while it ran (queue depths), drawn under the timeline with each stream shard's iterator age."""
     spans, lane_of_pid, meter = _invocations(records, started_at)
     spans += _tries(tries, started_at)
     spans += [_life(life, started_at, started_at + seconds) for life in lives]
@@ -53,9 +55,10 @@ def run_data(*, run: int, seed: int, started_at: float, seconds: float, records:
                               and s.outcome == "completed"],
                  "stream_hop": _stream_hops(records),
                  "quiescence": [quiescence] if quiescence is not None else []}
-    return RunData(kind="chaos", title="chaos run", run=run, seed=seed, started_at=started_at, seconds=seconds,
-                   violations=found, spans=spans, markers=markers, meter=meter,
-                   latencies={k: v for k, v in latencies.items() if v})
+    return causes.connect(RunData(kind="chaos", title="chaos run", run=run, seed=seed, started_at=started_at,
+                                  seconds=seconds, violations=found, spans=spans, markers=markers, meter=meter,
+                                  latencies={k: v for k, v in latencies.items() if v},
+                                  series=[*_iterator_ages(records, started_at), *series]))
 
 
 def _epoch(stamp: Any) -> float:
@@ -69,12 +72,19 @@ def _invocations(lines: list[dict[str, Any]], t0: float) -> tuple[list[Span], di
     # The lines a handler wrote carry its request id, and the log, segment and entry it worked on.
     jobs: dict[str, list[dict[str, Any]]] = {}
     context: dict[str, dict[str, Any]] = {}
+    acts: dict[str, dict[str, list[str]]] = {}
     for record in lines:
         request_id = record.get("request_id")
         if not request_id or record.get("event") == "invocation":
             continue
         if record.get("event") == "snapshot job":
             jobs.setdefault(request_id, []).append(record)
+        act = _act(record)
+        if act is not None:
+            done = acts.setdefault(request_id, {}).setdefault(act, [])
+            k = causes.key(record.get("log_id"), record.get("segment"), record.get("entry"))
+            if k not in done:
+                done.append(k)
         into = context.setdefault(request_id, {})
         into.update({k: v for k, v in events.ids(record).items() if k not in into and k != "pid"})
     spans: list[Span] = []
@@ -102,16 +112,55 @@ def _invocations(lines: list[dict[str, Any]], t0: float) -> tuple[list[Span], di
         if record.get("error_type"):
             extra = f"{record['error_type']}: {str(record.get('error_message', ''))[:160]}"
         spans.append(Span(lane=lane, group="function", start=round(end - duration, 4), end=round(end, 4),
-                          outcome=outcome, label=f"{function} {extra}".strip(), ids=ids))
+                          outcome=outcome, label=f"{function} {extra}".strip(), ids=ids,
+                          acts=acts.get(str(record.get("request_id")), {})))
         metering.invocation(record)
     return spans, lane_of_pid, metering.meter
 
 
+def _act(record: dict[str, Any]) -> str | None:
+    """What a handler's log line says it did to a Snapshot entry (:data:`seglog_report.causes.ACTS`)."""
+    event = record.get("event")
+    if "log_id" not in record or "entry" not in record:
+        return None
+    if event == "snapshot entry appended":
+        return causes.APPENDED
+    if event == "routed" and record.get("enqueued"):
+        return causes.ROUTED
+    if event == "snapshot job":
+        return causes.WORKED
+    return None
+
+
 def _tries(tries: list[ClientTry], t0: float) -> list[Span]:
+    # api_request_id: the answer's apigw-requestid, which the API invocation that served the try logged too.
     return [Span(lane=events.client_lane(t.client), group="client", start=round(t.start - t0, 4),
                  end=round(t.end - t0, 4), outcome=t.outcome,
                  label=f"{t.method} {t.path} try {t.number}: {t.status or t.error or 'no answer'}",
-                 ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number)) if v}) for t in tries]
+                 ids={k: v for k, v in (("log_id", t.log_id), ("attempt", t.number),
+                                        ("api_request_id", t.api_request_id)) if v}) for t in tries]
+
+
+def _iterator_ages(lines: list[dict[str, Any]], t0: float) -> list[Series]:
+    """Each stream shard's iterator age over the run, in seconds, from the stream poller's "poller usage" lines
+    (``shards: {shard_id: iterator_age_ms}``, one per period: :class:`seglog_emulator.pollers.usage.ShardAges`)."""
+    points: dict[str, list[tuple[float, float]]] = {}
+    for record in lines:
+        shards = record.get("shards") if record.get("event") == "poller usage" else None
+        if not isinstance(shards, dict):
+            continue
+        for shard, age in shards.items():
+            if isinstance(age, int | float) and not isinstance(age, bool):
+                points.setdefault(str(shard), []).append((round(record["_at"] - t0, 4), age / 1000))
+    names = _short_names(sorted(points))
+    return [Series(name=f"iterator age {names[shard]}", unit="s", points=points[shard]) for shard in sorted(points)]
+
+
+def _short_names(shards: list[str]) -> dict[str, str]:
+    """Shard ids by the part that tells them apart ("shardId-00000001700000000000-0a1b2c3d" -> "0a1b2c3d"), or
+    whole where that part repeats."""
+    short = {shard: shard.rsplit("-", 1)[-1] for shard in shards}
+    return short if len(set(short.values())) == len(short) else {shard: shard for shard in shards}
 
 
 def _life(life: SnapshotLife, t0: float, t_end: float) -> Span:
@@ -147,8 +196,9 @@ def _markers(lines: list[dict[str, Any]], faults: list[dict[str, Any]], lane_of_
         if record.get("event") == CRASH_EVENT:
             pid = int(record.get("pid") or 0)
             markers.append(Marker(lane=lane_of_pid.get(pid, f"pid {pid}"), group="function",
-                                  at=round(record["_at"] - t0, 4), kind=f"crash point {record.get('crash_point')}",
-                                  label="the worker kills itself here", ids=events.ids(record)))
+                                  at=round(record["_at"] - t0, 4), kind=CRASH_POINT,
+                                  label=f"{record.get('crash_point')}: the worker kills itself here",
+                                  ids=events.ids(record)))
     return markers
 
 

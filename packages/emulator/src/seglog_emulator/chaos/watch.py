@@ -13,13 +13,14 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_aws.backend import Backend
 from seglog_core.schema import EntryType
 from seglog_core.violations import Violation
+from seglog_report.model import Series
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,48 @@ def queue_depth(backend: Backend, queue_url: str) -> int:
         QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
                                             "ApproximateNumberOfMessagesDelayed"])["Attributes"]
     return sum(int(v) for v in attributes.values())
+
+
+@dataclass
+class QueueDepths:
+    """Queues' depths over a run (:func:`queue_depth`), for the report's time series: :meth:`sample` is called
+    from a loop that runs anyway (the runner's monitor, four times a second) and reads the queues when ``every``
+    seconds have passed since it last did, so sampling adds no loop and no wait of its own.
+
+    Args:
+        backend: where the queues are.
+        queues: series name -> queue URL.
+        every: seconds between samples.
+        clock: Unix time (a seam for tests).
+    """
+
+    backend: Backend
+    queues: dict[str, str]
+    every: float = 0.5
+    clock: Callable[[], float] = time.time
+    _points: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    _last: float = -math.inf
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def sample(self) -> None:
+        now = self.clock()
+        if now - self._last < self.every:
+            return
+        self._last = now
+        for name, url in self.queues.items():
+            try:
+                depth = queue_depth(self.backend, url)
+            except Exception:  # a throttled or refused read (the stack going down at the end): a gap
+                continue
+            with self._lock:
+                self._points.setdefault(name, []).append((now, float(depth)))
+
+    def series(self, started_at: float) -> list[Series]:
+        """Each queue's samples so far, in seconds since ``started_at``."""
+        with self._lock:
+            return [Series(name=name, unit="messages",
+                           points=[(round(at - started_at, 4), depth) for at, depth in self._points.get(name, [])])
+                    for name in self.queues]
 
 
 def quiescent(backend: Backend, log_ids: Iterable[uuid.UUID], watcher: SnapshotWatcher,

@@ -66,6 +66,9 @@ class ClientTry:
     status: int | None
     error: str | None
     log_id: str | None
+    #: The gateway's request id of the answer (its ``apigw-requestid``): the API invocation that served this try
+    #: logs the same as ``api_request_id``. None for a lost answer.
+    api_request_id: str | None = None
 
     @property
     def acknowledged(self) -> bool:
@@ -80,7 +83,8 @@ class ClientTry:
         """The try as the live console is sent it (its client lanes)."""
         return {"event": "client try", "client": self.client, "start": self.start, "end": self.end,
                 "status": "lost" if self.status is None else str(self.status), "attempt": self.number,
-                "method": self.method, "path": self.path, "log_id": self.log_id}
+                "method": self.method, "path": self.path, "log_id": self.log_id,
+                "api_request_id": self.api_request_id}
 
 
 @dataclass
@@ -99,7 +103,8 @@ class ClientStats(Counters):
         found = _LOG_IN_PATH.search(attempt.path)
         done = ClientTry(client=threading.current_thread().name, start=end - attempt.seconds, end=end,
                          method=attempt.method, path=attempt.path, number=attempt.number, status=attempt.status,
-                         error=attempt.error, log_id=found.group(1) if found else None)
+                         error=attempt.error, log_id=found.group(1) if found else None,
+                         api_request_id=attempt.request_id)
         with self._lock:
             self.tries.append(done)
         logfeed.send(done.feed())  # the live console's client lanes
@@ -168,9 +173,9 @@ class Workload:
         return ids
 
     def run(self, base_url: str, log_ids: list[uuid.UUID], seed: int, stats: ClientStats, credentials: Credentials,
-            on_append: Callable[[], None] | None = None) -> None:
+            on_append: Callable[[], None] | None = None, stop: threading.Event | None = None) -> None:
         """Every client of every sheet edits concurrently, one thread each, signing with ``credentials``; returns
-        when all are done."""
+        when all are done. Once ``stop`` is set (the run was interrupted) a client sends no further edit."""
         def one(log_id: uuid.UUID, index: int) -> None:
             client = ApiClient(base_url, stats, credentials)
             # Every client knows the sheet's start; then the client keeps the latest position it is answered
@@ -178,6 +183,8 @@ class Workload:
             client.note_position(log_id, START)
             rng = random.Random(f"{seed}:{log_id}:{index}")
             for n in range(self.edits):
+                if stop is not None and stop.is_set():
+                    return
                 try:
                     client.append(log_id, edit(rng, index, n), entry_id=entry_id(log_id, index, n))
                 except Exception as exc:  # recorded, and the run fails on it: nothing is lost silently

@@ -60,6 +60,9 @@ class SimSQS(SimService):
         self._names: dict[str, SimQueue] = {}
         #: Every receipt handle ever issued -> the queue it was issued by and its message.
         self._handles: dict[str, tuple[SimQueue, SqsMessage]] = {}
+        #: Called after every call and :meth:`receive` (a message may have come, gone or moved to the DLQ): what
+        #: the report's queue depths read (:mod:`seglog_sim.series`). It must only look: no draws, no changes.
+        self.watch: Callable[[], None] | None = None
         self._operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "CreateQueue": self._create_queue, "DeleteQueue": self._delete_queue, "GetQueueUrl": self._get_queue_url,
             "ListQueues": self._list_queues, "GetQueueAttributes": self._get_queue_attributes,
@@ -68,6 +71,13 @@ class SimSQS(SimService):
             "SendMessageBatch": self._send_message_batch, "DeleteMessageBatch": self._delete_message_batch,
             "ChangeMessageVisibilityBatch": self._change_message_visibility_batch,
         }
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super().call(operation, params)
+        finally:
+            if self.watch is not None:
+                self.watch()
 
     # ------------------------------------------------------------------------------------------ the simulator's API
 
@@ -102,7 +112,14 @@ class SimSQS(SimService):
                 copy = self._rng.choice(in_flight)
                 if self._deliver(queue, copy, now, queue.visibility_timeout):
                     messages.append(copy)
+        if self.watch is not None:
+            self.watch()
         return [self._shape(m, None, None) for m in messages]
+
+    def size(self, queue_url: str) -> int:
+        """Messages in the queue, visible, in flight or delayed (the three ApproximateNumberOf... added up): it
+        changes only when a call or a receive sends, deletes, purges or moves one."""
+        return len(self._queues[queue_url].messages)
 
     def depth(self, queue_url: str) -> tuple[int, int]:
         """(visible, hidden): hidden counts messages in flight and messages still delayed."""

@@ -1,0 +1,303 @@
+"""Cause and effect in one run (issue 21): ids for its spans and markers, the links between them, and why each
+snapshot took as long as it did. Both drivers (the chaos runner and demo from their logs, the simulator from its
+world) say what each span did — its ``ids`` and ``acts`` — and this module alone draws the edges, so the two
+reports link the same things for the same reasons.
+
+The chain of one Snapshot entry ``k`` (``"<log_id>/<segment>/<entry>"``)::
+
+    client try ──served by──▶ API invocation ──appended──▶ snapshot k ──routed──▶ router batch
+        ──job received──▶ worker invocation 1 ──after deferred: redelivered──▶ ... ──▶ worker invocation n
+        ──completed──▶ snapshot k
+
+    fault marker ──hit──▶ the invocation it fired in          (the same request_id or simulated task)
+    worker i (its claim taken over) ──took over the claim──▶ worker j
+
+1. Ids: spans ``s<n>``, markers ``m<n>``, in the run's order (stable for a run read twice).
+2. A client try and the invocation that served it share ``api_request_id`` (the gateway's request id, which the
+   emulator's invocation line and the client's answer both carry) or, in the simulator, ``task``.
+3. A marker hit the function span that shares its ``request_id`` (emulator) or ``task`` (simulator).
+4. The worker invocations on ``k`` are chained in order of start; each link says what the one before ended in
+   and so why there was a next one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Final
+
+from seglog_report.model import Link, Marker, RunData, Span
+
+#: What a span can do to a Snapshot entry (:attr:`Span.acts`' keys).
+APPENDED: Final = "appended"
+ROUTED: Final = "routed"
+WORKED: Final = "worked"
+ACTS: Final = (APPENDED, ROUTED, WORKED)
+
+#: Why a worker invocation was followed by another on the same job, by the outcome it ended in.
+NEXT_AFTER: Final[dict[str, str]] = {
+    "deferred": "deferred (an earlier snapshot was incomplete): redelivered after its backoff",
+    "busy": "busy (another message held the claim): redelivered later",
+    "crashed": "crashed: redelivered after the visibility timeout",
+    "timeout": "timed out: redelivered after the visibility timeout",
+    "error": "failed: redelivered after the visibility timeout",
+    "incomplete": "never reported its end: redelivered",
+    "handed_off": "handed off near its time limit: the next invocation resumes",
+    "taken_over": "lost its claim to a takeover",
+    "blocked": "blocked (an entry needs newer code): redelivered later",
+    "duplicate": "a duplicate of a live claim's job",
+}
+#: The keys that tie a span to the request it served (emulator, simulator).
+_REQUEST_KEYS: Final = ("request_id", "task")
+_SERVED_KEYS: Final = ("api_request_id", "task")
+
+
+def key(log_id: object, segment: object, entry: object) -> str:
+    """A Snapshot entry's key in :attr:`Span.acts`."""
+    return f"{log_id}/{segment}/{entry}"
+
+
+def snapshot_key(span: Span) -> str | None:
+    """The Snapshot entry a span of the snapshot group is the life of."""
+    if span.group != "snapshot" or "log_id" not in span.ids:
+        return None
+    return key(span.ids["log_id"], span.ids.get("segment"), span.ids.get("entry"))
+
+
+def connect(run: RunData) -> RunData:
+    """Give every span and marker of ``run`` an id, and set its :attr:`RunData.links` and
+    :attr:`RunData.waits` (in place; returns ``run``)."""
+    for n, span in enumerate(run.spans):
+        span.id = f"s{n}"
+    for n, marker in enumerate(run.markers):
+        marker.id = f"m{n}"
+    run.links = _dedupe([*_served(run.spans), *_snapshot_chains(run.spans), *_hits(run.spans, run.markers)])
+    run.waits = waits(run)
+    return run
+
+
+def _dedupe(links: Iterable[Link]) -> list[Link]:
+    seen: set[tuple[str, str]] = set()
+    found = []
+    for link in links:
+        if (link.source, link.target) not in seen and link.source != link.target:
+            seen.add((link.source, link.target))
+            found.append(link)
+    return found
+
+
+def _served(spans: list[Span]) -> list[Link]:
+    """Client try -> the API invocation that served it."""
+    invocations: dict[tuple[str, str | int], Span] = {}
+    for span in spans:
+        if span.group == "function":
+            for name in _SERVED_KEYS:
+                if name in span.ids:
+                    invocations.setdefault((name, span.ids[name]), span)
+    links = []
+    for span in spans:
+        if span.group != "client":
+            continue
+        for name in _SERVED_KEYS:
+            served = invocations.get((name, span.ids[name])) if name in span.ids else None
+            if served is not None and served is not span:
+                links.append(Link(span.id, served.id, "served by"))
+                break
+    return links
+
+
+def _hits(spans: list[Span], markers: list[Marker]) -> list[Link]:
+    """Fault -> the invocation it fired in."""
+    by_request: dict[tuple[str, str | int], list[Span]] = defaultdict(list)
+    for span in spans:
+        if span.group == "function":
+            for name in _REQUEST_KEYS:
+                if name in span.ids:
+                    by_request[(name, span.ids[name])].append(span)
+    links = []
+    for marker in markers:
+        for name in _REQUEST_KEYS:
+            hit = by_request.get((name, marker.ids[name]), []) if name in marker.ids else []
+            if hit:
+                closest = min(hit, key=lambda s: 0 if s.start <= marker.at <= s.end else
+                              min(abs(s.start - marker.at), abs(s.end - marker.at)))
+                links.append(Link(marker.id, closest.id, f"{marker.kind} hit it"))
+                break
+    return links
+
+
+def _acting(spans: list[Span], act: str) -> dict[str, list[Span]]:
+    found: dict[str, list[Span]] = defaultdict(list)
+    for span in spans:
+        for k in span.acts.get(act, []):
+            found[k].append(span)
+    for listed in found.values():
+        listed.sort(key=lambda s: (s.start, s.end))
+    return found
+
+
+def _snapshot_chains(spans: list[Span]) -> list[Link]:
+    appended, sent, worked = (_acting(spans, act) for act in ACTS)
+    links = []
+    for life in spans:
+        k = snapshot_key(life)
+        if k is None:
+            continue
+        links += [Link(api.id, life.id, "appended the Snapshot entry", k) for api in appended.get(k, [])]
+        senders = sent.get(k, [])
+        routers = [s for s in senders if WORKED not in s.acts]
+        links += [Link(life.id, r.id, "routed: job sent" if n == 0 else "routed again: the stream batch came back",
+                       k) for n, r in enumerate(routers)]
+        previous: Span | None = None
+        for worker in worked.get(k, []):
+            if previous is None:
+                sender = next((s for s in reversed(senders) if s.start <= worker.start), None)
+                why = "job received" if sender is None or sender in routers else \
+                    "job received, sent by a later snapshot's worker (its predecessor had none)"
+                links.append(Link((sender or life).id, worker.id, why, k))
+            else:
+                links.append(Link(previous.id, worker.id, _next_why(previous, worker), k))
+            if worker.outcome == "completed":
+                links.append(Link(worker.id, life.id, "completed the snapshot", k))
+            previous = worker
+        links += _takeovers(worked.get(k, []), k)
+    return links
+
+
+def _next_why(previous: Span, worker: Span) -> str:
+    if worker.start < previous.end:
+        return "ran beside it (the same job delivered twice)"
+    return NEXT_AFTER.get(previous.outcome, f"{previous.outcome}: the job came again")
+
+
+def _takeovers(workers: list[Span], k: str) -> list[Link]:
+    """A worker whose claim was taken over -> the one that took it (started while it ran)."""
+    links = []
+    for lost in workers:
+        if lost.outcome != "taken_over":
+            continue
+        taker = next((w for w in workers if w is not lost and lost.start < w.start < lost.end), None)
+        if taker is not None:
+            links.append(Link(lost.id, taker.id, "took over the claim", k))
+    return links
+
+
+def waits(run: RunData) -> dict[str, str]:
+    """Why each Snapshot entry's span took as long as it did, by span id: the stream hop, the queue, and what
+    each invocation that did not complete it ended in, with what held it (a predecessor, another claim)."""
+    routed, worked = _acting(run.spans, ROUTED), _acting(run.spans, WORKED)
+    lives = [s for s in run.spans if snapshot_key(s) is not None]
+    kinds = {m.id: m.kind for m in run.markers}
+    hits: dict[str, Counter[str]] = defaultdict(Counter)
+    for link in run.links:
+        if link.source in kinds:
+            hits[link.target][kinds[link.source]] += 1
+    found = {}
+    for life in lives:
+        k = snapshot_key(life)
+        assert k is not None
+        parts = []
+        routers = routed.get(k, [])
+        workers = worked.get(k, [])
+        if routers:
+            parts.append(f"stream {routers[0].start - life.start:.2f} s")
+        if workers:
+            since = routers[0].end if routers else life.start
+            parts.append(f"queued {max(0.0, workers[0].start - since):.2f} s")
+        parts += _tries(life, lives, workers)
+        hit = sum((hits[w.id] for w in workers), Counter())
+        if hit:
+            parts.append("faults that hit its invocations: " + ", ".join(
+                f"{count} {kind}" for kind, count in hit.most_common()))
+        done = next((w for w in workers if w.outcome == "completed"), None)
+        if life.outcome == "completed":
+            parts.append(f"completed by {done.lane} at {done.end:.2f} s, after {done.end - done.start:.2f} s in that "
+                         "invocation" if done else "completed")
+        else:
+            parts.append("not complete when the run ended")
+        found[life.id] = f"took {life.end - life.start:.2f} s: " + "; ".join(parts)
+    return found
+
+
+def _tries(life: Span, lives: list[Span], workers: list[Span]) -> list[str]:
+    """What each try that did not complete the snapshot ended in, a run of tries held by the same thing told
+    once with its count, its span of time and the time spent waiting between them."""
+    told: list[tuple[str, int, float, float, float]] = []  # reason, count, first at, last at, waited
+    for n, worker in enumerate(workers):
+        if worker.outcome in ("completed", "already_done"):
+            continue
+        reason = _why_not_done(worker, life, lives, workers)
+        waited = max(0.0, workers[n + 1].start - worker.end) if n + 1 < len(workers) else 0.0
+        if told and told[-1][0] == reason:
+            _, count, first, _, before = told[-1]
+            told[-1] = (reason, count + 1, first, worker.start, before + waited)
+        else:
+            told.append((reason, 1, worker.start, worker.start, waited))
+    parts = []
+    for reason, count, first, last, waited in told:
+        when = f"at {first:.2f} s" if count == 1 else f"{count}x from {first:.2f} to {last:.2f} s"
+        gap = "until the next try" if count == 1 else "between tries and after"
+        parts.append(reason.replace("{when}", when) + (f", {waited:.2f} s {gap}" if waited >= 0.01 else ""))
+    return parts
+
+
+def _why_not_done(worker: Span, life: Span, lives: list[Span], workers: list[Span]) -> str:
+    at = "{when}"
+    if worker.outcome == "deferred":
+        before = [s for s in lives if s.ids.get("log_id") == life.ids.get("log_id") and _position(s) < _position(life)
+                  and s.start <= worker.start and (s.outcome != "completed" or s.end > worker.start)]
+        if before:
+            behind = max(before, key=_position)
+            done = f"completed at {behind.end:.2f} s" if behind.outcome == "completed" else "never completed"
+            return f"deferred {at}: behind snapshot {_where(behind)} ({done})"
+        return f"deferred {at}: an earlier snapshot was incomplete"
+    if worker.outcome == "busy":
+        holder = next((w for w in workers if w is not worker and w.start <= worker.start <= w.end
+                       and w.outcome not in ("busy", "duplicate")), None)
+        if holder is not None:
+            message = holder.ids.get("message_id", holder.lane)
+            return f"busy {at}: claim held by message {message} until {holder.end:.2f} s"
+        return f"busy {at}: another message held the claim"
+    if worker.outcome == "blocked":
+        return f"blocked {at}: {worker.label}"
+    if worker.outcome in ("crashed", "timeout", "error", "incomplete"):
+        return f"{worker.outcome} {at} (visibility timeout before the next try)"
+    return f"{worker.outcome} {at}"
+
+
+def _position(span: Span) -> tuple[int, int]:
+    segment, entry = span.ids.get("segment", 0), span.ids.get("entry", 0)
+    return (segment if isinstance(segment, int) else 0, entry if isinstance(entry, int) else 0)
+
+
+def _where(span: Span) -> str:
+    segment, entry = _position(span)
+    return f"{segment}/{entry}"
+
+
+def chain(run: RunData, start: str) -> set[str]:
+    """The ids on ``start``'s chains — what selecting it in the page highlights (the page's script does the same):
+
+    1. ``start``, and what is tied to it by a link of no chain (the client try it served, the faults that hit it);
+    2. every Snapshot entry's chain one of those is on, whole (its append, routing, every worker invocation on
+       its job, its completion) — but not the chains those reach in turn: a worker that sent a job for its
+       predecessor is on both chains, and selecting the later snapshot does not light up the earlier one's;
+    3. what is tied by a link of no chain to anything found so far (a fault that hit a worker on the chain).
+    """
+    loose: dict[str, set[str]] = defaultdict(set)
+    members: dict[str, set[str]] = defaultdict(set)
+    chains_of: dict[str, set[str]] = defaultdict(set)
+    for link in run.links:
+        if link.chain:
+            members[link.chain] |= {link.source, link.target}
+            chains_of[link.source].add(link.chain)
+            chains_of[link.target].add(link.chain)
+        else:
+            loose[link.source].add(link.target)
+            loose[link.target].add(link.source)
+    found = {start} | loose[start]
+    for k in {k for item in found for k in chains_of[item]}:
+        found |= members[k]
+    for item in list(found):
+        found |= loose[item]
+    return found

@@ -1,0 +1,85 @@
+"""Cause and effect in one run (issue 21, point 2): the links between a run's spans and markers, what selecting
+one lights up, and why a snapshot waited — on a run built by hand, so each rule is seen to hold and to fail."""
+
+from __future__ import annotations
+
+import msgspec
+
+from seglog_report import causes
+from seglog_report.model import Link, Marker, RunData, Span
+
+LOG = "0f0e0d0c-0000-4000-8000-000000000001"
+K1 = causes.key(LOG, 0, 4)  # the earlier snapshot
+K2 = causes.key(LOG, 0, 9)
+
+
+def _span(lane: str, group: str, start: float, end: float, outcome: str, **ids: str | int) -> Span:
+    return Span(lane=lane, group=group, start=start, end=end, outcome=outcome, ids=dict(ids))
+
+
+def _run() -> RunData:
+    spans = [
+        _span("client-1", "client", 0.9, 1.2, "acknowledged", task="api-1"),
+        _span("Api #1", "function", 1.0, 1.1, "success", task="api-1"),
+        _span(f"snapshot {K1}", "snapshot", 0.5, 3.0, "completed", log_id=LOG, segment=0, entry=4),
+        _span(f"snapshot {K2}", "snapshot", 1.1, 9.0, "completed", log_id=LOG, segment=0, entry=9),
+        _span("Router #1", "function", 1.2, 1.3, "success", task="router-1"),
+        _span("Worker #1", "function", 1.4, 1.6, "deferred", task="worker-1", message_id="q2"),
+        _span("Worker #2", "function", 0.6, 3.0, "completed", task="worker-2", message_id="q1"),
+        _span("Worker #1", "function", 2.6, 4.0, "completed", task="worker-3", message_id="q2"),
+        _span("Worker #3", "function", 3.0, 3.2, "busy", task="worker-4", message_id="q2b"),
+    ]
+    spans[1].acts = {causes.APPENDED: [K2]}
+    spans[4].acts = {causes.ROUTED: [K2]}
+    spans[5].acts = {causes.WORKED: [K2], causes.ROUTED: [K1]}  # it sends a job for its predecessor
+    spans[6].acts = {causes.WORKED: [K1]}
+    spans[7].acts = {causes.WORKED: [K2]}
+    spans[8].acts = {causes.WORKED: [K2]}
+    markers = [Marker(lane="Worker #2", group="function", at=1.0, kind="ddb_5xx", ids={"task": "worker-2"}),
+               Marker(lane="Worker #1", group="function", at=3.5, kind="pause", ids={"task": "worker-3"})]
+    return causes.connect(RunData(kind="simulate", title="t", run=1, seed=1, spans=spans, markers=markers))
+
+
+def _edges(run: RunData) -> set[tuple[str, str, str]]:
+    return {(link.source, link.target, link.why) for link in run.links}
+
+
+def test_each_span_and_marker_gets_an_id_and_the_chain_is_linked_in_order() -> None:
+    run = _run()
+    assert [s.id for s in run.spans] == [f"s{n}" for n in range(9)] and [m.id for m in run.markers] == ["m0", "m1"]
+    edges = _edges(run)
+    assert ("s0", "s1", "served by") in edges
+    assert ("s1", "s3", "appended the Snapshot entry") in edges
+    assert ("s3", "s4", "routed: job sent") in edges
+    assert ("s4", "s5", "job received") in edges
+    assert ("s5", "s7", causes.NEXT_AFTER["deferred"]) in edges
+    assert ("s7", "s3", "completed the snapshot") in edges
+    # The busy one started while s7 held the claim: it ran beside it.
+    assert ("s7", "s8", "ran beside it (the same job delivered twice)") in edges
+    # The later snapshot's worker sent the earlier one's job: the job's receiver is linked from it, not the entry.
+    assert any(src == "s5" and dst == "s6" for src, dst, _ in edges) is False  # s6 started before s5 sent
+    assert ("m0", "s6", "ddb_5xx hit it") in edges and ("m1", "s7", "pause hit it") in edges
+
+
+def test_selecting_a_snapshot_lights_up_its_own_chain_not_its_predecessors() -> None:
+    run = _run()
+    chain = causes.chain(run, "s3")
+    assert {"s0", "s1", "s3", "s4", "s5", "s7", "s8", "m1"} <= chain
+    assert "s2" not in chain and "s6" not in chain and "m0" not in chain
+    # A fault selects what it hit, and that invocation's chain.
+    assert causes.chain(run, "m0") == {"m0", "s6", "s2"}
+
+
+def test_why_a_snapshot_waited_names_what_held_it() -> None:
+    run = _run()
+    why = run.waits["s3"]
+    assert why.startswith("took 7.90 s: stream 0.10 s; queued 0.10 s;")
+    assert "deferred at 1.40 s: behind snapshot 0/4 (completed at 3.00 s), 1.00 s until the next try" in why
+    assert "busy at 3.00 s: claim held by message q2 until 4.00 s" in why
+    assert "faults that hit its invocations: 1 pause" in why
+    assert why.endswith("completed by Worker #1 at 4.00 s, after 1.40 s in that invocation")
+
+
+def test_links_are_written_as_from_to_why() -> None:
+    encoded = msgspec.json.decode(msgspec.json.encode(Link("s1", "s2", "because", "k")))
+    assert encoded == {"from": "s1", "to": "s2", "why": "because", "chain": "k"}
