@@ -8,33 +8,25 @@ from collections.abc import Sequence, Set
 from pathlib import Path
 
 import click
-import msgspec
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from seglog_cli.reports import unreadable
 from seglog_report.cost import NUMBERS, Ledger, comparison, ledger, money, times
-from seglog_report.errors import ReportError
-from seglog_report.model import Report, RunData, decode
+from seglog_report.errors import ReportError, ReportFileError
+from seglog_report.files import REPORT_FILE, read_report
+from seglog_report.model import Report, RunData
 
-REPORT_FILE = "report.json"
 _WHAT_TO_PASS = f"pass a {REPORT_FILE} a run wrote (seglog chaos, demo, simulate), or the output directory holding one"
 
 
 def _read(path: Path) -> Report:
-    file = path / REPORT_FILE if path.is_dir() else path
     try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise click.BadParameter(f"{file}: no such file; {_WHAT_TO_PASS}", param_hint="PATH") from None
-    except OSError as exc:
-        raise click.BadParameter(f"{file}: cannot be read ({exc.strerror}); {_WHAT_TO_PASS}",
-                                 param_hint="PATH") from None
-    try:
-        return decode(data)
-    except msgspec.DecodeError as exc:  # bad JSON, or JSON that is not a report (the message names the field)
-        raise click.BadParameter(f"{file} is not a report ({exc}); {_WHAT_TO_PASS}", param_hint="PATH") from None
+        return read_report(path)
+    except ReportFileError as exc:
+        raise unreadable(exc, _WHAT_TO_PASS, "PATH") from None
 
 
 def _run(report: Report, path: Path, number: int) -> RunData:

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.context import reports_errors, settings
-from seglog_cli.reports import command_line, report_directory, report_option
+from seglog_cli.reports import command_line, interruptible, report_directory, report_option
 from seglog_core.sheet import render
 from seglog_emulator.chaos import Campaign, RunProgress, Workload, default_plan
 from seglog_emulator.chaos.watch import percentile
@@ -42,8 +42,34 @@ def demo_plan(seed: int, faults: str) -> FaultPlan | None:
     return FaultPlan.from_mapping(plan, source="demo")
 
 
-def live_view(progress: RunProgress) -> Table:
-    """One frame of the live view."""
+class InvocationCounts:
+    """Invocations so far per emulator child, over every process that child has had.
+
+    A child's status file counts what the process writing it invoked: a child started again (a poller_restart,
+    and a supervisor_restart restarts them all) counts from 0. The chaos runner's supervisor restarts fire up to
+    the end of the fault tail, after the clients are done, so the API's new process often never gets a request
+    and the view said "ApiFunction: 0 (0 so far)" after 125 invocations (issue 21). This keeps each process's
+    last count (the view reads the files four times a second, as often as a child writes them) and adds them up.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, dict[int, int]] = {}
+
+    def update(self, statuses: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
+        """``(function, in flight now, invocations so far)`` per child that runs a function."""
+        found = []
+        for status in statuses:
+            if not status.get("function"):
+                continue
+            processes = self._seen.setdefault(str(status.get("child") or status["function"]), {})
+            pid = int(status.get("pid") or 0)
+            processes[pid] = max(processes.get(pid, 0), int(status.get("invocations") or 0))
+            found.append((str(status["function"]), int(status.get("in_flight") or 0), sum(processes.values())))
+        return found
+
+
+def live_view(progress: RunProgress, invoked: InvocationCounts) -> Table:
+    """One frame of the live view (``invoked`` carries the invocation counts from one frame to the next)."""
     stats = progress.stats
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
@@ -63,10 +89,10 @@ def live_view(progress: RunProgress) -> Table:
         counts = {k: v for k, v in progress.runtime.counts().items() if v}
         table.add_row("faults", ", ".join(f"{k} {v}" for k, v in counts.items()) or "none yet"
                       + ("" if progress.runtime.active else "  (stopped)"))
-    statuses = read_statuses(progress.state_dir)
-    if statuses:
-        table.add_row("in flight", "  ".join(f"{s['function']}: {s['in_flight']} ({s['invocations']} so far)"
-                                             for s in statuses if s.get("function")))
+    invocations = invoked.update(read_statuses(progress.state_dir))
+    if invocations:
+        table.add_row("invocations", "  ".join(f"{function} {total} so far, {in_flight} in flight"
+                                               for function, in_flight, total in invocations))
     return table
 
 
@@ -104,18 +130,22 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
     console.print(f"[bold]faults[/] {faults} (seed {seed}): "
                   + (", ".join(f"{k} {v.rate:.3f}" for k, v in plan.specs.items()) if plan else "none"))
     frame: dict[str, Any] = {}
-    with Live(Text("starting the emulator..."), console=console, refresh_per_second=4, transient=False) as live:
+    invoked = InvocationCounts()
+    with (interruptible() as stopped,
+          Live(Text("starting the emulator..."), console=console, refresh_per_second=4, transient=False) as live):
         def monitor(progress: RunProgress) -> None:
-            frame["table"] = live_view(progress)
+            frame["table"] = live_view(progress, invoked)
             live.update(frame["table"])
 
-        result = campaign.run(seed, 1, faults=faults, base=plan, monitor=monitor)
+        result = campaign.run(seed, 1, faults=faults, base=plan, monitor=monitor, kind="demo")
     console.print()
-    report = result.runs[0]
-    result.title = "seglog demo"
     console.print(result.render())
-    page, priced = publish(result.to_report("demo", command_line(ctx)),
-                           report_directory(report_dir, config.run_dir, "demo"))
+    page, priced = publish(result.to_report(command_line(ctx)), report_directory(report_dir, config.run_dir, "demo"))
+    if result.interrupted or not result.runs:
+        campaign.close(keep=not result.ok)
+        console.print(f"[bold]interrupted[/]: the run is drawn from what its log held: {page}")
+        ctx.exit(stopped.status)
+    report = result.runs[0]
     console.out(priced.render())  # a table: never wrapped to the terminal's width
     backend = campaign.deployment.backend()
     for log_id in report.log_ids:

@@ -13,7 +13,7 @@ from seglog_awsmodel.template import default_template_path
 from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
 from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
-from seglog_cli.reports import command_line, report_directory, report_option
+from seglog_cli.reports import command_line, interruptible, report_directory, report_option
 from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
@@ -188,7 +188,8 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
     stop the faults, wait for quiescence, verify every sheet. Exit status 1 on any violation; a failing run
     prints the command that replays its seed. With --require-coverage, also exit 1 when a crash point or fault
-    kind the plans could reach was reached by no run.
+    kind the plans could reach was reached by no run. Ctrl-C (or SIGTERM) stops the run under way, and the page is
+    still written, with the runs finished and the interrupted one drawn from its log (exit status 130, or 143).
     """
     from seglog_emulator.chaos import Campaign, Workload
     from seglog_emulator.chaos.coverage import Coverage, parse_targets
@@ -214,21 +215,21 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
                        f"{report.seconds:.1f}s" + (f", armed for {armed}" if armed else ""),
                        err=True)
 
-    console = start_console(console_port, lane="chaos", deployment=campaign.deployment) \
-        if console_port is not None else None
-    try:
-        result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
-                              label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
-                              fail_fast=fail_fast, cover=cover, targets=targets)
-    finally:
-        stop_console(console)
-    result.replay_args = " ".join(
+    replay_args = " ".join(
         [f"--fault-plan {fault_plan_file}" if fault_plan_file else f"--faults {faults}"]
         + ([f"--rate {rate}"] if rate is not None and not fault_plan_file else [])
         + [f"--sheets {sheets} --clients {clients} --edits {edits}"])
+    console = start_console(console_port, lane="chaos", deployment=campaign.deployment) \
+        if console_port is not None else None
+    with interruptible() as stopped:
+        try:
+            result = campaign.run(seed, runs, faults=faults, rate=rate, base=base,
+                                  label=str(fault_plan_file) if fault_plan_file else faults, on_run=progress,
+                                  fail_fast=fail_fast, cover=cover, targets=targets, replay_args=replay_args)
+        finally:
+            stop_console(console)
     campaign.close(keep=not result.ok)
-    page, priced = publish(result.to_report("chaos", command_line(ctx)),
-                           report_directory(report_dir, config.run_dir, "chaos"))
+    page, priced = publish(result.to_report(command_line(ctx)), report_directory(report_dir, config.run_dir, "chaos"))
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "ledger": priced.to_dict(), "report": str(page)}, indent=2,
                               default=str))
@@ -239,6 +240,10 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
             click.echo(f"kept for inspection: stack {campaign.stack} on the local stack")
         click.echo(f"logs: {campaign.state_dir}")
         click.echo(f"report: {page}")
+    if result.interrupted:
+        click.echo(f"interrupted after {len(result.runs)} run(s): the page holds them, the last drawn from what its "
+                   f"log held: {page}", err=True)
+        raise SystemExit(stopped.status)
     if require_coverage and result.missed and not as_json:
         click.echo(f"--require-coverage: no run reached {', '.join(result.missed)}", err=True)
     raise SystemExit(0 if result.ok and not (require_coverage and result.missed) else 1)

@@ -20,7 +20,7 @@ COMMANDS = {
     "redrive": "pipeline_commands:redrive", "emulate": "emulator_commands:emulate",
     "chaos": "emulator_commands:chaos", "build": "build_commands:build", "deploy": "deploy_commands:deploy",
     "destroy": "deploy_commands:destroy", "smoke": "deploy_commands:smoke", "simulate": "simulate_commands:simulate",
-    "cost": "cost_commands:cost",
+    "cost": "cost_commands:cost", "report": "report_commands:report",
 }
 
 

@@ -57,3 +57,22 @@ class UnknownArchitectureError(NotPricedError):
 
     what = "Lambda architecture"
     hint = "template.yaml's Architectures name the one the functions run on"
+
+
+class ReportFileError(ReportError, ValueError):
+    """A ``report.json`` or ``run.json`` that cannot be read.
+
+    Attributes:
+        path: the file.
+        problem: what is wrong with it.
+        advice: what to do about it, when this error knows ("" leaves it to the caller, which knows what it
+            asked for).
+        schema: the report's schema when it names another than this seglog writes (None otherwise).
+    """
+
+    def __init__(self, path: str, problem: str, *, advice: str = "", schema: int | None = None) -> None:
+        super().__init__(f"{path} {problem}" + (f": {advice}" if advice else ""))
+        self.path = path
+        self.problem = problem
+        self.advice = advice
+        self.schema = schema

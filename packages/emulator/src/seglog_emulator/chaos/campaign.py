@@ -3,6 +3,9 @@
 Every campaign provisions the template under a new stack name (``seglog-chaos-<hex>``) with
 :data:`~.runner.CHAOS_PARAMETERS`, so a replayed seed meets the same empty sheets, and a developer's own
 stack is never touched. Each run after the first arms what the earlier ones did not reach (:mod:`.coverage`).
+Each run's drawing is saved as ``run.json`` in its run directory the moment it ends
+(:func:`seglog_report.files.save_run`), so a campaign stopped on the way — Ctrl-C, kill -9 — loses no finished run:
+``seglog report <state directory>`` draws them.
 :meth:`Campaign.close` deletes those resources when the campaign passed and keeps them
 for inspection when it failed; the logs stay in the state directory until the next campaign starts.
 """
@@ -32,6 +35,7 @@ from seglog_emulator.chaos.runner import (
 )
 from seglog_emulator.chaos.workload import Workload
 from seglog_emulator.faults.plan import FaultPlan, FaultPlanError
+from seglog_report.files import save_run
 from seglog_stack import local
 
 log = structlog.get_logger("seglog.chaos")
@@ -81,40 +85,66 @@ class Campaign:
             base: FaultPlan | None = None, label: str | None = None,
             on_run: Callable[[RunReport], None] | None = None,
             monitor: Callable[[RunProgress], None] | None = None, fail_fast: bool = False,
-            cover: bool = True, targets: frozenset[str] = frozenset()) -> CampaignReport:
+            cover: bool = True, targets: frozenset[str] = frozenset(), kind: str = "chaos",
+            replay_args: str = "") -> CampaignReport:
         """Runs with seeds ``seed`` .. ``seed + runs - 1`` (up to the first failing one with ``fail_fast``).
+
+        A Ctrl-C (KeyboardInterrupt) ends the campaign instead of raising: the report holds the runs finished and
+        the interrupted one (:attr:`RunReport.interrupted`), and says it was :attr:`~CampaignReport.interrupted`.
 
         Args:
             cover: each run arms the crash points and kinds no earlier run reached (:mod:`.coverage`).
             targets: crash points and kinds the first run arms (every run, without ``cover``).
+            kind: what the report calls the runs ("chaos", "demo"); its title is ``seglog <kind>``.
+            replay_args: the options that replay a run besides its seed (:attr:`CampaignReport.replay_args`).
 
         Raises:
             FaultPlanError: ``targets`` names what the plan cannot reach (before the first run starts).
         """
-        campaign = CampaignReport(seed=seed, faults=label or faults)
+        campaign = CampaignReport(seed=seed, faults=label or faults, kind=kind, title=f"seglog {kind}",
+                                  replay_args=replay_args)
         coverage = Coverage(targets=targets)
         reached = Coverage()  # what the runs reached, with coverage or without: the report's "missed"
         started = time.monotonic()
-        for i in range(runs):
-            plan, armed = self.armed_plan(seed + i, faults, rate, base, coverage)
-            if armed:
-                log.info("run arms what earlier runs did not reach", run=i, seed=seed + i,
-                         targets=[t.to_dict() for t in armed])
-            report = self.runner.run(i, plan, seed=seed + i, monitor=monitor)
-            report.targets = armed
-            if plan is not None:
-                plan.dump(Path(report.log_file).parent / PLAN_FILE)
-            if cover:
-                coverage.add(report.crash_points_hit, report.faults)
-            reached.add(report.crash_points_hit, report.faults)
-            campaign.missed = sorted(reached.missed(plan)) if plan is not None else []
-            campaign.runs.append(report)
-            campaign.seconds = time.monotonic() - started
-            if on_run is not None:
-                on_run(report)
-            if fail_fast and not report.ok:
-                break
+        try:
+            for i in range(runs):
+                plan, armed = self.armed_plan(seed + i, faults, rate, base, coverage)
+                if armed:
+                    log.info("run arms what earlier runs did not reach", run=i, seed=seed + i,
+                             targets=[t.to_dict() for t in armed])
+                report = self.runner.run(i, plan, seed=seed + i, monitor=monitor)
+                report.targets = armed
+                campaign.runs.append(report)
+                campaign.seconds = time.monotonic() - started
+                self._keep(campaign, report, plan)
+                if not report.interrupted:
+                    if cover:
+                        coverage.add(report.crash_points_hit, report.faults)
+                    reached.add(report.crash_points_hit, report.faults)
+                    campaign.missed = sorted(reached.missed(plan)) if plan is not None else []
+                if on_run is not None:
+                    on_run(report)
+                if report.interrupted:
+                    campaign.interrupted = True
+                    break
+                if fail_fast and not report.ok:
+                    break
+        except KeyboardInterrupt:  # between runs, or while one was being read: the runs finished so far stand
+            log.warning("campaign interrupted between runs", runs=len(campaign.runs))
+            campaign.interrupted = True
         return campaign
+
+    @staticmethod
+    def _keep(campaign: CampaignReport, report: RunReport, plan: FaultPlan | None) -> None:
+        """The run's plan and drawing in its run directory (``plan.toml``, ``run.json``), as soon as it ended."""
+        run_dir = Path(report.log_file).parent
+        if plan is not None:
+            plan.dump(run_dir / PLAN_FILE)
+        try:
+            save_run(campaign.run_data(report), run_dir)
+        except OSError as exc:  # the page at the end still draws it; only an after-the-fact page would miss it
+            log.error("the run's run.json could not be written", run=report.run, path=str(run_dir),
+                      error=str(exc))
 
     @classmethod
     def armed_plan(cls, run_seed: int, faults: str, rate: float | None, base: FaultPlan | None,

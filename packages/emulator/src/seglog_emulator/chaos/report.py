@@ -28,10 +28,25 @@ class CampaignReport:
     replay_args: str = ""
     #: Crash points and fault kinds the runs' plans could reach and no run reached (:mod:`.coverage`).
     missed: list[str] = field(default_factory=list)
+    #: What the report calls its runs ("chaos", "demo").
+    kind: str = "chaos"
+    #: Stopped by Ctrl-C (or SIGTERM): the runs are those finished, then the interrupted one, if any.
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.runs)
+
+    def run_data(self, run: RunReport) -> RunData:
+        """``run`` as the report page draws it, titled and with its replay command and counters (a run whose files
+        could not be read has no timeline)."""
+        data = run.data or RunData(kind=self.kind, title=self.title, run=run.run, seed=run.seed,
+                                   violations=list(run.violations))
+        data.kind, data.seconds = self.kind, run.seconds
+        data.title = f"{self.title} (interrupted)" if run.interrupted else self.title
+        data.replay = "" if run.ok else self.replay(run)
+        data.summary = run.to_dict()
+        return data
 
     def replay(self, run: RunReport) -> str:
         """The command that runs ``run`` again, with what it armed for coverage."""
@@ -89,21 +104,15 @@ class CampaignReport:
             "scenarios_per_minute": round(len(self.runs) / minutes, 2) if minutes else None,
         }
 
-    def to_report(self, kind: str, command: str) -> Report:
-        """The runs as the report page draws them (a run whose files could not be read has no timeline)."""
-        runs = []
-        for run in self.runs:
-            data = run.data or RunData(kind=kind, title=self.title, run=run.run, seed=run.seed,
-                                       violations=list(run.violations))
-            data.kind, data.title, data.seconds = kind, self.title, run.seconds
-            data.replay = "" if run.ok else self.replay(run)
-            data.summary = run.to_dict()
-            runs.append(data)
-        return Report(kind=kind, title=self.title, command=command, created_at=time.time(), runs=runs,
-                      text=self.render())
+    def to_report(self, command: str) -> Report:
+        """The runs as the report page draws them (:meth:`run_data`)."""
+        title = f"{self.title} (interrupted after {len(self.runs)} run(s))" if self.interrupted else self.title
+        return Report(kind=self.kind, title=title, command=command, created_at=time.time(),
+                      runs=[self.run_data(run) for run in self.runs], text=self.render())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seed": self.seed, "faults": self.faults, "ok": self.ok, "totals": self.totals(),
+        return {"seed": self.seed, "faults": self.faults, "ok": self.ok, "interrupted": self.interrupted,
+                "totals": self.totals(),
                 "runs": [r.to_dict() for r in self.runs],
                 "replay": [self.replay(r) for r in self.runs if not r.ok]}
 
@@ -111,10 +120,12 @@ class CampaignReport:
         """A plain-text report for people."""
         t = self.totals()
         verdict = "OK - 0 violations" if self.ok else f"FAILED - {t['failed_runs']} run(s) with violations"
-        lines = [f"{self.title}: seed {self.seed}, {t['runs']} run(s), faults {self.faults}", f"result: {verdict}"]
+        stopped = " (interrupted: the last run was never verified)" if self.interrupted else ""
+        lines = [f"{self.title}: seed {self.seed}, {t['runs']} run(s), faults {self.faults}{stopped}",
+                 f"result: {verdict}"]
         lines.append("")
         for run in self.runs:
-            mark = "ok  " if run.ok else "FAIL"
+            mark = "INT " if run.interrupted else "ok  " if run.ok else "FAIL"
             q = "-" if run.quiescence_seconds is None else f"{run.quiescence_seconds:.1f}s"
             lines.append(f"  {mark} run {run.run:>3} seed {run.seed:<8} {run.seconds:>6.1f}s  faults "
                          f"{sum(run.faults.values()):>3}  snapshots {run.snapshots:>3}  quiescent after {q}")

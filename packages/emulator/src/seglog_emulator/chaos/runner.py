@@ -47,7 +47,14 @@ from seglog_emulator.chaos import timeline
 from seglog_emulator.chaos.coverage import Target
 from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_emulator.chaos.runlog import tally
-from seglog_emulator.chaos.watch import SnapshotLife, SnapshotWatcher, percentile, queue_depth, quiescent
+from seglog_emulator.chaos.watch import (
+    QueueDepths,
+    SnapshotLife,
+    SnapshotWatcher,
+    percentile,
+    queue_depth,
+    quiescent,
+)
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
@@ -56,7 +63,7 @@ from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, free_port
 from seglog_emulator.usage import Usage
-from seglog_report.model import RunData
+from seglog_report.model import RunData, Series
 from seglog_stack.local import LocalDeployment
 
 log = structlog.get_logger("seglog.chaos")
@@ -86,6 +93,9 @@ RESTART_TICK_SECONDS: Final = 3.0
 #: After the clients are done, faults stay on this long (or until every snapshot so far completed): the
 #: pipeline runs behind the clients, and its workers must meet the faults too.
 FAULT_TAIL_SECONDS: Final = 6.0
+#: The report's time series of the two queues' depths, sampled while the run goes.
+SNAPSHOT_QUEUE_DEPTH: Final = "snapshot queue depth"
+DLQ_DEPTH: Final = "DLQ depth"
 #: I5's bound: after faults stop, everything completes within this.
 QUIESCENCE_SECONDS: Final = 120.0
 READY_SECONDS: Final = 60.0
@@ -134,6 +144,8 @@ class RunReport:
     targets: list[Target] = field(default_factory=list)
     #: The run as the report draws it (timeline, latencies, metered usage).
     data: RunData | None = None
+    #: Stopped by Ctrl-C (or SIGTERM) before it was verified; drawn from what its log held.
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
@@ -252,7 +264,11 @@ class ChaosRunner:
     def run(self, run: int, plan: FaultPlan | None, *, seed: int | None = None,
             monitor: Callable[[RunProgress], None] | None = None) -> RunReport:
         """One run under ``plan`` (None: no faults; ``seed`` then names the workload); never raises for what
-        the run finds — it reports it. ``monitor`` is called from a thread about four times a second."""
+        the run finds — it reports it. ``monitor`` is called from a thread about four times a second.
+
+        A KeyboardInterrupt (Ctrl-C) while the run goes stops it as an error would — clients, faults, the
+        emulator — and the run is returned drawn from what its log holds, ``interrupted`` and with a RUN violation
+        (it was never verified); the caller decides what to do next."""
         seed = plan.seed if plan is not None else (seed or 0)
         report = RunReport(run=run, seed=seed)
         started = time.monotonic()
@@ -283,8 +299,12 @@ class ChaosRunner:
         progress = RunProgress(phase="starting the emulator", stats=stats, watcher=None, runtime=runtime,
                                state_dir=state, planned_edits=self.workload.planned_edits)
         stop_monitor = threading.Event()
-        if monitor is not None:
-            threading.Thread(target=_monitor, args=(monitor, progress, stop_monitor), daemon=True).start()
+        depths = QueueDepths(self.backend, {SNAPSHOT_QUEUE_DEPTH: self.deployment.resources.queue_url,
+                                            DLQ_DEPTH: dlq_url})
+        threading.Thread(target=_monitor, args=(monitor, progress, stop_monitor, depths.sample), daemon=True).start()
+        done = threading.Event()  # the ticks' end
+        ticker: threading.Thread | None = None
+        stop_clients = threading.Event()
         try:
             supervisor.start()
             progress.phase = "clients editing"
@@ -293,11 +313,10 @@ class ChaosRunner:
             client = ApiClient(settings.api_url, stats, credentials)
             log_ids = self.workload.create(client, seed, run)
             watcher = progress.watcher = SnapshotWatcher(self.backend, log_ids).start()
-            done = threading.Event()
             ticker = threading.Thread(target=self._ticks, args=(supervisor, runtime, dead_letters, done),
                                       daemon=True)
             ticker.start()
-            self.workload.run(settings.api_url, log_ids, seed, stats, credentials)
+            self.workload.run(settings.api_url, log_ids, seed, stats, credentials, stop=stop_clients)
             tail_end = time.monotonic() + FAULT_TAIL_SECONDS
             while time.monotonic() < tail_end and watcher.incomplete():
                 time.sleep(0.2)
@@ -313,43 +332,58 @@ class ChaosRunner:
             progress.phase = "verifying I1-I6"
             dead_letters.tally.left = self._verify(log_ids, stats, report)
             report.violations += watcher.order_violations()
+        except KeyboardInterrupt:
+            log.warning("run interrupted: stopping the emulator, then drawing the run from its log (Ctrl-C again "
+                        "quits without it)", run=run, seed=seed, phase=progress.phase)
+            report.interrupted = True
+            report.violations.append(Violation(invariant="RUN", message=f"interrupted while {progress.phase}: "
+                                               "never verified; drawn from what its log holds"))
+            stop_clients.set()
+            if runtime is not None:
+                runtime.stop()
         except Exception as exc:  # the run could not complete: that is a finding, with its reason
             log.error("chaos run failed", run=run, seed=seed, error=str(exc), exc_info=True)
             report.violations.append(Violation(invariant="RUN",
                                                message=f"run did not complete: {type(exc).__name__}: {exc}"))
         finally:
             progress.phase = "stopping the emulator"
+            done.set()  # no supervisor_restart or redrive after this, whatever ended the run
+            if ticker is not None:
+                ticker.join()
             if watcher is not None:
                 watcher.stop()
                 report.snapshot_latency = watcher.latencies()
                 report.snapshots = len(report.snapshot_latency)
             supervisor.stop()
             dead_letters.restore()
-        lives = watcher.lives() if watcher is not None else []
-        report.supervisor_restarts = supervisor.restarts
-        report.dead_letters = dead_letters.tally.to_dict()
-        report.clients = {"appends": stats.appends, "requests": stats.requests, "retries": stats.retries,
-                          "deduplicated": stats.deduplicated, "gave_up": len(stats.failures),
-                          "statuses": dict(stats.statuses)}
-        if runtime is not None:
-            report.faults = runtime.counts()
-        records = timeline.log_records(Path(report.log_file))
-        self._tally(records, report)
-        report.seconds = round(time.monotonic() - started, 1)
-        report.log_ids = [str(i) for i in log_ids]
-        report.data = self._run_data(report, records, started_at, stats, lives, runtime)
-        stop_monitor.set()
+        try:  # the monitor (and the depth sampling) runs until the run is drawn, however that ends
+            lives = watcher.lives() if watcher is not None else []
+            report.supervisor_restarts = supervisor.restarts
+            report.dead_letters = dead_letters.tally.to_dict()
+            report.clients = {"appends": stats.appends, "requests": stats.requests, "retries": stats.retries,
+                              "deduplicated": stats.deduplicated, "gave_up": len(stats.failures),
+                              "statuses": dict(stats.statuses)}
+            if runtime is not None:
+                report.faults = runtime.counts()
+            records = timeline.log_records(Path(report.log_file))
+            self._tally(records, report)
+            report.seconds = round(time.monotonic() - started, 1)
+            report.log_ids = [str(i) for i in log_ids]
+            report.data = self._run_data(report, records, started_at, stats, lives, runtime,
+                                         depths.series(started_at))
+        finally:
+            stop_monitor.set()
         return report
 
     @staticmethod
     def _run_data(report: RunReport, records: list[dict[str, Any]], started_at: float, stats: ClientStats,
-                  lives: list[SnapshotLife], runtime: FaultRuntime | None) -> RunData | None:
+                  lives: list[SnapshotLife], runtime: FaultRuntime | None, series: list[Series]) -> RunData | None:
         """The run for the report; None (and a log line) if it cannot be drawn — the run's verdict stands."""
         try:
             return timeline.run_data(
                 run=report.run, seed=report.seed, started_at=started_at, seconds=report.seconds, records=records,
                 fault_log=runtime.directory / LOG_FILE if runtime is not None else None, tries=list(stats.tries),
-                lives=lives, violations=report.violations, quiescence=report.quiescence_seconds)
+                lives=lives, violations=report.violations, quiescence=report.quiescence_seconds, series=series)
         except Exception as exc:
             log.error("the run's timeline could not be read", run=report.run, error=str(exc), exc_info=True)
             return None
@@ -415,10 +449,16 @@ class ChaosRunner:
         report.child_restarts, report.mixed_version = found.child_restarts, found.mixed_version
 
 
-def _monitor(monitor: Callable[[RunProgress], None], progress: RunProgress, stop: threading.Event) -> None:
+def _monitor(monitor: Callable[[RunProgress], None] | None, progress: RunProgress, stop: threading.Event,
+             sample: Callable[[], None]) -> None:
+    """Four times a second until ``stop``: ``sample`` (it reads the queues when its own period has passed), then
+    the run's ``monitor``, if any."""
     while not stop.wait(0.25):
+        sample()
+        if monitor is None:
+            continue
         try:
             monitor(progress)
         except Exception as exc:  # a view that fails must not end the run
             log.warning("monitor failed", error=str(exc))
-            return
+            monitor = None
