@@ -85,3 +85,27 @@ def test_a_run_json_that_cannot_be_read_is_named(tmp_path: Path) -> None:
     result = _report(str(tmp_path))
     assert 2 == result.exit_code
     assert "run-000-seed-1/run.json is not a run this seglog can read" in result.output.replace("\n", " ")
+
+
+def test_a_seed_of_a_simulate_campaign_is_drawn_on_its_page(tmp_path: Path) -> None:
+    """The seed picker's command: the campaign drew seed 1; --seed 3 runs seed 3 again, with the campaign's
+    faults, and adds its timeline; a seed the campaign did not run, or a report that has no seeds, is refused."""
+    ran = CliRunner().invoke(cli, ["simulate", "--seeds", "3", "--faults", "ddb_5xx,crash", "--report", str(tmp_path)])
+    assert ran.exit_code in (0, 1), ran.output
+    first = decode((tmp_path / "report.json").read_bytes())
+    assert first.options == {"faults": "ddb_5xx,crash"} and len(first.seeds) == 3
+    assert 3 not in {run.seed for run in first.runs}
+    result = _report(str(tmp_path), "--seed", "3")
+    assert 0 == result.exit_code, result.output
+    again = decode((tmp_path / "report.json").read_bytes())
+    [drawn] = [run for run in again.runs if run.seed == 3]
+    assert drawn.spans and drawn.links and {r.seed for r in again.seeds} == {1, 2, 3}
+    assert {kind.partition("@")[0] for kind in drawn.summary["faults"]} <= {"ddb_5xx", "crash"}
+    assert "--seed 3" in (tmp_path / "report.html").read_text()
+    refused = _report(str(tmp_path), "--seed", "99")
+    assert 2 == refused.exit_code and "the campaign ran seeds 1 to 3, not [99]" in refused.output
+    (tmp_path / "chaos").mkdir()
+    (tmp_path / "chaos" / "report.json").write_bytes(encode(Report(kind="chaos", title="c", command="c",
+                                                                   created_at=0.0, runs=[_run(0)])))
+    refused = _report(str(tmp_path / "chaos"), "--seed", "1")
+    assert 2 == refused.exit_code and "only a simulate campaign's report holds seeds" in refused.output

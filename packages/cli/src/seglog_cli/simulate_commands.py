@@ -31,6 +31,11 @@ from seglog_sim.waste import render as render_waste
 MAX_DRAWN = 5
 
 
+def scenario_of(fault_kinds: str | None) -> Scenario:
+    """The scenario a campaign ran with ``--faults fault_kinds`` (None: every kind)."""
+    return Scenario(faults=_kinds(fault_kinds))
+
+
 def _kinds(text: str | None) -> tuple[FaultKind, ...]:
     if text is None:
         return SIMULATED
@@ -76,7 +81,7 @@ def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kind
     """Run seeded simulated worlds: the real log, router and worker code against simulated DynamoDB, streams,
     SQS and S3 in simulated time, every fault from the seed; check I1-I6, liveness and exactly-once."""
     quiet_logs()
-    scenario = Scenario(faults=_kinds(fault_kinds))
+    scenario = scenario_of(fault_kinds)
     if mutants:
         directory = report_directory(report_dir, settings(ctx).stack_config().run_dir, "mutants")
         _mutants(mutant_names, seeds or 1000, seed or 1, jobs, as_json, skip_explained, directory)
@@ -105,6 +110,7 @@ def simulate(ctx: click.Context, seeds: int | None, seed: int | None, fault_kind
     report = seeds_report(drawn, scenario, command=command_line(ctx),
                           title=f"seglog simulate: {campaign.seeds} seeds from {start}",
                           replay=lambda s: _replay(s, fault_kinds), total=campaign.meter, rows=campaign.rows)
+    report.options = {} if fault_kinds is None else {"faults": fault_kinds}
     page, priced = _publish(ctx, report, report_dir)
     if as_json:
         click.echo(json.dumps({**campaign.to_dict(), "ledger": priced.to_dict(), "report": str(page)}, indent=2))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 import time
 from collections import Counter
 from importlib import resources
@@ -57,8 +58,9 @@ MODELLED: Final = ("Modelled, not measured: these are simulated seconds, and the
                    "DynamoDB, S3 and SQS. A chaos run's ledger measures them.")
 
 
-def render(report: Report, ledger: Ledger | None = None) -> str:
-    """The page for ``report`` with its cost ledger."""
+def render(report: Report, ledger: Ledger | None = None, directory: Path | None = None) -> str:
+    """The page for ``report`` with its cost ledger (``directory``: where it is written, for the commands it
+    shows)."""
     drawn = _drawn_runs(report.runs)
     figs: list[dict[str, Any]] = []
     sections = []
@@ -87,7 +89,7 @@ def render(report: Report, ledger: Ledger | None = None) -> str:
     if report.text:
         body.append(f"<section><h2>Text report</h2><pre>{html.escape(report.text)}</pre></section>")
     summary = _summary(report, drawn, ledger)
-    seeds = {"rows": [_seed_row(row) for row in report.seeds]}
+    seeds = {"rows": [_seed_row(row) for row in report.seeds], "directory": shlex.quote(str(directory or "DIR"))}
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(report.title)}</title><style>{STYLE}</style>",
@@ -161,7 +163,7 @@ def write(report: Report, directory: Path, ledger: Ledger | None = None) -> Path
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_bytes(encode(report))
     path = directory / "report.html"
-    path.write_text(render(report, ledger), encoding="utf-8")
+    path.write_text(render(report, ledger, directory), encoding="utf-8")
     return path
 
 

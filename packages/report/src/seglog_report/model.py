@@ -244,6 +244,8 @@ class Report(msgspec.Struct, kw_only=True):
     legend: Legend = msgspec.field(default_factory=legend)
     #: Every seed of a simulate campaign (the runs hold only the ones drawn), failing first.
     seeds: list[SeedRow] = []
+    #: What drawing one more of its runs needs of the command's options (simulate: ``faults``, its --faults).
+    options: dict[str, str] = {}
 
     @property
     def ok(self) -> bool:

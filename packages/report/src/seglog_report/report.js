@@ -114,9 +114,13 @@
       const link = text("a", "its timeline, below");
       link.href = "#run-" + row.seed;
       panel.appendChild(link);
-    } else if (row.replay) {
-      panel.appendChild(text("p", "Not drawn in this page. Run it again and draw it:"));
-      panel.appendChild(text("code", row.replay));
+    } else {
+      panel.appendChild(text("p", "Not drawn in this page. Draw it here (the seed runs again, bit for bit):"));
+      panel.appendChild(text("code", "seglog report " + seeds.directory + " --seed " + row.seed));
+      if (row.replay) {
+        panel.appendChild(text("p", "or replay it with its history:"));
+        panel.appendChild(text("code", row.replay));
+      }
     }
   }
 
