@@ -103,10 +103,21 @@ def collapse(positions: list[str]) -> list[str]:
     return moves
 
 
-def wait_until(condition: Any, what: str, timeout: float = 20.0) -> None:
+def wait_until(condition: Any, what: str, timeout: float = 20.0, *, holds: float = 0.0) -> None:
+    """Poll ``condition`` until it is true — and, with ``holds``, has stayed true on every read for that many
+    seconds (a queue read as empty may be between an expired visibility timeout and LocalStack putting the message
+    back: (0, 0) for a moment, then (1, 0); seen once in ./dev test on the whole-batch failure test)."""
     deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
+    since: float | None = None
+    while True:
+        now = time.monotonic()
+        if condition():
+            since = now if since is None else since
+            if now - since >= holds:
+                return
+        else:
+            since = None
+        if now > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.05)
 
@@ -173,8 +184,7 @@ class EmulatorDriver:
         poller = QueuePoller(queue_mapping(**settings), invoker, queue.sqs, queue_url=queue.url, queue_arn=queue.arn,
                              region=self.stack.region, faults=schedule)
         with running(poller):
-            wait_until(lambda: (0, 0) == queue.counts(), "the queue to be empty", timeout=60.0)
-            time.sleep(AFTER)
+            wait_until(lambda: (0, 0) == queue.counts(), "the queue to be empty", timeout=60.0, holds=1.0)
         counts: dict[str, list[str]] = {}
         starts: dict[str, list[float]] = {}
         handles: dict[str, list[str]] = {}

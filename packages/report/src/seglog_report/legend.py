@@ -76,7 +76,7 @@ FAULTS: Final[dict[str, MarkerStyle]] = {
     FaultKind.VISIBILITY_EXPIRY: MarkerStyle("hourglass", ORANGE),
     FaultKind.REORDER: MarkerStyle("arrow-left", ORANGE),
     FaultKind.DLQ: MarkerStyle("square-x", ORANGE),
-    FaultKind.REDRIVE: MarkerStyle("arrow-up", ORANGE),
+    FaultKind.REDRIVE: MarkerStyle("triangle-nw", ORANGE),
     FaultKind.SQS_ERROR: MarkerStyle("triangle-down", ORANGE),
     # a process dies
     FaultKind.WORKER_CRASH: MarkerStyle("x", VERMILLION),
