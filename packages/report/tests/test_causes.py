@@ -83,3 +83,15 @@ def test_why_a_snapshot_waited_names_what_held_it() -> None:
 def test_links_are_written_as_from_to_why() -> None:
     encoded = msgspec.json.decode(msgspec.json.encode(Link("s1", "s2", "because", "k")))
     assert encoded == {"from": "s1", "to": "s2", "why": "because", "chain": "k"}
+
+
+def test_a_lost_try_is_linked_to_the_retry_it_caused() -> None:
+    spans = [_span("client-2", "client", 0.0, 0.5, "lost", attempt=1, task="api-7"),
+             _span("client-2", "client", 0.6, 0.9, "acknowledged", attempt=2, task="api-8"),
+             _span("client-2", "client", 1.0, 1.2, "acknowledged", attempt=1, task="api-9"),
+             _span("Api #1", "function", 0.1, 0.2, "success", task="api-7")]
+    markers = [Marker(lane="Api #1", group="function", at=0.2, kind="lost_response", ids={"task": "api-7"})]
+    run = causes.connect(RunData(kind="simulate", title="t", run=1, seed=1, spans=spans, markers=markers))
+    assert _edges(run) == {("s0", "s1", "retried: the try before was lost"), ("s0", "s3", "served by"),
+                           ("m0", "s3", "lost_response hit it")}
+    assert causes.chain(run, "s0") == {"s0", "s1", "s3", "m0"}

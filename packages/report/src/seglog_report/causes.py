@@ -10,6 +10,7 @@ The chain of one Snapshot entry ``k`` (``"<log_id>/<segment>/<entry>"``)::
         ──completed──▶ snapshot k
 
     fault marker ──hit──▶ the invocation it fired in          (the same request_id or simulated task)
+    client try (lost, retried) ──retried──▶ the client's next try of that request
     worker i (its claim taken over) ──took over the claim──▶ worker j
 
 1. Ids: spans ``s<n>``, markers ``m<n>``, in the run's order (stable for a run read twice).
@@ -71,7 +72,8 @@ def connect(run: RunData) -> RunData:
         span.id = f"s{n}"
     for n, marker in enumerate(run.markers):
         marker.id = f"m{n}"
-    run.links = _dedupe([*_served(run.spans), *_snapshot_chains(run.spans), *_hits(run.spans, run.markers)])
+    run.links = _dedupe([*_served(run.spans), *_retries(run.spans), *_snapshot_chains(run.spans),
+                         *_hits(run.spans, run.markers)])
     run.waits = waits(run)
     return run
 
@@ -103,6 +105,20 @@ def _served(spans: list[Span]) -> list[Link]:
             if served is not None and served is not span:
                 links.append(Link(span.id, served.id, "served by"))
                 break
+    return links
+
+
+def _retries(spans: list[Span]) -> list[Link]:
+    """A client's try -> its next try of the same request (on the client's lane, the attempt one higher): the
+    retry a lost answer, a throttle or a 5xx caused."""
+    last: dict[str, Span] = {}
+    links = []
+    for span in sorted((s for s in spans if s.group == "client"), key=lambda s: s.start):
+        before = last.get(span.lane)
+        attempt, previous = span.ids.get("attempt"), before.ids.get("attempt") if before else None
+        if before is not None and isinstance(attempt, int) and isinstance(previous, int) and attempt == previous + 1:
+            links.append(Link(before.id, span.id, f"retried: the try before was {before.outcome}"))
+        last[span.lane] = span
     return links
 
 
