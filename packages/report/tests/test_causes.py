@@ -74,7 +74,8 @@ def test_why_a_snapshot_waited_names_what_held_it() -> None:
     run = _run()
     why = run.waits["s3"]
     assert why.startswith("took 7.90 s: stream 0.10 s; queued 0.10 s;")
-    assert "deferred at 1.40 s: behind snapshot 0/4 (completed at 3.00 s), 1.00 s until the next try" in why
+    assert ("deferred at 1.40 s: behind snapshot 0/4 (completed at 3.00 s); then 1.00 s until the next try (the "
+            "backoff its deferral set on the message)") in why
     assert "busy at 3.00 s: claim held by message q2 until 4.00 s" in why
     assert "faults that hit its invocations: 1 pause" in why
     assert why.endswith("completed by Worker #1 at 4.00 s, after 1.40 s in that invocation")

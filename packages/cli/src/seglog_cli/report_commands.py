@@ -15,6 +15,7 @@ import click
 import structlog
 
 from seglog_cli.reports import unreadable
+from seglog_report import causes
 from seglog_report.errors import ReportFileError
 from seglog_report.files import REPORT_FILE, RUN_FILE, gather, read_report
 from seglog_report.html import publish
@@ -48,6 +49,8 @@ def report(directory: Path, seeds: tuple[int, ...]) -> None:
                                  param_hint="DIR")
     if seeds:
         _draw_seeds(found, seeds)
+    for run in found.runs:  # cause and effect as this seglog finds it, from what each span did
+        causes.connect(run)
     page, _ = publish(found, directory)
     log.info("report drawn", page=str(page), runs=len(found.runs))
     click.echo(f"report: {page}")

@@ -235,25 +235,41 @@ def waits(run: RunData) -> dict[str, str]:
     return found
 
 
+#: What keeps a job away after a try that ended so, until its next try.
+GAP_CAUSE: Final[dict[str, str]] = {
+    "deferred": "the backoff its deferral set on the message",
+    "busy": "the message hidden until the claim would go stale",
+    "duplicate": "the copy hidden until the live claim would go stale",
+    "blocked": "the backoff a blocked snapshot waits",
+    "crashed": "the visibility timeout", "timeout": "the visibility timeout", "error": "the visibility timeout",
+    "incomplete": "the visibility timeout",
+}
+
+
 def _tries(life: Span, lives: list[Span], workers: list[Span]) -> list[str]:
-    """What each try that did not complete the snapshot ended in, a run of tries held by the same thing told
-    once with its count, its span of time and the time spent waiting between them."""
-    told: list[tuple[str, int, float, float, float]] = []  # reason, count, first at, last at, waited
+    """What each try that did not complete the snapshot ended in — a run of tries held by the same thing told once,
+    with its count and span of time — and how long the job then stayed away, and why."""
+    told: list[tuple[str, int, float, float, float, float]] = []  # reason, count, first, last, between, after
     for n, worker in enumerate(workers):
         if worker.outcome in ("completed", "already_done"):
             continue
         reason = _why_not_done(worker, life, lives, workers)
-        waited = max(0.0, workers[n + 1].start - worker.end) if n + 1 < len(workers) else 0.0
+        after = max(0.0, workers[n + 1].start - worker.end) if n + 1 < len(workers) else 0.0
         if told and told[-1][0] == reason:
-            _, count, first, _, before = told[-1]
-            told[-1] = (reason, count + 1, first, worker.start, before + waited)
+            _, count, first, _, between, before = told[-1]
+            told[-1] = (reason, count + 1, first, worker.start, between + before, after)
         else:
-            told.append((reason, 1, worker.start, worker.start, waited))
+            told.append((reason, 1, worker.start, worker.start, 0.0, after))
     parts = []
-    for reason, count, first, last, waited in told:
+    for reason, count, first, last, between, after in told:
         when = f"at {first:.2f} s" if count == 1 else f"{count}x from {first:.2f} to {last:.2f} s"
-        gap = "until the next try" if count == 1 else "between tries and after"
-        parts.append(reason.replace("{when}", when) + (f", {waited:.2f} s {gap}" if waited >= 0.01 else ""))
+        text = reason.replace("{when}", when)
+        if count > 1 and between >= 0.01:
+            text += f" ({between:.2f} s away between them)"
+        if after >= 0.01:
+            outcome = reason.split(" ", 1)[0]
+            text += f"; then {after:.2f} s until the next try ({GAP_CAUSE.get(outcome, 'redelivery')})"
+        parts.append(text)
     return parts
 
 
@@ -277,7 +293,7 @@ def _why_not_done(worker: Span, life: Span, lives: list[Span], workers: list[Spa
     if worker.outcome == "blocked":
         return f"blocked {at}: {worker.label}"
     if worker.outcome in ("crashed", "timeout", "error", "incomplete"):
-        return f"{worker.outcome} {at} (visibility timeout before the next try)"
+        return f"{worker.outcome} {at}"
     return f"{worker.outcome} {at}"
 
 
