@@ -1,9 +1,15 @@
-"""The model's errors, under one root (:class:`ModelError`): a template, a filter pattern or a schedule expression
-AWS would refuse. Each says what is wrong and where to read AWS's rule (STYLE "Errors")."""
+"""The model's errors, under one root (:class:`ModelError`): a template, a filter pattern, a schedule expression or
+parameter values AWS would refuse. Each says what is wrong and where to read AWS's rule (STYLE "Errors")."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from seglog_core.errors import SeglogError
+
+if TYPE_CHECKING:
+    from seglog_awsmodel.parameters import ParameterViolation
 
 
 class ModelError(SeglogError):
@@ -41,3 +47,18 @@ class ScheduleExpressionError(ModelError, ValueError):
         self.reason = reason
         super().__init__(f"schedule expression {expression!r}: {reason} (Amazon EventBridge User Guide, "
                          "eb-scheduled-rule-pattern)")
+
+
+class ParameterValueError(ModelError, ValueError):
+    """Template parameter values CloudFormation would refuse: every one found, checked before any AWS call.
+
+    Attributes:
+        violations: each bad value with its parameter, the constraint it breaks and what to pass instead.
+    """
+
+    def __init__(self, violations: Sequence[ParameterViolation]) -> None:
+        self.violations = tuple(violations)
+        listed = "\n  - ".join(str(v) for v in self.violations)
+        super().__init__(f"{len(self.violations)} template parameter value(s) CloudFormation would refuse (AWS "
+                         f"CloudFormation User Guide, parameters-section-structure); pass others with --parameter "
+                         f"KEY=VALUE, or fix the template where it is at fault:\n  - {listed}")
