@@ -23,10 +23,11 @@ import yaml
 from botocore.exceptions import ClientError
 from click.testing import CliRunner, Result
 
+from seglog_awsmodel.errors import ParameterValueError
 from seglog_cli.main import cli
 from seglog_deploy import deploy as deploying
 from seglog_deploy.artifacts import ArtifactsBucket, bucket_name, tls_only_policy
-from seglog_deploy.errors import ArtifactsBucketError, DeployError, FailedCreateError
+from seglog_deploy.errors import ArtifactsBucketError, FailedCreateError
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.target import Target
 
@@ -66,7 +67,7 @@ class Small:
             return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
     def deploy(self, resources: dict[str, Any]) -> Result:
-        return self.cli("deploy", "--stack-name", self.stack_name, "--manifest", str(self.write(resources)))
+        return self.cli("deploy", "--yes", "--stack-name", self.stack_name, "--manifest", str(self.write(resources)))
 
     def status(self) -> str:
         stacks = self.target.client("cloudformation").describe_stacks(StackName=self.stack_name)["Stacks"]
@@ -120,6 +121,39 @@ def test_destroy_of_a_stack_that_does_not_exist_says_so_and_exits_1(small: Small
     assert f"no stack {small.stack_name}" in result.output
 
 
+def test_without_yes_or_a_terminal_a_first_deploy_shows_its_change_set_and_leaves_no_stack(small: Small) -> None:
+    """The CREATE change set made the stack (REVIEW_IN_PROGRESS); refusing deletes both, so nothing stays."""
+    result = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(small.write({"Good": QUEUE})))
+    assert 1 == result.exit_code, result.output
+    assert "pass --yes" in result.output
+    assert "+ add      AWS::SQS::Queue" in result.output and " Good" in result.output
+    stacks = small.target.client("cloudformation").list_stacks()["StackSummaries"]
+    assert [] == [s["StackStatus"] for s in stacks if s["StackName"] == small.stack_name
+                  and not s["StackStatus"].startswith("DELETE_")]
+
+
+def test_a_queue_removed_is_called_out_and_nothing_runs_without_a_yes(small: Small) -> None:
+    """A replacement is called out the same way (packages/deploy/tests/test_changeset.py), but LocalStack 2026.3
+    reports a new key schema as a plain Modify, without the Replacement AWS gives it: a removal shows here."""
+    assert 0 == small.deploy({"Kept": KEPT_TABLE, "Gone": QUEUE}).exit_code
+    cfn = small.target.client("cloudformation")
+    table = cfn.describe_stack_resource(StackName=small.stack_name, LogicalResourceId="Kept")[
+        "StackResourceDetail"]["PhysicalResourceId"]
+    try:
+        manifest = small.write({"Kept": KEPT_TABLE})
+        result = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest))
+        assert 1 == result.exit_code, result.output
+        assert "- remove   AWS::SQS::Queue" in result.output
+        assert "WARNING: 1 resource(s) holding data" in result.output
+        assert "Gone (AWS::SQS::Queue" in result.output and "removed from the stack, and" in result.output
+        assert "pass --yes" in result.output
+        assert "Gone" in {r["LogicalResourceId"] for r in
+                          cfn.describe_stack_resources(StackName=small.stack_name)["StackResources"]}
+        assert [] == cfn.list_change_sets(StackName=small.stack_name)["Summaries"]
+    finally:
+        small.target.client("dynamodb").delete_table(TableName=table)
+
+
 def test_a_template_over_the_inline_limit_is_uploaded_and_deployed_by_url(small: Small) -> None:
     """CloudFormation takes at most 51,200 bytes inline (AWS CloudFormation User Guide, "CloudFormation quotas");
     a larger template goes to the artifacts bucket and by TemplateURL. A limit of 0 sends this one that way."""
@@ -148,7 +182,7 @@ def test_the_artifacts_bucket_is_private_versioned_encrypted_and_tls_only(small:
 
 def test_an_unknown_parameter_is_refused_before_anything_is_touched(small: Small) -> None:
     manifest = small.write({"Good": QUEUE})
-    with pytest.raises(DeployError, match="has no parameter NoSuchThing"):
+    with pytest.raises(ParameterValueError, match="declares no parameter NoSuchThing"):
         deploying.deploy(small.target, stack_name=small.stack_name, template_path=manifest.with_suffix(".yaml"),
                          artifacts={}, parameters={"NoSuchThing": "1"}, records=small.workdir)
     with pytest.raises(ClientError, match="does not exist"):
@@ -176,14 +210,14 @@ def test_a_deploy_over_a_failed_first_create_stops_and_lists_what_it_retained_un
                              artifacts={}, records=small.workdir)
         assert [("Kept", "AWS::DynamoDB::Table", table)] == [
             (r.logical_id, r.resource_type, r.physical_id) for r in raised.value.retained]
-        refused = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest))
+        refused = small.cli("deploy", "--yes", "--stack-name", small.stack_name, "--manifest", str(manifest))
         assert 1 == refused.exit_code, refused.output
         assert f"aws dynamodb delete-table --table-name {table}" in refused.output
         assert "--replace-failed-stack" in refused.output
         (after,) = cfn.describe_stacks(StackName=small.stack_name)["Stacks"]
         assert (before["StackId"], "ROLLBACK_COMPLETE") == (after["StackId"], after["StackStatus"])  # untouched
 
-        replaced = small.cli("deploy", "--stack-name", small.stack_name, "--manifest", str(manifest),
+        replaced = small.cli("deploy", "--yes", "--stack-name", small.stack_name, "--manifest", str(manifest),
                              "--replace-failed-stack")
         assert 0 == replaced.exit_code, replaced.output
         assert "CREATE_COMPLETE" == small.status()

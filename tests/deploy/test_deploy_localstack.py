@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -29,6 +30,7 @@ import pytest
 from botocore.exceptions import ClientError
 from click.testing import CliRunner, Result
 
+from deploy.arns import arn_of
 from deploy.resolve import Resolver
 from deploy.unpacked import fetch_deployed_code
 from seglog_aws.backend import Backend
@@ -37,11 +39,15 @@ from seglog_aws.events.sqs import sqs_event
 from seglog_cli.main import cli
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
 from seglog_core.schema import EntryType, SetCell
+from seglog_deploy import deploy as deploying
+from seglog_deploy.deployer_policy import RESOURCE_TYPES
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.record import StackRecord
 from seglog_deploy.target import Target
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN, FaultRuntime
+from seglog_emulator.iam.evaluation import evaluate
+from seglog_emulator.iam.policy import Policy
 
 pytestmark = [pytest.mark.stack, pytest.mark.deploy]
 
@@ -78,10 +84,16 @@ class Deployed:
                         stream_arns=streams)
 
 
-def run_cli(target: Target, workdir: Path, *args: str) -> Result:
-    """`seglog ARGS` in-process, from ``workdir`` (where .seglog/stacks is written), against the target."""
-    env = {"AWS_ENDPOINT_URL": target.endpoint_url or "", "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "test",
-           "AWS_SECRET_ACCESS_KEY": "test"}
+#: No region anywhere (as on a fresh machine): the README's local deploy line must work without one.
+NO_REGION: dict[str, str | None] = {"AWS_REGION": None, "AWS_DEFAULT_REGION": None, "AWS_PROFILE": None,
+                                    "AWS_CONFIG_FILE": "/nonexistent/aws-config"}
+
+
+def run_cli(target: Target, workdir: Path, *args: str, env: dict[str, str | None] | None = None) -> Result:
+    """`seglog ARGS` in-process, from ``workdir`` (where .seglog/stacks is written), against the target's endpoint
+    with LocalStack's credentials and no region configured (``env`` changes that)."""
+    env = {"AWS_ENDPOINT_URL": target.endpoint_url or "", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+           **NO_REGION, **(env or {})}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(workdir)
         return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
@@ -93,7 +105,7 @@ def deployed(deploy_target: Target, manifest: Manifest, tmp_path_factory: pytest
     session's build)."""
     stack_name = f"dt-{uuid.uuid4().hex[:8]}"
     workdir = tmp_path_factory.mktemp("deploy-cli")
-    result = run_cli(deploy_target, workdir, "deploy", "--stack-name", stack_name)
+    result = run_cli(deploy_target, workdir, "deploy", "--yes", "--stack-name", stack_name)
     yield Deployed(target=deploy_target, stack_name=stack_name, result=result, workdir=workdir, manifest=manifest)
     with contextlib.suppress(ClientError):  # left by a failed test; destroy deleted it otherwise
         deploy_target.client("cloudformation").delete_stack(StackName=stack_name)
@@ -113,6 +125,10 @@ def of_type(resolver: Resolver, kind: str) -> dict[str, dict[str, Any]]:
 def test_deploy_reports_each_resource_as_it_completes_prints_the_outputs_and_saves_them(deployed: Deployed) -> None:
     assert 0 == deployed.result.exit_code, deployed.result.output
     out = deployed.result.output
+    # The README's line as written: no region configured, the local stack's is used, in one line saying so.
+    assert f"no AWS region configured: using {REGION}, the local stack's region" in out
+    assert deployed.target.region == REGION == record_of(deployed).region
+    assert f"change set for stack {deployed.stack_name} (create): " in out  # shown before it ran (--yes)
     stack = deployed.stack()
     assert "CREATE_COMPLETE" == stack["StackStatus"]
     resolver = deployed.resolver()
@@ -186,11 +202,17 @@ def test_the_functions_find_their_resources_by_the_variables_the_code_reads(depl
     assert resolver.parameters["SnapshotEvery"] == live["SEGLOG_SNAPSHOT_EVERY"]
 
 
-def test_smoke_on_this_deployment_says_it_has_no_http_api_to_test(deployed: Deployed) -> None:
-    """LocalStack's stand-in ApiUrl leads nowhere: smoke says so and asks for --api-url, instead of timing out."""
+def test_smoke_on_this_deployment_says_it_has_no_http_api_and_where_smoke_runs(deployed: Deployed) -> None:
+    """LocalStack's stand-in ApiUrl leads nowhere: smoke says so and gives the emulator's command (the same handlers,
+    artifact and pipeline; tests/deploy/test_smoke.py runs smoke there), instead of timing out. The deploy's own last
+    lines say the same instead of suggesting `smoke --stack`."""
     result = deployed.cli("smoke", "--stack", deployed.stack_name)
     assert 2 == result.exit_code
-    assert "has no HTTP API" in result.output and "--api-url" in result.output
+    assert "has no HTTP API" in result.output and "LocalStack's free tier" in result.output
+    assert "seglog smoke --api-url http://127.0.0.1:4599" in result.output
+    hint = deployed.result.stdout.splitlines()[-2:]
+    assert f'eval "$(seglog env --stack {deployed.stack_name})"' in hint[0]
+    assert "has no HTTP API" in hint[1] and "seglog smoke --stack" not in deployed.result.stdout
 
 
 # ------------------------------------------------------------------------------------------------ storage
@@ -484,11 +506,83 @@ def test_the_deployed_worker_ignores_every_old_arming_variable(deployed: Deploye
     assert replaced in ([], ["msgspec"]), f"native packages taken from the host: {replaced}"
 
 
+# ------------------------------------------------------------------------------------------------ deployer policy
+
+#: The IAM action each call of the deploy code needs (Amazon S3 User Guide, using-with-s3-policy-actions, "Required
+#: permissions for Amazon S3 API operations"; CloudFormation's actions are named as its operations). STS
+#: GetCallerIdentity needs no permission (AWS STS API Reference, GetCallerIdentity).
+DEPLOY_CALL_ACTIONS = {
+    "HeadBucket": "s3:ListBucket", "CreateBucket": "s3:CreateBucket",
+    "GetPublicAccessBlock": "s3:GetBucketPublicAccessBlock", "PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",
+    "GetBucketVersioning": "s3:GetBucketVersioning", "PutBucketVersioning": "s3:PutBucketVersioning",
+    "GetBucketEncryption": "s3:GetEncryptionConfiguration", "PutBucketEncryption": "s3:PutEncryptionConfiguration",
+    "GetBucketPolicy": "s3:GetBucketPolicy", "PutBucketPolicy": "s3:PutBucketPolicy",
+    "HeadObject": "s3:GetObject", "GetObject": "s3:GetObject", "PutObject": "s3:PutObject",
+    "GetCallerIdentity": "",
+}
+#: The types CloudFormation names after the stack (a mapping's or API's id is drawn by its service).
+NAMED_AFTER_THE_STACK = frozenset({"AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::Logs::LogGroup",
+                                   "AWS::IAM::Role", "AWS::Lambda::Function", "AWS::Events::Rule"})
+
+
+def test_the_printed_deployer_policy_allows_every_call_of_a_deploy_and_every_resource_it_made(
+        deployed: Deployed, tmp_path: Path) -> None:
+    """The policy `deploy --print-policy` prints, evaluated with the emulator's IAM evaluator (LocalStack's free tier
+    enforces no IAM): every call a deploy of this stack made, recorded from its clients, and CloudFormation's
+    calls for each resource it made, on the names it gave them."""
+    printed = deployed.cli("deploy", "--stack-name", deployed.stack_name, "--print-policy")
+    assert 0 == printed.exit_code, printed.output
+    policy = Policy.parse(json.loads(printed.stdout), source="deployer")
+    account, stack_id = deployed.target.account_id(), deployed.stack()["StackId"]
+
+    def denied(action: str, resource: str) -> bool:
+        return not evaluate(action, resource, {}, identity=[policy]).allowed
+
+    target = Target.resolve(region=REGION, endpoint_url=deployed.target.endpoint_url, env={})
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    for service in ("cloudformation", "s3", "sts", "logs"):
+        target.client(service).meta.events.register(
+            "provide-client-params.*.*", lambda params, model, **_: calls.append(
+                (model.service_model.endpoint_prefix, model.name, dict(params))))
+    deploying.deploy(target, stack_name=deployed.stack_name, template_path=None,
+                     artifacts=deploying.artifacts_of(deployed.manifest), records=tmp_path)
+    refused_calls = []
+    for service, operation, params in calls:
+        if service == "cloudformation":
+            refused_calls += [operation] if denied(f"cloudformation:{operation}", stack_id) else []
+        else:
+            action = DEPLOY_CALL_ACTIONS[operation]  # a KeyError: a new call, to map and to grant
+            if not action:
+                continue
+            resource = f"arn:aws:s3:::{params['Bucket']}" + (f"/{params['Key']}" if "Key" in params else "")
+            refused_calls += [operation] if denied(action, resource) else []
+    assert [] == refused_calls
+
+    made = deployed.target.client("cloudformation").describe_stack_resources(StackName=deployed.stack_name)
+    refused: list[tuple[str, str, str]] = []
+    checked = set()
+    for resource in made["StackResources"]:
+        kind, physical = resource["ResourceType"], resource["PhysicalResourceId"]
+        if kind not in NAMED_AFTER_THE_STACK:
+            continue
+        checked.add(kind)
+        # A queue's physical id is its URL, a rule's may be its ARN: the name is the last part of either.
+        arn = arn_of(kind, physical.rsplit("/", 1)[-1], region=REGION, account=account)
+        for grant in RESOURCE_TYPES[kind]:
+            elsewhere = grant.condition is not None or any("{bucket}" in r for r in grant.resources)
+            if grant.resources == ("*",) or elsewhere:
+                continue  # listing calls, and calls on another resource (the artifacts, a passed role)
+            refused += [(kind, physical, a) for a in grant.actions if denied(a.replace("*", "Lifecycle"), arn)]
+    assert ([], NAMED_AFTER_THE_STACK) == (refused, checked)
+    assert {"HeadBucket", "HeadObject", "CreateChangeSet", "DescribeChangeSet", "ExecuteChangeSet"} <= {
+        operation for _, operation, _ in calls}
+
+
 # ------------------------------------------------------------------------------------------------ update, destroy
 
 
 def test_an_unchanged_deploy_says_no_changes(deployed: Deployed) -> None:
-    result = deployed.cli("deploy", "--stack-name", deployed.stack_name)
+    result = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name)
     assert 0 == result.exit_code, result.output
     assert f"stack {deployed.stack_name}: " in result.output and "(no changes)" in result.output
     assert not [line for line in result.output.splitlines() if "AWS::Lambda::Function" in line]
@@ -497,13 +591,13 @@ def test_an_unchanged_deploy_says_no_changes(deployed: Deployed) -> None:
 def test_a_parameter_update_reaches_every_function_and_stays_on_the_next_deploy(deployed: Deployed) -> None:
     lam = deployed.target.client("lambda")
     physical = deployed.resolver().physical
-    result = deployed.cli("deploy", "--stack-name", deployed.stack_name, "--parameter", "SnapshotEvery=50")
+    result = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name, "--parameter", "SnapshotEvery=50")
     assert 0 == result.exit_code, result.output
     assert "UPDATE_COMPLETE" == deployed.stack()["StackStatus"]
     for lid in deployed.manifest.functions:
         variables = lam.get_function_configuration(FunctionName=physical[lid])["Environment"]["Variables"]
         assert "50" == variables["SEGLOG_SNAPSHOT_EVERY"], lid
-    again = deployed.cli("deploy", "--stack-name", deployed.stack_name)
+    again = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name)
     assert 0 == again.exit_code, again.output
     variables = lam.get_function_configuration(FunctionName=physical["ApiFunction"])["Environment"]["Variables"]
     assert "50" == variables["SEGLOG_SNAPSHOT_EVERY"]
@@ -511,18 +605,27 @@ def test_a_parameter_update_reaches_every_function_and_stays_on_the_next_deploy(
     assert "50" == record.parameters["SnapshotEvery"]
 
 
-def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed) -> None:
+def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed, tmp_path: Path) -> None:
+    """Run as on a fresh machine (no region, no credentials configured: LocalStack's are used), destroy lists each
+    retained resource with a command that, pasted into a shell with nothing configured either, removes exactly that
+    resource on LocalStack: every command carries the endpoint, the region and the credentials the destroy used.
+    The snapshot bucket is said to be unversioned and the artifacts bucket versioned, and both go as printed."""
     resolver = deployed.resolver()
     retained = [lid for lid, r in resolver.template["Resources"].items() if r.get("DeletionPolicy") == "Retain"]
-    result = deployed.cli("destroy", "--stack-name", deployed.stack_name)
+    nothing = {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None,
+               "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials", "AWS_EC2_METADATA_DISABLED": "true"}
+    result = run_cli(deployed.target, deployed.workdir, "destroy", "--stack-name", deployed.stack_name,
+                     "--endpoint-url", deployed.target.endpoint_url or "", env=nothing)
     assert 0 == result.exit_code, result.output
     assert f"stack {deployed.stack_name} deleted" in result.output
+    assert f"no AWS region configured: using {REGION}" in result.output
     cfn = deployed.target.client("cloudformation")
     with pytest.raises(ClientError, match="does not exist"):
         cfn.describe_stacks(StackName=deployed.stack_name)
     with pytest.raises(ClientError, match="ResourceNotFound"):
         deployed.target.client("lambda").get_function(FunctionName=resolver.physical["ApiFunction"])
     ddb = deployed.target.client("dynamodb")
+    tables = [lid for lid in of_type(resolver, "AWS::DynamoDB::Table") if lid in retained]
     for lid in of_type(resolver, "AWS::DynamoDB::Table"):
         if lid in retained:
             assert resolver.physical[lid] in result.output
@@ -532,4 +635,37 @@ def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed)
                 ddb.describe_table(TableName=resolver.physical[lid])
     for lid in retained:
         assert f"{lid} (" in result.output, f"{lid} is retained but not reported"
+    listed = [line for line in result.output.splitlines() if line.startswith("  ") and " (AWS::" in line]
+    commands = [line.strip() for line in result.output.splitlines() if line.startswith("    ")]
+    assert len(commands) == len(listed) >= len(retained) + 1, result.output  # the artifacts bucket's too
+    for command in commands:
+        calls = command.count(" aws ")
+        assert command.startswith("AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws "), command
+        assert calls == command.count("AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws "), command
+        assert calls == command.count(f"--endpoint-url {deployed.target.endpoint_url}") == command.count(
+            f"--region {REGION}"), command
+    bucket = resolver.physical["SnapshotBucket"]
+    snapshot_bucket = next(c for c in commands if f"s3://{bucket}" in c)
+    assert "aws s3 rb" in snapshot_bucket and "# not versioned" in snapshot_bucket
+    artifacts = commands[-1]
+    assert "list-object-versions" in artifacts and "# versioned" in artifacts
+
+    # Pasted into bash with nothing configured: no endpoint, region or credentials but what each line carries.
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    shell.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                  "AWS_EC2_METADATA_DISABLED": "true"})
+    assert shutil.which("aws", path=shell.get("PATH")), "the AWS CLI (aws) runs destroy's commands as printed"
+    artifacts_bucket = artifacts.split("--bucket ")[1].split()[0]
+    s3 = deployed.target.client("s3")
+    assert s3.list_object_versions(Bucket=artifacts_bucket).get("Versions"), "the deploys uploaded nothing?"
+    for command in commands:
+        run = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], env=shell, capture_output=True,
+                             text=True, timeout=300)
+        assert 0 == run.returncode, f"{command}\n{run.stdout[-2000:]}{run.stderr[-2000:]}"
+    for lid in tables:
+        with pytest.raises(ClientError, match="ResourceNotFound"):
+            ddb.describe_table(TableName=resolver.physical[lid])
+    for name in (bucket, artifacts_bucket):
+        with pytest.raises(ClientError, match=r"NoSuchBucket|Not Found|404"):
+            s3.head_bucket(Bucket=name)
     assert not (deployed.workdir / ".seglog" / "stacks" / f"{deployed.stack_name}.json").exists()

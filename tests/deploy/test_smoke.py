@@ -69,10 +69,24 @@ def test_smoke_passes_on_a_healthy_deployment_with_snapshots_built_and_checked(e
     assert verify["objects"] > 0  # snapshot chunks were read back from the bucket (I3, I6)
 
 
+def test_smoke_with_its_defaults_edits_until_a_snapshot_and_waits_for_it_to_complete(emulated: Emulated) -> None:
+    """`smoke --api-url` alone (issue 22: with its old defaults, 10 edits, it never reached a snapshot): nothing says
+    the deployment's SnapshotEvery, so the clients edit until the API has appended a Snapshot entry, then smoke
+    waits for the pipeline to complete it, saying so on stderr."""
+    result = emulated.smoke("--json")
+    assert 0 == result.exit_code, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["ok"] is True, report
+    assert report["appends"] >= PARAMETERS["SnapshotEvery"]
+    assert report["verify"]["completed_snapshots"] == report["verify"]["snapshots"] >= 2
+    assert "smoke: SnapshotEvery unknown" in result.stderr
+    assert "smoke: the API appended a Snapshot entry at 0/" in result.stderr
+
+
 def test_smoke_fails_with_exit_1_when_the_stores_do_not_hold_what_the_api_acknowledged(emulated: Emulated) -> None:
     """The resource variables name another deployment's tables: the sheet the API wrote is not there, which
     verify reports (I1: no segments; I2: acknowledged entries missing), and smoke says FAIL."""
     result = emulated.smoke("--edits", "2", "--clients", "1", "--timeout", "5", deployment=emulated.other)
     assert 1 == result.exit_code, result.output
-    assert result.output.startswith("FAIL")
+    assert result.stdout.startswith("FAIL")
     assert "I1" in result.output

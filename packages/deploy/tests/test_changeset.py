@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from seglog_deploy.changeset import ChangeSetDeployer
-from seglog_deploy.errors import ChangeSetError, DeployError, FailedCreateError, StackFailedError
+from seglog_deploy.changeset import ChangeSetDeployer, ChangeSetPlan
+from seglog_deploy.errors import (
+    ChangeSetDeclinedError,
+    ChangeSetError,
+    DeployError,
+    FailedCreateError,
+    StackFailedError,
+)
 from seglog_deploy.events import EventReader, StackEvent, causes
 from seglog_deploy.target import Target
 
@@ -31,7 +37,7 @@ class FakeCloudFormation:
     """Answers like CloudFormation from a script: the stack's statuses in turn, a change set's outcome, events."""
 
     def __init__(self, *, stack: dict[str, Any] | None, statuses: list[str] | None = None,
-                 change_set: tuple[str, str, int] = ("CREATE_COMPLETE", "", 1),
+                 change_set: tuple[str, str, int | list[dict[str, Any]]] = ("CREATE_COMPLETE", "", 1),
                  events: list[dict[str, Any]] | None = None) -> None:
         self.stack = stack
         self.statuses = list(statuses or [])
@@ -59,7 +65,16 @@ class FakeCloudFormation:
 
     def describe_change_set(self, **kwargs: Any) -> dict[str, Any]:
         status, reason, changes = self.change_set
-        return {"Status": status, "StatusReason": reason, "Changes": [{"Type": "Resource"}] * changes}
+        listed = [change("Add", f"R{n}", "AWS::SQS::Queue") for n in range(changes)] if isinstance(changes, int) \
+            else changes
+        # Two pages when there are several, as DescribeChangeSet pages them (NextToken).
+        page = 1 if kwargs.get("NextToken") else 0
+        half = (len(listed) + 1) // 2
+        found: dict[str, Any] = {"Status": status, "StatusReason": reason,
+                                 "Changes": listed[half:] if page else listed[:half]}
+        if not page and len(listed) > 1:
+            found["NextToken"] = "2"
+        return found
 
     def delete_change_set(self, **kwargs: Any) -> None:
         self.calls.append(("delete_change_set", kwargs))
@@ -85,6 +100,17 @@ class FakeCloudFormation:
 
     def named(self, call: str) -> list[dict[str, Any]]:
         return [kwargs for name, kwargs in self.calls if name == call]
+
+
+def change(action: str, logical_id: str, kind: str, replacement: str | None = None,
+           policy_action: str | None = None) -> dict[str, Any]:
+    """One entry of DescribeChangeSet's Changes (AWS CloudFormation API Reference, ResourceChange)."""
+    found: dict[str, Any] = {"Action": action, "LogicalResourceId": logical_id, "ResourceType": kind}
+    if replacement is not None:
+        found["Replacement"] = replacement
+    if policy_action is not None:
+        found["PolicyAction"] = policy_action
+    return {"Type": "Resource", "ResourceChange": found}
 
 
 def deployer(fake: FakeCloudFormation) -> ChangeSetDeployer:
@@ -233,3 +259,76 @@ def test_the_event_reader_returns_each_new_event_once_oldest_first_across_pages(
     events.extend(event(n, f"R{n}", "CREATE_COMPLETE") for n in range(5, 8))
     assert ["R5", "R6", "R7"] == [e.logical_id for e in reader.new()]
     assert [] == reader.new()
+
+
+# ------------------------------------------------------------------------------------ showing and confirming
+
+UPDATE_CHANGES = [
+    change("Add", "NewQueue", "AWS::SQS::Queue"),
+    change("Modify", "ApiFunction", "AWS::Lambda::Function", "False"),
+    change("Modify", "EntriesTable", "AWS::DynamoDB::Table", "True", "ReplaceAndRetain"),
+    change("Modify", "SnapshotQueue", "AWS::SQS::Queue", "Conditional"),
+    change("Modify", "ApiFunctionRole", "AWS::IAM::Role", "True"),
+    change("Remove", "ApiAccessLogs", "AWS::Logs::LogGroup", policy_action="Delete"),
+]
+
+
+def test_confirm_is_shown_every_change_of_every_page_with_replacements_and_data_at_risk_apart() -> None:
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"), change_set=("CREATE_COMPLETE", "", UPDATE_CHANGES),
+                              statuses=["UPDATE_COMPLETE", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"])
+    shown: list[ChangeSetPlan] = []
+    deployer(fake).deploy("s", template=BODY, declared={}, parameters={},
+                          confirm=lambda plan: shown.append(plan) or True)
+    (plan,) = shown
+    assert (["NewQueue"], ["ApiFunction"], ["ApiAccessLogs"]) == tuple(
+        [c.logical_id for c in plan.of_kind(kind)] for kind in ("add", "modify", "remove"))
+    assert ["EntriesTable", "SnapshotQueue", "ApiFunctionRole"] == [c.logical_id for c in plan.of_kind("replace")]
+    # A role replaced holds no data: only tables, buckets, queues and log groups are called out.
+    assert ["EntriesTable", "SnapshotQueue", "ApiAccessLogs"] == [c.logical_id for c in plan.endangered]
+    assert "1 to add, 1 to modify, 3 to replace, 1 to remove" == plan.summary()
+    table, queue, logs = plan.endangered
+    assert "REPLACED by a new, EMPTY one" in table.danger() and "UpdateReplacePolicy Retain" in table.danger()
+    assert "may be REPLACED" in queue.danger()
+    assert "removed from the stack, and DELETED with its data" in logs.danger()
+    assert 1 == len(fake.named("execute_change_set"))
+
+
+def test_a_declined_update_deletes_its_change_set_and_executes_nothing() -> None:
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"), change_set=("CREATE_COMPLETE", "", UPDATE_CHANGES))
+    with pytest.raises(ChangeSetDeclinedError, match="not executed"):
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={}, confirm=lambda plan: False)
+    assert ([], 1, []) == (fake.named("execute_change_set"), len(fake.named("delete_change_set")),
+                           fake.named("delete_stack"))
+
+
+def test_a_declined_first_create_also_deletes_the_empty_stack_its_change_set_made() -> None:
+    """A CREATE change set makes the stack in REVIEW_IN_PROGRESS (AWS CloudFormation User Guide, "Stack and
+    resource status codes"); left there, it would stay behind with nothing in it."""
+    fake = FakeCloudFormation(stack=None, change_set=("CREATE_COMPLETE", "", 2))
+    with pytest.raises(ChangeSetDeclinedError):
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={}, confirm=lambda plan: False)
+    assert [] == fake.named("execute_change_set")
+    assert [{"StackName": "arn:stack/s/1"}] == fake.named("delete_stack")
+
+
+def test_a_confirm_that_raises_cleans_up_like_a_no_and_its_error_reaches_the_caller() -> None:
+    """A refusal to ask (no terminal) or Ctrl-C at the prompt leaves no change set behind."""
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"), change_set=("CREATE_COMPLETE", "", 1))
+
+    def refuse(plan: ChangeSetPlan) -> bool:
+        raise ChangeSetDeclinedError(plan.stack_name, "pass --yes")
+
+    with pytest.raises(ChangeSetDeclinedError, match="pass --yes"):
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={}, confirm=refuse)
+    assert ([], 1) == (fake.named("execute_change_set"), len(fake.named("delete_change_set")))
+
+
+def test_a_change_set_without_resource_changes_runs_without_asking() -> None:
+    """It touches no resource (LocalStack completes an unchanged deploy's change set empty; on AWS a parameter
+    that feeds only outputs does the same), so there is nothing to confirm."""
+    fake = FakeCloudFormation(stack=existing("UPDATE_COMPLETE"), change_set=("CREATE_COMPLETE", "", 0),
+                              statuses=["UPDATE_COMPLETE", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"])
+    asked: list[ChangeSetPlan] = []
+    state = deployer(fake).deploy("s", template=BODY, declared={}, parameters={},
+                                  confirm=lambda plan: asked.append(plan) or False)
+    assert ([], 1, False) == (asked, len(fake.named("execute_change_set")), state.changed)

@@ -1,10 +1,11 @@
 """Create, update and delete a CloudFormation stack through change sets, with progress and honest failures.
 
 A deploy makes one change set (CREATE for a new stack, UPDATE otherwise), waits for CloudFormation to
-compute it, and executes it; a change set with nothing to change ends FAILED with a reason saying so, which
-is a successful "no changes" deploy (AWS CloudFormation User Guide, "Update CloudFormation stacks using change
-sets"). While the stack moves, its new events are passed to ``on_event`` as they arrive; when it ends in a
-failure state, the failed resources' events are raised in a :class:`StackFailedError`.
+compute it, shows it to ``confirm`` as a :class:`ChangeSetPlan` (what is added, modified, replaced and removed)
+and executes it only if ``confirm`` says yes; a change set with nothing to change ends FAILED with a reason
+saying so, which is a successful "no changes" deploy (AWS CloudFormation User Guide, "Update CloudFormation
+stacks using change sets"). While the stack moves, its new events are passed to ``on_event`` as they arrive;
+when it ends in a failure state, the failed resources' events are raised in a :class:`StackFailedError`.
 
 Parameters not given keep their previous value on an existing stack (UsePreviousValue), as
 ``aws cloudformation deploy`` does, so a one-off override does not silently revert on the next deploy.
@@ -14,14 +15,22 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import structlog
 from botocore.exceptions import ClientError
 
-from seglog_deploy.errors import ChangeSetError, DeployError, FailedCreateError, StackFailedError, StackNotFoundError
+from seglog_deploy.errors import (
+    ChangeSetDeclinedError,
+    ChangeSetError,
+    DeployError,
+    FailedCreateError,
+    StackFailedError,
+    StackNotFoundError,
+)
 from seglog_deploy.events import EventReader, StackEvent, causes
 from seglog_deploy.leftovers import Leftover, leftovers
 from seglog_deploy.target import Target
@@ -37,6 +46,114 @@ DELETE_FIRST = frozenset({"ROLLBACK_COMPLETE"})
 #: These need a person (resources CloudFormation could not roll back or delete).
 STUCK = frozenset({"ROLLBACK_FAILED", "DELETE_FAILED", "UPDATE_ROLLBACK_FAILED", "IMPORT_ROLLBACK_FAILED"})
 SUCCEEDED = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "DELETE_COMPLETE"})
+#: Resources that hold data: replacing one makes a new, empty one (and deletes the old one unless its
+#: UpdateReplacePolicy keeps it); removing one deletes its data unless its DeletionPolicy keeps it.
+STATEFUL_TYPES = frozenset({"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::Logs::LogGroup"})
+
+
+class ChangeAction(StrEnum):
+    """ResourceChange.Action (AWS CloudFormation API Reference, ResourceChange:
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_ResourceChange.html)."""
+
+    ADD = "Add"
+    MODIFY = "Modify"
+    REMOVE = "Remove"
+    IMPORT = "Import"
+    DYNAMIC = "Dynamic"
+
+
+class Replacement(StrEnum):
+    """ResourceChange.Replacement, for a Modify: whether CloudFormation makes a new resource and deletes the old
+    one. Conditional: it depends on a value only known while the change runs (same page)."""
+
+    TRUE = "True"
+    FALSE = "False"
+    CONDITIONAL = "Conditional"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourceChange:
+    """One resource of a change set, as DescribeChangeSet's ``Changes[].ResourceChange`` gives it (same page):
+    Action, LogicalResourceId, PhysicalResourceId, ResourceType, Replacement and PolicyAction (Delete, Retain,
+    ReplaceAndDelete, ReplaceAndRetain...: what happens to the old physical resource; not every CloudFormation
+    sends it). Values stay AWS's strings, so one this code does not know yet is shown rather than refused."""
+
+    action: str
+    logical_id: str
+    resource_type: str
+    physical_id: str = ""
+    replacement: str = ""
+    policy_action: str = ""
+
+    @classmethod
+    def from_api(cls, change: Mapping[str, Any]) -> ResourceChange:
+        rc = change.get("ResourceChange", {})
+        return cls(action=rc.get("Action", ""), logical_id=rc.get("LogicalResourceId", ""),
+                   resource_type=rc.get("ResourceType", ""), physical_id=rc.get("PhysicalResourceId", "") or "",
+                   replacement=rc.get("Replacement", "") or "", policy_action=rc.get("PolicyAction", "") or "")
+
+    @property
+    def replaced(self) -> bool:
+        """A Modify that makes a new resource, or may (Replacement True or Conditional)."""
+        return self.action == ChangeAction.MODIFY and self.replacement in (Replacement.TRUE, Replacement.CONDITIONAL)
+
+    @property
+    def kind(self) -> str:
+        """add, modify, replace, remove, or the action itself (import, dynamic) in lower case."""
+        return "replace" if self.replaced else self.action.lower()
+
+    @property
+    def endangers_data(self) -> bool:
+        """A resource that holds data is replaced (maybe) or removed."""
+        return self.resource_type in STATEFUL_TYPES and (self.replaced or self.action == ChangeAction.REMOVE)
+
+    def line(self) -> str:
+        """One line of the change set: what happens, the type, the logical id and, for a replacement, AWS's
+        Replacement value."""
+        marks = {"add": "+", "modify": "~", "replace": "!", "remove": "-"}
+        extra = f"  (Replacement: {self.replacement})" if self.replaced else ""
+        return f"  {marks.get(self.kind, '?')} {self.kind:<8} {self.resource_type:<38} {self.logical_id}{extra}"
+
+    def danger(self) -> str:
+        """What a replacement or removal of this resource does to its data, in words (PolicyAction says what
+        becomes of the old resource; without it, the template's DeletionPolicy or UpdateReplacePolicy decides)."""
+        named = f"{self.logical_id} ({self.resource_type}{', ' + self.physical_id if self.physical_id else ''})"
+        policy = "DeletionPolicy" if self.action == ChangeAction.REMOVE else "UpdateReplacePolicy"
+        if "Retain" in self.policy_action:
+            old = f"kept outside the stack ({policy} Retain)"
+        elif "Snapshot" in self.policy_action:
+            old = f"snapshotted, then DELETED ({policy} Snapshot)"
+        elif "Delete" in self.policy_action:
+            old = "DELETED with its data"
+        else:
+            old = f"DELETED with its data unless its {policy} keeps it"
+        if self.action == ChangeAction.REMOVE:
+            return f"{named}: removed from the stack, and {old}"
+        maybe = "may be " if self.replacement == Replacement.CONDITIONAL else ""
+        return (f"{named}: {maybe}REPLACED by a new, EMPTY one that the stack and its functions will use; the old "
+                f"one is {old}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChangeSetPlan:
+    """A computed change set, before it runs: what ``confirm`` is shown."""
+
+    stack_name: str
+    change_set_id: str
+    creating: bool
+    changes: tuple[ResourceChange, ...]
+
+    def of_kind(self, kind: str) -> list[ResourceChange]:
+        return [c for c in self.changes if c.kind == kind]
+
+    @property
+    def endangered(self) -> list[ResourceChange]:
+        """Replacements and removals of resources that hold data (tables, buckets, queues, log groups)."""
+        return [c for c in self.changes if c.endangers_data]
+
+    def summary(self) -> str:
+        """``2 to add, 1 to modify, 1 to replace, 0 to remove``."""
+        return ", ".join(f"{len(self.of_kind(k))} to {k}" for k in ("add", "modify", "replace", "remove"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +223,8 @@ class ChangeSetDeployer:
         return retained
 
     def deploy(self, stack_name: str, *, template: Mapping[str, str], declared: Mapping[str, Any],
-               parameters: Mapping[str, str], replace_failed: bool = False) -> StackState:
+               parameters: Mapping[str, str], replace_failed: bool = False,
+               confirm: Callable[[ChangeSetPlan], bool] | None = None) -> StackState:
         """Create or update ``stack_name``.
 
         Args:
@@ -114,10 +232,15 @@ class ChangeSetDeployer:
             declared: the template's Parameters section (which parameters may keep a previous value).
             parameters: overrides, by parameter name.
             replace_failed: delete the stack first if its first create failed (see :meth:`clear_failed_create`).
+            confirm: shown a change set that changes resources before it runs; it runs only if this returns
+                True. None executes without asking (the library's callers decide for themselves). A change set
+                without resource changes runs without asking: it touches no resource.
 
         Raises:
             FailedCreateError: the stack's first create failed, and ``replace_failed`` is false.
             ChangeSetError: CloudFormation refused the template or the parameters; nothing changed.
+            ChangeSetDeclinedError: ``confirm`` said no (or raised it); the change set, and the empty stack a
+                first create's change set makes, were deleted, and nothing changed.
             StackFailedError: the stack rolled back (or failed to); the events say which resources and why.
             DeployError: the stack is busy or stuck and needs waiting or a person.
         """
@@ -150,6 +273,10 @@ class ChangeSetDeployer:
                 assert current is not None
                 return StackState.from_api(current, changed=False)
             raise ChangeSetError(stack_name, reason)
+        if changes and confirm is not None:
+            plan = ChangeSetPlan(stack_name=stack_name, change_set_id=change_set, creating=creating,
+                                 changes=tuple(changes))
+            self._confirm(plan, confirm, stack_id=stack_id, new_stack=creating)
         events = EventReader(self.cfn, stack_id)
         events.mark()
         self.cfn.execute_change_set(ChangeSetName=change_set)
@@ -158,7 +285,24 @@ class ChangeSetDeployer:
             raise StackFailedError(stack_name, final["StackStatus"], causes(seen))
         # A change set with no resource changes still runs: outputs or parameter values may change with it.
         # (AWS fails a change set that changes nothing at all; LocalStack completes it empty.)
-        return StackState.from_api(final, changed=changes > 0 or creating)
+        return StackState.from_api(final, changed=bool(changes) or creating)
+
+    def _confirm(self, plan: ChangeSetPlan, confirm: Callable[[ChangeSetPlan], bool], *, stack_id: str,
+                 new_stack: bool) -> None:
+        """Ask; unless the answer is yes, delete the change set (and the REVIEW_IN_PROGRESS stack a first create's
+        change set made, which would otherwise stay behind empty) and raise :class:`ChangeSetDeclinedError`. An
+        exception from ``confirm`` (Ctrl-C at the prompt, a refusal to ask) cleans up the same way."""
+        approved = False
+        try:
+            approved = confirm(plan)
+        finally:
+            if not approved:
+                self.cfn.delete_change_set(ChangeSetName=plan.change_set_id)
+                if new_stack:
+                    self.cfn.delete_stack(StackName=stack_id)
+                log.info("deploy.change_set.declined", stack=plan.stack_name, change_set=plan.change_set_id)
+        if not approved:
+            raise ChangeSetDeclinedError(plan.stack_name, "you did not confirm it")
 
     def delete(self, stack_name: str) -> StackState:
         """Delete the stack and wait until it is gone.
@@ -191,18 +335,18 @@ class ChangeSetDeployer:
                 "skip the resources its events name (console, or `aws cloudformation continue-update-rollback`), "
                 "or `seglog destroy` it, then deploy again")
 
-    def _wait_change_set(self, change_set: str) -> tuple[str, str, int]:
-        """The change set's final status, its reason, and how many resource changes it holds."""
+    def _wait_change_set(self, change_set: str) -> tuple[str, str, list[ResourceChange]]:
+        """The change set's final status, its reason, and its resource changes (every page of them)."""
         deadline = time.monotonic() + self.timeout
         while True:
             described = self.cfn.describe_change_set(ChangeSetName=change_set)
             status = described["Status"]
             if status not in ("CREATE_PENDING", "CREATE_IN_PROGRESS"):
-                changes = len(described.get("Changes", []))
+                changes = _resource_changes(described.get("Changes", []))
                 token = described.get("NextToken")
                 while token:
                     page = self.cfn.describe_change_set(ChangeSetName=change_set, NextToken=token)
-                    changes += len(page.get("Changes", []))
+                    changes += _resource_changes(page.get("Changes", []))
                     token = page.get("NextToken")
                 return status, described.get("StatusReason", ""), changes
             if time.monotonic() > deadline:
@@ -227,3 +371,8 @@ class ChangeSetDeployer:
                 raise DeployError(f"stack {stack['StackName']} was still {stack['StackStatus']} after "
                                   f"{self.timeout:.0f} s: see its events in the console")
             self._sleep(self.poll_seconds)
+
+
+def _resource_changes(changes: Sequence[Mapping[str, Any]]) -> list[ResourceChange]:
+    """The entries of DescribeChangeSet's Changes that are resource changes (Type "Resource", the only type)."""
+    return [ResourceChange.from_api(c) for c in changes if c.get("Type", "Resource") == "Resource"]

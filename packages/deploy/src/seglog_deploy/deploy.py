@@ -3,7 +3,9 @@
 A deploy uploads each function's artifact to the artifacts bucket (:mod:`seglog_deploy.artifacts`), rewrites
 the template's CodeUri to those exact object versions (:mod:`seglog_deploy.package`), and creates or updates
 the stack through a change set (:mod:`seglog_deploy.changeset`), with the SAM transform run by CloudFormation
-itself (CAPABILITY_AUTO_EXPAND). The stack's outputs are printed and saved (:mod:`seglog_deploy.record`).
+itself (CAPABILITY_AUTO_EXPAND); the change set is shown, and runs once confirmed. The stack's outputs are
+printed and saved (:mod:`seglog_deploy.record`). :mod:`seglog_deploy.deployer_policy` writes the IAM policy a
+deploy needs.
 
 Why boto3 change sets rather than SAM CLI underneath:
 
@@ -17,9 +19,9 @@ Why boto3 change sets rather than SAM CLI underneath:
   ``seglog env`` and ``seglog smoke``.
 * One code path for AWS and the local deploy target (AWS_ENDPOINT_URL), which the deploy test exercises.
 
-What ``sam deploy`` has that this does not: ``--guided`` prompts, a confirmation step before executing the
-change set, code signing, a deployment role (``--role-arn``), notification ARNs and stack tags. Users of SAM
-CLI can still ``sam build`` (the template's makefile build method) and ``sam deploy`` the same template.
+What ``sam deploy`` has that this does not: ``--guided`` prompts, code signing, a deployment role
+(``--role-arn``), notification ARNs and stack tags. Users of SAM CLI can still ``sam build`` (the template's
+makefile build method) and ``sam deploy`` the same template.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from typing import Any
 
 import structlog
 
+from seglog_awsmodel.parameters import check_parameters
 from seglog_awsmodel.template import load_template
 from seglog_deploy.artifacts import ArtifactsBucket, S3Location
 from seglog_deploy.build import Builder
-from seglog_deploy.changeset import ChangeSetDeployer, StackState
+from seglog_deploy.changeset import ChangeSetDeployer, ChangeSetPlan, StackState
 from seglog_deploy.errors import DeployError, StackNotFoundError
 from seglog_deploy.events import StackEvent
 from seglog_deploy.leftovers import Leftover, leftovers
@@ -49,23 +52,26 @@ def deploy(target: Target, *, stack_name: str, template_path: Path | None, artif
            parameters: Mapping[str, str] | None = None, artifacts_bucket: str | None = None,
            on_event: Callable[[StackEvent], None] | None = None, inline_limit: int = INLINE_TEMPLATE_LIMIT,
            records: Path | None = None, replace_failed_stack: bool = False,
-           on_replaced: Callable[[list[Leftover]], None] | None = None) -> tuple[StackState, StackRecord]:
+           on_replaced: Callable[[list[Leftover]], None] | None = None,
+           confirm: Callable[[ChangeSetPlan], bool] | None = None) -> tuple[StackState, StackRecord]:
     """Deploy ``artifacts`` (function logical id -> zip) with the template to ``stack_name``; save the record.
 
     A stack whose first create failed (ROLLBACK_COMPLETE) is refused before anything is uploaded, with what that
     create retained; ``replace_failed_stack`` deletes it first instead, and ``on_replaced`` is told what stays.
+    ``confirm`` is shown the change set and says whether it runs (None: it runs).
 
     Raises:
         FailedCreateError: the stack's first create failed and ``replace_failed_stack`` is false.
+        ChangeSetDeclinedError: ``confirm`` did not say yes; nothing changed and no record is written.
         ArtifactsBucketError: the artifacts bucket is another account's, or cannot be created or hardened.
+        ParameterValueError: a parameter value the template's constraints refuse (every one, with what to pass).
         DeployError: see :class:`~seglog_deploy.changeset.ChangeSetDeployer`.
     """
     template = load_template(template_path)
+    # What CloudFormation would refuse (an unknown name, a value outside the template's constraints, a schedule
+    # expression EventBridge cannot read) is refused here, before any call: LocalStack accepts some of it.
+    check_parameters(template.body, parameters or {})
     declared: dict[str, Any] = dict(template.body.get("Parameters", {}))
-    unknown = sorted(set(parameters or {}) - set(declared))
-    if unknown:
-        raise DeployError(f"template {template.path} has no parameter {', '.join(unknown)}; it has "
-                          f"{', '.join(sorted(declared))}")
     deployer = ChangeSetDeployer(target, on_event=on_event)
     retained = deployer.clear_failed_create(stack_name, replace=replace_failed_stack)
     if retained and on_replaced is not None:
@@ -84,7 +90,7 @@ def deploy(target: Target, *, stack_name: str, template_path: Path | None, artif
     log.info("deploy.start", stack=stack_name, region=target.region, template=str(template.path),
              via="TemplateURL" if "TemplateURL" in spec else "TemplateBody", bucket=bucket.name)
     state = deployer.deploy(stack_name, template=spec, declared=declared, parameters=parameters or {},
-                            replace_failed=replace_failed_stack)
+                            replace_failed=replace_failed_stack, confirm=confirm)
     record = StackRecord(stack_name=stack_name, stack_id=state.stack_id, region=target.region,
                          outputs=state.outputs, parameters=state.parameters, endpoint_url=target.endpoint_url,
                          status=state.status)

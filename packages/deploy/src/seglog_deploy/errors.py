@@ -103,3 +103,13 @@ class FailedCreateError(DeployError):
         self.stack_name = stack_name
         self.stack_id = stack_id
         self.retained = list(retained)
+
+
+class ChangeSetDeclinedError(DeployError):
+    """The change set was not executed (the person deploying said no, or could not be asked): it was deleted, and
+    nothing changed."""
+
+    def __init__(self, stack_name: str, reason: str) -> None:
+        super().__init__(f"stack {stack_name}: the change set was not executed ({reason}); nothing changed")
+        self.stack_name = stack_name
+        self.reason = reason
