@@ -24,7 +24,7 @@ The chain of one Snapshot entry ``k`` (``"<log_id>/<segment>/<entry>"``)::
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from seglog_report.model import Link, Marker, RunData, Span
@@ -88,23 +88,35 @@ def _dedupe(links: Iterable[Link]) -> list[Link]:
     return found
 
 
-def _served(spans: list[Span]) -> list[Link]:
-    """Client try -> the API invocation that served it."""
-    invocations: dict[tuple[str, str | int], Span] = {}
+def _by_id(spans: list[Span], names: tuple[str, ...]) -> dict[tuple[str, str | int], list[Span]]:
+    """The function spans by each of ``names`` they carry in their ids, in the run's order."""
+    found: dict[tuple[str, str | int], list[Span]] = defaultdict(list)
     for span in spans:
         if span.group == "function":
-            for name in _SERVED_KEYS:
+            for name in names:
                 if name in span.ids:
-                    invocations.setdefault((name, span.ids[name]), span)
+                    found[(name, span.ids[name])].append(span)
+    return found
+
+
+def _sharing(ids: Mapping[str, str | int], index: dict[tuple[str, str | int], list[Span]],
+             names: tuple[str, ...]) -> list[Span]:
+    """The spans of ``index`` that share the first of ``names`` that ``ids`` has and any span carries."""
+    for name in names:
+        found = index.get((name, ids[name]), []) if name in ids else []
+        if found:
+            return found
+    return []
+
+
+def _served(spans: list[Span]) -> list[Link]:
+    """Client try -> the API invocation that served it."""
+    index = _by_id(spans, _SERVED_KEYS)
     links = []
     for span in spans:
-        if span.group != "client":
-            continue
-        for name in _SERVED_KEYS:
-            served = invocations.get((name, span.ids[name])) if name in span.ids else None
-            if served is not None and served is not span:
-                links.append(Link(span.id, served.id, "served by"))
-                break
+        served = _sharing(span.ids, index, _SERVED_KEYS) if span.group == "client" else []
+        if served:
+            links.append(Link(span.id, served[0].id, "served by"))
     return links
 
 
@@ -123,22 +135,15 @@ def _retries(spans: list[Span]) -> list[Link]:
 
 
 def _hits(spans: list[Span], markers: list[Marker]) -> list[Link]:
-    """Fault -> the invocation it fired in."""
-    by_request: dict[tuple[str, str | int], list[Span]] = defaultdict(list)
-    for span in spans:
-        if span.group == "function":
-            for name in _REQUEST_KEYS:
-                if name in span.ids:
-                    by_request[(name, span.ids[name])].append(span)
+    """Fault -> the invocation it fired in (of those with its request id or task, the one it fell in or nearest)."""
+    index = _by_id(spans, _REQUEST_KEYS)
     links = []
     for marker in markers:
-        for name in _REQUEST_KEYS:
-            hit = by_request.get((name, marker.ids[name]), []) if name in marker.ids else []
-            if hit:
-                closest = min(hit, key=lambda s: 0 if s.start <= marker.at <= s.end else
-                              min(abs(s.start - marker.at), abs(s.end - marker.at)))
-                links.append(Link(marker.id, closest.id, f"{marker.kind} hit it"))
-                break
+        hit = _sharing(marker.ids, index, _REQUEST_KEYS)
+        if hit:
+            closest = min(hit, key=lambda s: 0 if s.start <= marker.at <= s.end else
+                          min(abs(s.start - marker.at), abs(s.end - marker.at)))
+            links.append(Link(marker.id, closest.id, f"{marker.kind} hit it"))
     return links
 
 

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import plotly.io
 import plotly.offline
 
@@ -89,7 +90,7 @@ def render(report: Report, ledger: Ledger | None = None, directory: Path | None 
     if report.text:
         body.append(f"<section><h2>Text report</h2><pre>{html.escape(report.text)}</pre></section>")
     summary = _summary(report, drawn, ledger)
-    seeds = {"rows": [_seed_row(row) for row in report.seeds], "directory": shlex.quote(str(directory or "DIR"))}
+    seeds = {"rows": msgspec.to_builtins(report.seeds), "directory": shlex.quote(str(directory or "DIR"))}
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(report.title)}</title><style>{STYLE}</style>",
@@ -134,12 +135,6 @@ def _graph(run: RunData) -> dict[str, Any]:
     labels.update({m.id: f"{m.kind} on {m.lane} at {m.at:.2f} s" for m in run.markers})
     return {"links": [[link.source, link.target, link.why, link.chain] for link in run.links], "waits": run.waits,
             "labels": labels}
-
-
-def _seed_row(row: SeedRow) -> dict[str, Any]:
-    return {"seed": row.seed, "ok": row.ok, "violations": row.violations, "faults": row.faults,
-            "invocations": row.invocations, "acknowledged": row.acknowledged, "seconds": row.seconds,
-            "replay": row.replay}
 
 
 def _seeds_section(rows: list[SeedRow], drawn: list[RunData]) -> str:
