@@ -12,9 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from browser import WINDOW, Page
 from report_page import click_on, ledger, legend_problems, open_report, overflows, timeline
+from seglog_cli.main import cli
 from seglog_report import causes, figures, legend
 from seglog_report.cost import money
 from seglog_report.html import publish
@@ -118,3 +120,23 @@ def test_the_legend_check_fails_when_two_kinds_share_a_symbol(
     open_report(chromium, page)
     assert legend_problems(chromium, run.run) == [f"{first} and {second} share the symbol "
                                                   f"{legend.FAULTS[first].symbol}"]
+
+
+def test_the_seed_picker_shows_any_seed_of_the_campaign_and_how_to_draw_it(chromium: Page, tmp_path: Path) -> None:
+    """Issue 21, point 3: a simulate campaign's page lists every seed, failing first, and picking one it does not
+    draw shows that seed's own figures and the command that draws it onto this page."""
+    ran = CliRunner().invoke(cli, ["simulate", "--seeds", "3", "--faults", "ddb_5xx", "--report", str(tmp_path)])
+    assert ran.exit_code in (0, 1), ran.output
+    report = decode((tmp_path / "report.json").read_bytes())
+    drawn = {run.seed for run in report.runs}
+    [other] = [row for row in report.seeds if row.seed not in drawn][:1]
+    open_report(chromium, tmp_path / "report.html")
+    assert chromium.errors == []
+    options = chromium.evaluate("Array.from(document.querySelectorAll('#seed-picker option')).map(o => o.value)")
+    assert options == [str(row.seed) for row in sorted(report.seeds, key=lambda r: (r.ok, r.seed))]
+    chromium.evaluate(f"""(() => {{ const p = document.getElementById('seed-picker'); p.value = '{other.seed}';
+                          p.dispatchEvent(new Event('change')); }})()""")
+    shown = chromium.evaluate("document.getElementById('seed-detail').innerText")
+    assert f"seglog report {tmp_path} --seed {other.seed}" in shown
+    assert f"invocations\t{other.invocations}" in shown and f"faults fired\t{other.faults}" in shown
+    assert overflows(chromium) == []
