@@ -106,15 +106,23 @@ def check_parameters(template: Mapping[str, Any], values: Mapping[str, object]) 
         if not found and name in schedules:
             found = _check_schedule(name, spec, _text(raw), where=schedules[name])
         violations += found
+    violations += unknown_parameters(declared, values)
+    if violations:
+        raise ParameterValueError(violations)
+
+
+def unknown_parameters(declared: Mapping[str, Any], values: Mapping[str, object]) -> list[ParameterViolation]:
+    """The names in ``values`` the template does not declare (CloudFormation refuses them), each with the closest
+    declared name. The emulator's provisioner refuses them too, though it takes values the constraints refuse."""
+    found = []
     for name in sorted(set(values) - set(declared)):
         close = difflib.get_close_matches(name, list(declared), n=1)
         hint = f"did you mean {close[0]}? " if close else ""
-        violations.append(ParameterViolation(
+        found.append(ParameterViolation(
             parameter=name, value=_text(values[name]), constraint="Parameters",
             reason=f"the template declares no parameter {name}",
             advice=f"{hint}pass only the template's parameters: {', '.join(declared)}"))
-    if violations:
-        raise ParameterValueError(violations)
+    return found
 
 
 def schedule_parameters(template: Mapping[str, Any]) -> dict[str, str]:

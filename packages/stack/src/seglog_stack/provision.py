@@ -21,6 +21,8 @@ import structlog
 from botocore.exceptions import ClientError
 
 from seglog_aws.resources import Resources
+from seglog_awsmodel.errors import ParameterValueError
+from seglog_awsmodel.parameters import unknown_parameters
 from seglog_awsmodel.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.provision")
@@ -49,10 +51,9 @@ class Provisioner:
                  region: str = "us-east-1", account: str = "000000000000",
                  parameters: dict[str, Any] | None = None) -> None:
         self.template = template
-        unknown = sorted(set(parameters or {}) - set(template.parameters))
+        unknown = unknown_parameters(template.parameters, parameters or {})
         if unknown:
-            raise TemplateError(f"unknown template parameters {unknown}; the template has "
-                                f"{sorted(template.parameters)}")
+            raise ParameterValueError(unknown)
         self.parameters = {**template.parameters, **(parameters or {})}
         self.stack = stack
         self.ddb, self.s3, self.sqs = dynamodb, s3, sqs
