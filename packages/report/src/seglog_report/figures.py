@@ -34,6 +34,8 @@ FEW: Final = 20
 #: Height of one lane, and of one time-series panel, in pixels.
 LANE_PX: Final = 26
 SERIES_PX: Final = 150
+#: What the time series of each unit are (a panel per unit): a shard's iterator age, a queue's depth.
+SERIES_AXES: Final = {"s": "iterator age", "messages": "queue depth"}
 
 
 def hover(title: str, ids: Ids, extra: Iterable[str] = ()) -> str:
@@ -98,7 +100,7 @@ def timeline(run: RunData) -> go.Figure:
             line={"shape": "hv", "width": 1.5}, legendgroup="series",
             legendgrouptitle_text="modelled series" if series.basis == "modelled" else "measured series",
             hovertemplate=f"{series.name}: %{{y}} {series.unit} at %{{x:.2f}}s<extra></extra>"), row=row, col=1)
-        fig.update_yaxes(title_text=_series_title(series, run), row=row, col=1, rangemode="tozero")
+        fig.update_yaxes(title_text=_series_title(series), row=row, col=1, rangemode="tozero")
     unit = "simulated seconds" if run.clock == "simulated" else "seconds"
     fig.update_xaxes(title_text=f"{unit} since the run started", row=rows, col=1)
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), automargin=True, fixedrange=True,
@@ -120,11 +122,10 @@ def timeline(run: RunData) -> go.Figure:
     return fig
 
 
-def _series_title(series: Series, run: RunData) -> str:
-    names = {s.name.split(" ")[0] for s in run.series if s.unit == series.unit}
-    what = "iterator age" if names == {"iterator"} else "queue depth" if series.unit == "messages" else series.unit
-    modelled = " (modelled)" if series.basis == "modelled" else ""
-    return f"{what} ({series.unit}){modelled}"
+def _series_title(series: Series) -> str:
+    """A series panel's axis title: what its unit measures (one panel per unit), and whether it is modelled."""
+    what = SERIES_AXES.get(series.unit, series.unit)
+    return f"{what} ({series.unit})" + (" (modelled)" if series.basis == "modelled" else "")
 
 
 def violation_window(run: RunData) -> tuple[float, float] | None:
