@@ -1,9 +1,10 @@
 """What the local provisioner applies of template.yaml's hardening (issue 10, point 8), on the real local stack.
 
-Applied: SSE-SQS on every queue (a queue attribute, SetQueueAttributes "SqsManagedSseEnabled") and the bucket's
+Applied: SSE-SQS on every queue (a queue attribute, SetQueueAttributes "SqsManagedSseEnabled"), the bucket's
 TLS-only policy (PutBucketPolicy; LocalStack's free tier stores bucket policies without enforcing them, so this
-checks what is there, not that plain HTTP is refused). Not applied, and so not checked here: point-in-time
-recovery and the Retain policies (a local stack is scratch and deleted whole).
+checks what is there, not that plain HTTP is refused), its versioning (PutBucketVersioning, which LocalStack
+applies) and its lifecycle rules (PutBucketLifecycleConfiguration: stored, not run). Not applied, and so not
+checked here: point-in-time recovery and the Retain policies (a local stack is scratch and deleted whole).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from seglog_aws.clients import client, local_session
 from seglog_awsmodel.template import load_template
@@ -79,6 +81,43 @@ def test_the_bucket_carries_the_tls_only_policy_with_its_arns_resolved(deploymen
         "Condition": {"Bool": {"aws:SecureTransport": "false"}},
     }]
     assert expected == policy["Statement"]
+
+
+def test_the_bucket_is_versioned_with_the_templates_lifecycle_rules(deployment: local.LocalDeployment) -> None:
+    """The template's rules in the S3 API's shape (a CloudFormation Prefix becomes a Filter, ExpiredObjectDeleteMarker
+    moves into Expiration, a Ref takes the parameter's value), so the local bucket keeps versions as AWS's does."""
+    _, s3 = clients(deployment)
+    bucket = deployment.resources.bucket
+    assert "Enabled" == s3.get_bucket_versioning(Bucket=bucket).get("Status")
+    rules = {r["ID"]: r for r in s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]}
+    template_rules = load_template(None).resources["SnapshotBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert [r["Id"] for r in template_rules] == list(rules)
+    assert {"ID": "KeepArchiveVersions", "Status": "Enabled", "Filter": {"Prefix": "archive/"},
+            "Expiration": {"ExpiredObjectDeleteMarker": True},
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 90}} == rules["KeepArchiveVersions"]
+    assert {"ID": "ExpireDiscardable", "Status": "Enabled", "Filter": {"Tag": {"Key": "discardable", "Value": "true"}},
+            "Expiration": {"Days": 7}} == rules["ExpireDiscardable"]
+
+
+def test_deprovisioning_deletes_a_versioned_bucket_with_its_versions_and_delete_markers(
+        deployment: local.LocalDeployment) -> None:
+    """DeleteBucket refuses a bucket that still holds a version or a delete marker, which a plain delete of each
+    object leaves in a versioned bucket: deprovision deletes them by version id, so the bucket really goes."""
+    stack = f"ver-{uuid.uuid4().hex[:6]}"
+    other = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
+                            stack_name=stack)
+    _, s3 = clients(other)
+    bucket = other.resources.bucket
+    s3.put_object(Bucket=bucket, Key="archive/a/0", Body=b"first")
+    s3.put_object(Bucket=bucket, Key="archive/a/0", Body=b"second")
+    s3.delete_object(Bucket=bucket, Key="archive/a/0")
+    listed = s3.list_object_versions(Bucket=bucket)
+    assert (2, 1) == (len(listed.get("Versions", [])), len(listed.get("DeleteMarkers", [])))
+
+    local.deprovision(deployment.endpoints, region=deployment.region, stack_name=stack)
+
+    with pytest.raises(ClientError, match=r"404|Not Found|NoSuchBucket"):
+        s3.head_bucket(Bucket=bucket)
 
 
 def test_provisioning_again_keeps_the_hardening(deployment: local.LocalDeployment) -> None:

@@ -271,8 +271,8 @@ def test_bucket_blocks_public_access_and_its_lifecycle_is_in_the_processed_templ
     name = resolver.physical["SnapshotBucket"]
     assert props["PublicAccessBlockConfiguration"] == s3.get_public_access_block(Bucket=name)[
         "PublicAccessBlockConfiguration"]
-    if "VersioningConfiguration" in props:
-        assert props["VersioningConfiguration"]["Status"] == s3.get_bucket_versioning(Bucket=name).get("Status")
+    # Versioned (LocalStack applies it), so an overwritten or deleted archive/ object keeps its earlier version.
+    assert "Enabled" == props["VersioningConfiguration"]["Status"] == s3.get_bucket_versioning(Bucket=name)["Status"]
     if "BucketEncryption" in props:
         rules = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]["Rules"]
         wanted = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
@@ -280,12 +280,22 @@ def test_bucket_blocks_public_access_and_its_lifecycle_is_in_the_processed_templ
     for lid, policy in of_type(resolver, "AWS::S3::BucketPolicy").items():
         resolved = resolver.resolve(policy["Properties"])
         assert resolved["PolicyDocument"] == json.loads(s3.get_bucket_policy(Bucket=resolved["Bucket"])["Policy"]), lid
-    # LocalStack's free tier accepts the lifecycle rule but does not apply it (GetBucketLifecycleConfiguration:
-    # NoSuchLifecycleConfiguration), so the rule is checked where CloudFormation got it: the processed template.
-    (rule,) = props["LifecycleConfiguration"]["Rules"]
-    assert "Enabled" == rule["Status"]
-    assert [{"Key": "discardable", "Value": "true"}] == rule["TagFilters"]
-    assert resolver.parameters["DiscardableExpirationDays"] == str(rule["ExpirationInDays"])
+    # LocalStack's free tier accepts the lifecycle rules but does not apply them (GetBucketLifecycleConfiguration:
+    # NoSuchLifecycleConfiguration), so the rules are checked where CloudFormation got them: the processed template.
+    rules = {rule["Id"]: rule for rule in props["LifecycleConfiguration"]["Rules"]}
+    assert {"Enabled"} == {rule["Status"] for rule in rules.values()}
+    discardable = rules.pop("ExpireDiscardable")
+    assert [{"Key": "discardable", "Value": "true"}] == discardable["TagFilters"]
+    assert resolver.parameters["DiscardableExpirationDays"] == str(discardable["ExpirationInDays"])
+    archive = rules.pop("KeepArchiveVersions")
+    assert ("archive/", True) == (archive["Prefix"], archive["ExpiredObjectDeleteMarker"])
+    assert resolver.parameters["ArchiveNoncurrentVersionDays"] == str(
+        archive["NoncurrentVersionExpiration"]["NoncurrentDays"])
+    # The rest: a prefix each, old versions and then expired delete markers gone after a day; none reaches archive/
+    # (where rules overlap S3 honours the shorter expiration).
+    assert {"snapshots/", "entries/", "uploads/", "imports/", "retention/"} == {r["Prefix"] for r in rules.values()}
+    assert {(1, True)} == {(int(r["NoncurrentVersionExpiration"]["NoncurrentDays"]), r["ExpiredObjectDeleteMarker"])
+                           for r in rules.values()}
 
 
 # ------------------------------------------------------------------------------------------------ the pipeline
@@ -609,7 +619,7 @@ def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed,
     """Run as on a fresh machine (no region, no credentials configured: LocalStack's are used), destroy lists each
     retained resource with a command that, pasted into a shell with nothing configured either, removes exactly that
     resource on LocalStack: every command carries the endpoint, the region and the credentials the destroy used.
-    The snapshot bucket is said to be unversioned and the artifacts bucket versioned, and both go as printed."""
+    Both buckets are said to be versioned (every version and delete marker goes first), and both go as printed."""
     resolver = deployed.resolver()
     retained = [lid for lid, r in resolver.template["Resources"].items() if r.get("DeletionPolicy") == "Retain"]
     nothing = {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None,
@@ -646,7 +656,7 @@ def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed,
             f"--region {REGION}"), command
     bucket = resolver.physical["SnapshotBucket"]
     snapshot_bucket = next(c for c in commands if f"s3://{bucket}" in c)
-    assert "aws s3 rb" in snapshot_bucket and "# not versioned" in snapshot_bucket
+    assert "list-object-versions" in snapshot_bucket and "# versioned" in snapshot_bucket
     artifacts = commands[-1]
     assert "list-object-versions" in artifacts and "# versioned" in artifacts
 

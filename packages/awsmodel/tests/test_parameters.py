@@ -102,7 +102,7 @@ def test_an_undeclared_parameter_is_refused_with_the_closest_name(body: dict[str
     assert ("SnapshotEvry", "Parameters", "the template declares no parameter SnapshotEvry") == (
         violation.parameter, violation.constraint, violation.reason)
     assert violation.advice.startswith("did you mean SnapshotEvery? pass only the template's parameters: "
-                                       "DiscardableExpirationDays, SnapshotWorkerTimeout,")
+                                       "DiscardableExpirationDays, ArchiveNoncurrentVersionDays,")
 
 
 # ------------------------------------------------------------------------------------------------ each constraint

@@ -18,6 +18,12 @@ from seglog_core.sheet import parse_assignment, read_import, render
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
+def import_key(log_id: uuid.UUID, entry_id: uuid.UUID, name: str) -> str:
+    """Where a file imported without the API is kept: ``imports/{log}/{entry id}/{file name}`` (the Import's source;
+    through the API it is the upload's own key, seglog_services.api.uploads.upload_key)."""
+    return f"imports/{log_id}/{entry_id}/{name}"
+
+
 @click.group()
 def sheet() -> None:
     """Create and edit spreadsheets stored in the log."""
@@ -116,7 +122,7 @@ def import_file(ctx: click.Context, log: str, file: Path, api_url: str | None, a
         return
     backend = settings(ctx).backend()
     entry_id = uuid.uuid4()
-    source = f"imports/{log_id}/{entry_id}/{file.name}"
+    source = import_key(log_id, entry_id, file.name)
     backend.blobs.put(source, data)
     done = backend.event_log().append(log_id, Import(source=source, format=fmt, rows=rows), entry_id=entry_id)
     where = f" (body in S3: {done.entry.external})" if done.entry.external else ""

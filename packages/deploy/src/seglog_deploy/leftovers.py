@@ -11,8 +11,9 @@ import.
 
 Each removal is an AWS CLI line for the same target the stack was found on (:meth:`Target.aws_command`: region,
 endpoint, profile), so pasted it removes the resource it names, not one of that name in another account. A bucket
-is described as it is: its versioning is read, not assumed (the template's SnapshotBucket is not versioned; the
-artifacts bucket `seglog deploy` makes is), because `aws s3 rb --force` deletes current objects only.
+is described as it is: its versioning is read, not assumed (the template's SnapshotBucket and the artifacts bucket
+`seglog deploy` makes are versioned, but a bucket of an older stack, or one changed by hand, may not be), because
+`aws s3 rb --force` deletes current objects only.
 """
 
 from __future__ import annotations

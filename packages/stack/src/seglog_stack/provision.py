@@ -4,10 +4,10 @@ No table definition lives in code: each resource's Properties are translated fie
 matching API call (CloudFormation and the service APIs share names for almost everything). Idempotent:
 what exists already is kept.
 
-Applied locally: keys, billing mode and stream of tables; the bucket's lifecycle and its bucket policy (stored;
-LocalStack's free tier does not enforce bucket policies); queue attributes, SSE-SQS included. Not applied:
-point-in-time recovery (local data is scratch), the public access block, and DeletionPolicy/UpdateReplacePolicy
-(a local stack is deleted whole, see :meth:`Provisioner.delete`).
+Applied locally: keys, billing mode and stream of tables; the bucket's versioning, its lifecycle rules and its
+bucket policy (stored; LocalStack's free tier does not enforce bucket policies, nor run lifecycle rules); queue
+attributes, SSE-SQS included. Not applied: point-in-time recovery (local data is scratch), the public access
+block, and DeletionPolicy/UpdateReplacePolicy (a local stack is deleted whole, see :meth:`Provisioner.delete`).
 """
 
 from __future__ import annotations
@@ -125,10 +125,7 @@ class Provisioner:
                 if type_ == "AWS::DynamoDB::Table":
                     self.ddb.delete_table(TableName=name)
                 elif type_ == "AWS::S3::Bucket":
-                    for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=name):
-                        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-                        if keys:
-                            self.s3.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+                    self._empty(name)
                     self.s3.delete_bucket(Bucket=name)
                 elif type_ == "AWS::SQS::Queue":
                     self.sqs.delete_queue(QueueUrl=self.sqs.get_queue_url(QueueName=name)["QueueUrl"])
@@ -138,6 +135,17 @@ class Provisioner:
                 log.info("already gone", resource=logical, code=exc.response["Error"]["Code"])
                 continue
             log.info("deleted", resource=logical, name=name)
+
+    def _empty(self, bucket: str) -> None:
+        """Delete every object version and delete marker: in a versioned bucket a plain delete only adds a marker,
+        and "all objects (including all object versions and delete markers) in the bucket must be deleted before
+        the bucket itself can be deleted" (Amazon S3 API Reference, DeleteBucket). An unversioned bucket lists its
+        objects with version id null."""
+        for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            versions = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                        for v in (*page.get("Versions", []), *page.get("DeleteMarkers", []))]
+            if versions:
+                self.s3.delete_objects(Bucket=bucket, Delete={"Objects": versions, "Quiet": True})
 
     # ------------------------------------------------------------------------------------------ creators
 
@@ -179,6 +187,9 @@ class Provisioner:
         except ClientError as exc:
             if exc.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                 raise
+        versioning = props.get("VersioningConfiguration")
+        if versioning:  # before the lifecycle, whose noncurrent-version rules are about versions
+            self.s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": versioning["Status"]})
         rules = props.get("LifecycleConfiguration", {}).get("Rules", [])
         if rules:
             self.s3.put_bucket_lifecycle_configuration(
@@ -218,16 +229,42 @@ def _attribute(value: Any) -> str:
     return str(value)
 
 
+#: The CloudFormation rule properties _lifecycle_rule translates (AWS CloudFormation Template Reference,
+#: aws-properties-s3-bucket-rule); a rule with any other is refused rather than half applied.
+_RULE_PROPERTIES = frozenset({"Id", "Status", "Prefix", "TagFilters", "ExpirationInDays", "ExpiredObjectDeleteMarker",
+                              "NoncurrentVersionExpiration", "NoncurrentVersionExpirationInDays",
+                              "AbortIncompleteMultipartUpload"})
+
+
 def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
-    """A CloudFormation lifecycle rule in the S3 API's shape."""
+    """A CloudFormation lifecycle rule in the S3 API's shape (PutBucketLifecycleConfiguration: the filter in
+    ``Filter``, ``ExpiredObjectDeleteMarker`` inside ``Expiration``).
+
+    Raises:
+        TemplateError: the rule has a property not translated here.
+    """
+    unknown = sorted(set(rule) - _RULE_PROPERTIES)
+    if unknown:
+        raise TemplateError(f"lifecycle rule {rule.get('Id', '?')}: {', '.join(unknown)} not applied by the local "
+                            "provisioner: translate it in seglog_stack.provision._lifecycle_rule")
     out: dict[str, Any] = {"ID": rule.get("Id", "rule"), "Status": rule.get("Status", "Enabled")}
-    tags = rule.get("TagFilters", [])
-    if len(tags) == 1:
-        out["Filter"] = {"Tag": tags[0]}
+    tags, prefix = rule.get("TagFilters", []), rule.get("Prefix")
+    if tags and (prefix is not None or len(tags) > 1):
+        out["Filter"] = {"And": {**({"Prefix": prefix} if prefix is not None else {}), "Tags": tags}}
     elif tags:
-        out["Filter"] = {"And": {"Tags": tags}}
+        out["Filter"] = {"Tag": tags[0]}
     else:
-        out["Filter"] = {"Prefix": rule.get("Prefix", "")}
+        out["Filter"] = {"Prefix": prefix or ""}
     if "ExpirationInDays" in rule:
         out["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+    if "ExpiredObjectDeleteMarker" in rule:  # S3 refuses it beside Days, as CloudFormation does: passed on as is
+        out.setdefault("Expiration", {})["ExpiredObjectDeleteMarker"] = bool(rule["ExpiredObjectDeleteMarker"])
+    noncurrent = rule.get("NoncurrentVersionExpiration")
+    if noncurrent is not None:
+        out["NoncurrentVersionExpiration"] = {key: int(value) for key, value in noncurrent.items()}
+    elif "NoncurrentVersionExpirationInDays" in rule:
+        out["NoncurrentVersionExpiration"] = {"NoncurrentDays": int(rule["NoncurrentVersionExpirationInDays"])}
+    if "AbortIncompleteMultipartUpload" in rule:
+        days = rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"]
+        out["AbortIncompleteMultipartUpload"] = {"DaysAfterInitiation": int(days)}
     return out
