@@ -175,7 +175,8 @@ SERVICE = {"AWS::DynamoDB::Table": "dynamodb", "AWS::SQS::Queue": "sqs", "AWS::S
            "AWS::S3::BucketPolicy": "s3", "AWS::Logs::LogGroup": "logs", "AWS::IAM::Role": "iam",
            "AWS::Lambda::Function": "lambda", "AWS::Lambda::Permission": "lambda",
            "AWS::Lambda::EventSourceMapping": "lambda", "AWS::Events::Rule": "events",
-           "AWS::ApiGatewayV2::Api": "apigateway", "AWS::ApiGatewayV2::Stage": "apigateway"}
+           "AWS::ApiGatewayV2::Api": "apigateway", "AWS::ApiGatewayV2::Stage": "apigateway",
+           "AWS::CloudWatch::Alarm": "cloudwatch", "AWS::CloudWatch::Dashboard": "cloudwatch"}
 
 
 def test_the_table_names_only_actions_cloudformations_handlers_call_and_every_read_and_delete_action() -> None:

@@ -15,6 +15,8 @@ ARN_FORMATS: Final = {
     "AWS::Lambda::Function": "arn:aws:lambda:{region}:{account}:function:{name}",
     "AWS::Lambda::EventSourceMapping": "arn:aws:lambda:{region}:{account}:event-source-mapping:{name}",
     "AWS::Events::Rule": "arn:aws:events:{region}:{account}:rule/{name}",
+    "AWS::CloudWatch::Alarm": "arn:aws:cloudwatch:{region}:{account}:alarm:{name}",
+    "AWS::CloudWatch::Dashboard": "arn:aws:cloudwatch::{account}:dashboard/{name}",
     "AWS::ApiGatewayV2::Api": "arn:aws:apigateway:{region}::/apis/{name}",
 }
 

@@ -21,6 +21,7 @@ ARN_FORMATS = {
     "AWS::IAM::Role": "arn:aws:iam::{account}:role/{id}",
     "AWS::Lambda::Function": "arn:aws:lambda:{region}:{account}:function:{id}",
     "AWS::Events::Rule": "arn:aws:events:{region}:{account}:rule/{id}",
+    "AWS::CloudWatch::Alarm": "arn:aws:cloudwatch:{region}:{account}:alarm:{id}",
 }
 
 #: What ``Ref: AWS::NoValue`` resolves to: the property that holds it is dropped.
@@ -68,6 +69,8 @@ class Resolver:
             return self.stream_arns[logical_id]
         if attribute == "Arn" and kind == "AWS::SQS::Queue":  # the physical id of a queue is its URL
             return f"arn:aws:sqs:{self.region}:{self.account}:{physical.rsplit('/', 1)[1]}"
+        if attribute == "QueueName" and kind == "AWS::SQS::Queue":
+            return physical.rsplit("/", 1)[1]
         if attribute == "Arn" and kind in ARN_FORMATS:
             return ARN_FORMATS[kind].format(region=self.region, account=self.account, id=physical)
         raise NotImplementedError(f"Fn::GetAtt {logical_id}.{attribute} ({kind}): add it to tests/deploy/resolve.py")

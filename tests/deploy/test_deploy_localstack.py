@@ -591,6 +591,95 @@ def test_the_printed_deployer_policy_allows_every_call_of_a_deploy_and_every_res
 # ------------------------------------------------------------------------------------------------ update, destroy
 
 
+# ------------------------------------------------------------------------------------------------ operating it
+
+
+def test_alarms_have_the_templates_metrics_thresholds_and_periods_on_the_real_resources(deployed: Deployed) -> None:
+    """Each alarm as CloudWatch holds it (DescribeAlarms) is the template's, its dimensions naming the deployed
+    function, queue or table; without AlarmTopicArn no alarm has an action."""
+    resolver = deployed.resolver()
+    cloudwatch = deployed.target.client("cloudwatch")
+    alarms = of_type(resolver, "AWS::CloudWatch::Alarm")
+    assert 18 == len(alarms)
+    names = [resolver.physical[lid] for lid in alarms]
+    live = {a["AlarmName"]: a for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNames=names)
+            for a in page["MetricAlarms"]}
+    assert set(names) == set(live)
+    functions = {resolver.physical[lid] for lid in of_type(resolver, "AWS::Lambda::Function")}
+    queues = {resolver.get_att(lid, "QueueName") for lid in of_type(resolver, "AWS::SQS::Queue")}
+    tables = {resolver.physical[lid] for lid in of_type(resolver, "AWS::DynamoDB::Table")}
+    for lid, resource in alarms.items():
+        props = resolver.resolve(resource["Properties"])
+        alarm = live[resolver.physical[lid]]
+        for name in ("EvaluationPeriods", "ComparisonOperator", "TreatMissingData", "AlarmDescription"):
+            assert props[name] == alarm[name], f"{lid}.{name}"
+        assert float(props["Threshold"]) == alarm["Threshold"], lid
+        assert [] == alarm["AlarmActions"] == alarm["OKActions"], lid
+        if "Metrics" in props:
+            assert [q["Id"] for q in props["Metrics"]] == [q["Id"] for q in alarm["Metrics"]], lid
+            for wanted, got in zip(props["Metrics"], alarm["Metrics"], strict=True):
+                assert wanted.get("Expression") == got.get("Expression"), lid
+                if "MetricStat" in wanted:
+                    assert wanted["MetricStat"]["Metric"]["Dimensions"] == got["MetricStat"]["Metric"]["Dimensions"]
+                    assert (wanted["MetricStat"]["Period"], wanted["MetricStat"]["Stat"]) == (
+                        got["MetricStat"]["Period"], got["MetricStat"]["Stat"]), lid
+                    assert got["MetricStat"]["Metric"]["Dimensions"][0]["Value"] in tables, lid
+            continue
+        for name in ("Namespace", "MetricName", "Statistic", "Period", "Dimensions"):
+            assert props[name] == alarm[name], f"{lid}.{name}"
+        ((dimension,),) = [alarm["Dimensions"]]
+        real = {"FunctionName": functions, "QueueName": queues, "TableName": tables}[dimension["Name"]]
+        assert dimension["Value"] in real, f"{lid}: {dimension} names no deployed resource"
+    ages = live[resolver.physical["StreamIteratorAgeAlarm"]]
+    assert (300000.0, 3, 60) == (ages["Threshold"], ages["EvaluationPeriods"], ages["Period"])
+
+
+def test_the_dashboard_draws_every_alarm_and_the_figures_of_the_real_resources(deployed: Deployed) -> None:
+    """LocalStack's free tier has no AWS::CloudWatch::Dashboard provider (it records the resource with the physical
+    id "unknown" and makes nothing), so the body is checked as CloudFormation got it, resolved against the deployed
+    stack: the live alarms' ARNs, the real functions, queues and tables."""
+    resolver = deployed.resolver()
+    cloudwatch = deployed.target.client("cloudwatch")
+    props = resolver.resolve(resolver.template["Resources"]["OperationsDashboard"]["Properties"])
+    name = props["DashboardName"]
+    assert f"{deployed.stack_name}-operations" == name
+    body = json.loads(props["DashboardBody"])
+    shown = {a for w in body["widgets"] if w["type"] == "alarm" for a in w["properties"]["alarms"]}
+    live = {a["AlarmArn"] for page in cloudwatch.get_paginator("describe_alarms").paginate(
+        AlarmNames=[resolver.physical[lid] for lid in of_type(resolver, "AWS::CloudWatch::Alarm")])
+        for a in page["MetricAlarms"]}
+    assert live == shown
+    named = {m[3] for w in body["widgets"] if w["type"] == "metric" for m in w["properties"]["metrics"]}
+    functions = {resolver.physical[lid] for lid in of_type(resolver, "AWS::Lambda::Function")}
+    assert functions <= named
+    assert {resolver.get_att(lid, "QueueName") for lid in of_type(resolver, "AWS::SQS::Queue")} <= named
+    assert {resolver.physical[lid] for lid in of_type(resolver, "AWS::DynamoDB::Table")} <= named
+    assert {REGION} == {w["properties"]["region"] for w in body["widgets"] if w["type"] == "metric"}
+    assert {"DashboardName": name} == {k: v for o in deployed.stack()["Outputs"] if o["OutputKey"] == "DashboardName"
+                                       for k, v in [("DashboardName", o["OutputValue"])]}
+
+
+def test_every_function_logs_to_a_group_of_the_stack_with_the_retention_parameter(deployed: Deployed) -> None:
+    """Each function's LoggingConfig names a log group the stack made. LocalStack's log-group handler creates the
+    group without its RetentionInDays (it never calls PutRetentionPolicy), so the retention is checked where
+    CloudFormation got it: the processed template, resolved."""
+    resolver = deployed.resolver()
+    lam, logs = deployed.target.client("lambda"), deployed.target.client("logs")
+    groups = of_type(resolver, "AWS::Logs::LogGroup")
+    retention = int(resolver.parameters["LogRetentionDays"])
+    for lid in of_type(resolver, "AWS::Lambda::Function"):
+        config = lam.get_function_configuration(FunctionName=resolver.physical[lid])
+        group = config["LoggingConfig"]["LogGroup"]
+        assert group == resolver.physical[f"{lid}Logs"], lid
+        assert deployed.stack_name in group, lid  # under the deployer policy's <stack>-* log-group grant
+        (found,) = [g for g in logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]
+                    if g["logGroupName"] == group]
+        assert found.get("retentionInDays") in (None, retention), lid
+        assert retention == int(resolver.resolve(groups[f"{lid}Logs"]["Properties"])["RetentionInDays"]), lid
+    assert 30 == retention
+    assert {f"{lid}Logs" for lid in of_type(resolver, "AWS::Lambda::Function")} < set(groups)
+
+
 def test_an_unchanged_deploy_says_no_changes(deployed: Deployed) -> None:
     result = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name)
     assert 0 == result.exit_code, result.output

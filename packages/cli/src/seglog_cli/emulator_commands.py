@@ -70,6 +70,9 @@ def external_endpoints(url: str) -> dict[str, str]:
 @click.option("--schedule-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               envvar="SEGLOG_SCHEDULE_SCALE",
               help="Run scheduled rules' clocks this many times faster (60: an hour of schedule per real minute).")
+@click.option("--alarm-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="Real seconds per second of the alarms' periods (0.1: a 60 s period passes in 6 s), for the "
+                   "template's alarms the emulator evaluates (`seglog emulate status` shows them).")
 @click.option("--iam/--no-iam", default=True, show_default=True,
               help="Evaluate every AWS call a function makes against its policies in the template, and deny what "
                    "AWS would deny (AccessDenied); --no-iam lets every call through.")
@@ -84,8 +87,8 @@ def external_endpoints(url: str) -> dict[str, str]:
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
-            state_dir: Path | None, schedule_scale: float, iam: bool, console_port: int, console_on: bool,
-            template: Path | None, artifact: Path | None) -> None:
+            state_dir: Path | None, schedule_scale: float, alarm_scale: float, iam: bool, console_port: int,
+            console_on: bool, template: Path | None, artifact: Path | None) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
@@ -112,6 +115,7 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
     supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=template,
                                              stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
                                              host=host, port=port, schedule_scale=schedule_scale, iam=iam,
+                                             alarm_scale=alarm_scale,
                                              artifact=code),
                             faults=runtime)
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop; IAM {'on' if iam else 'off'})",
@@ -138,7 +142,8 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
 @reports_errors
 def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) -> None:
     """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far,
-    and snapshots blocked until newer code is deployed (read from the pending table when the stack answers).
+    snapshots blocked until newer code is deployed (read from the pending table when the stack answers), and the
+    template's alarms as CloudWatch would evaluate them on the emulator's metrics (each one in ALARM with why).
 
     Exit status 0 when it runs with every child reporting, 1 otherwise.
     """

@@ -96,8 +96,10 @@ class Grant:
     beyond_registry: str = ""
     when: Callable[[Scope], bool] | None = None
 
-    def statement(self, sid: str, scope: Scope) -> dict[str, Any]:
-        statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": sorted(self.actions),
+    def statement(self, scope: Scope) -> dict[str, Any]:
+        """The grant as one IAM statement (without a Sid: the ~400 characters Sids took are what lets the policy
+        fit one managed policy; the actions and ARNs say what each statement is for)."""
+        statement: dict[str, Any] = {"Effect": "Allow", "Action": sorted(self.actions),
                                      "Resource": [scope.arn(r) for r in self.resources]}
         if self.condition is not None:
             statement["Condition"] = self.condition(scope)
@@ -109,7 +111,14 @@ _ROLES = "arn:{p}:iam::{a}:role/{stack}-*"
 _MAPPINGS = "arn:{p}:lambda:{r}:{a}:event-source-mapping:*"
 _BUCKETS = "arn:{p}:s3:::{stack_lower}-*"
 _LOG_GROUPS = "arn:{p}:logs:{r}:{a}:log-group:{stack}-*"
+_CLOUDWATCH = ("arn:{p}:cloudwatch:{r}:{a}:alarm:{stack}-*", "arn:{p}:cloudwatch::{a}:dashboard/{stack}-*")
 _APIS = ("arn:{p}:apigateway:{r}::/apis", "arn:{p}:apigateway:{r}::/apis/*", "arn:{p}:apigateway:{r}::/tags/*")
+#: Tagging and untagging: ``*TagResource`` matches both (IAM matches actions case-insensitively, IAM User Guide,
+#: reference_policies_elements_action), and nothing else of these services.
+def _tags(service: str) -> str:
+    return f"{service}:*TagResource"
+
+
 #: What the S3 bucket handler reads (GetBucketCORS, GetLifecycleConfiguration, ... 19 actions): two wildcards say it
 #: in a quarter of the characters, and match only bucket-level reads, never an object's data (GetObject).
 _S3_BUCKET_READS = ("s3:ListBucket", "s3:GetBucket*", "s3:Get*Configuration", "s3:ListTagsForResource")
@@ -121,10 +130,10 @@ RESOURCE_TYPES: Final[Mapping[str, tuple[Grant, ...]]] = {
         "dynamodb:DescribeTimeToLive", "dynamodb:UpdateTimeToLive", "dynamodb:DescribeContinuousBackups",
         "dynamodb:UpdateContinuousBackups", "dynamodb:DescribeContributorInsights",
         "dynamodb:DescribeKinesisStreamingDestination", "dynamodb:GetResourcePolicy", "dynamodb:ListTagsOfResource",
-        "dynamodb:TagResource", "dynamodb:UntagResource"), ("arn:{p}:dynamodb:{r}:{a}:table/{stack}-*",)),),
+        _tags("dynamodb")), ("arn:{p}:dynamodb:{r}:{a}:table/{stack}-*",)),),
     "AWS::SQS::Queue": (Grant((
         "sqs:CreateQueue", "sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SetQueueAttributes", "sqs:DeleteQueue",
-        "sqs:ListQueueTags", "sqs:TagQueue", "sqs:UntagQueue"), ("arn:{p}:sqs:{r}:{a}:{stack}-*",)),),
+        "sqs:ListQueueTags", "sqs:*TagQueue"), ("arn:{p}:sqs:{r}:{a}:{stack}-*",)),),
     "AWS::S3::Bucket": (Grant((
         "s3:CreateBucket", "s3:DeleteBucket", "s3:PutBucketPublicAccessBlock", "s3:PutLifecycleConfiguration",
         "s3:DeleteBucketLifecycle", "s3:PutEncryptionConfiguration", "s3:PutBucketVersioning",
@@ -133,7 +142,7 @@ RESOURCE_TYPES: Final[Mapping[str, tuple[Grant, ...]]] = {
                                     (_BUCKETS,)),),
     "AWS::Logs::LogGroup": (
         Grant(("logs:CreateLogGroup", "logs:DeleteLogGroup", "logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy",
-               "logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource", "logs:GetDataProtectionPolicy",
+               _tags("logs"), "logs:ListTagsForResource", "logs:GetDataProtectionPolicy",
                "logs:DeleteDataProtectionPolicy", "logs:DescribeIndexPolicies"), (_LOG_GROUPS,)),
         # Listing calls: they name no log group.
         Grant(("logs:DescribeLogGroups", "logs:DescribeResourcePolicies"), ("*",)),
@@ -141,8 +150,8 @@ RESOURCE_TYPES: Final[Mapping[str, tuple[Grant, ...]]] = {
     "AWS::IAM::Role": (
         Grant(("iam:CreateRole", "iam:GetRole", "iam:DeleteRole", "iam:UpdateRole", "iam:UpdateRoleDescription",
                "iam:UpdateAssumeRolePolicy", "iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy",
-               "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:DetachRolePolicy", "iam:TagRole",
-               "iam:UntagRole"), (_ROLES,)),
+               "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:DetachRolePolicy", "iam:*TagRole"),
+              (_ROLES,)),
         # Only the managed policies the template names: attaching AdministratorAccess to a role one can pass to a
         # function would hand out more than the template does (iam:PolicyARN, IAM User Guide,
         # reference_policies_iam-condition-keys).
@@ -153,7 +162,7 @@ RESOURCE_TYPES: Final[Mapping[str, tuple[Grant, ...]]] = {
     "AWS::Lambda::Function": (
         Grant(("lambda:CreateFunction", "lambda:GetFunction", "lambda:DeleteFunction", "lambda:UpdateFunctionCode",
                "lambda:UpdateFunctionConfiguration", "lambda:PutFunctionConcurrency",
-               "lambda:DeleteFunctionConcurrency", "lambda:TagResource", "lambda:UntagResource",
+               "lambda:DeleteFunctionConcurrency", _tags("lambda"),
                "lambda:GetFunctionCodeSigningConfig", "lambda:GetFunctionRecursionConfig",
                "lambda:GetRuntimeManagementConfig", "lambda:GetFunctionScalingConfig"), (_FUNCTIONS,)),
         # The stack's roles, to Lambda only (iam:PassedToService, IAM User Guide, id_roles_use_passrole).
@@ -170,18 +179,27 @@ RESOURCE_TYPES: Final[Mapping[str, tuple[Grant, ...]]] = {
         Grant(("lambda:CreateEventSourceMapping", "lambda:UpdateEventSourceMapping",
                "lambda:DeleteEventSourceMapping"), ("*",),
               condition=lambda scope: {"ArnLike": {"lambda:FunctionArn": scope.arn(_FUNCTIONS)}}),
-        Grant(("lambda:GetEventSourceMapping", "lambda:ListTags", "lambda:TagResource", "lambda:UntagResource"),
+        Grant(("lambda:GetEventSourceMapping", "lambda:ListTags", _tags("lambda")),
               (_MAPPINGS,)),
     ),
     "AWS::Events::Rule": (Grant((
         "events:PutRule", "events:DescribeRule", "events:DeleteRule", "events:PutTargets", "events:RemoveTargets",
-        "events:ListTargetsByRule", "events:TagResource", "events:UntagResource", "events:ListTagsForResource"),
+        "events:ListTargetsByRule", _tags("events"), "events:ListTagsForResource"),
         ("arn:{p}:events:{r}:{a}:rule/{stack}-*",)),),
+    # Alarms are named <stack>-<logical id>-<suffix> by CloudFormation; the dashboard <stack>-operations by the
+    # template. A dashboard's ARN has no region (CloudWatch: dashboards are global to the account).
+    # One resource list for both, so the two become one statement (the policy's size).
+    "AWS::CloudWatch::Alarm": (Grant((
+        "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms", _tags("cloudwatch"),
+        "cloudwatch:ListTagsForResource"), _CLOUDWATCH),),
+    "AWS::CloudWatch::Dashboard": (Grant((
+        "cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards", _tags("cloudwatch"),
+        "cloudwatch:ListTagsForResource"), _CLOUDWATCH),),
     "AWS::ApiGatewayV2::Api": (Grant(("apigateway:POST", "apigateway:GET", "apigateway:PUT", "apigateway:PATCH",
                                       "apigateway:DELETE"), _APIS),),
     "AWS::ApiGatewayV2::Stage": (
-        Grant(("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE", "apigateway:TagResource",
-               "apigateway:UntagResource"), _APIS),
+        Grant(("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE", _tags("apigateway")),
+              _APIS),
         # An access log on a stage: API Gateway sets up the delivery as the caller (API Gateway Developer Guide,
         # http-api-logging, "Permissions to activate logging"); these actions name no resource.
         Grant(("logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
@@ -213,32 +231,31 @@ def deployer_policy(template: Template, *, stack_name: str, region: str, account
     scope = Scope(partition=partition, region=region, account=account, stack=stack_name,
                   artifacts_bucket=artifacts_bucket, managed_policies=managed_policies(resources, partition))
     statements: list[dict[str, Any]] = [
-        Grant(STACK_ACTIONS, ("arn:{p}:cloudformation:{r}:{a}:stack/{stack}/*",)).statement("Stack", scope)]
+        Grant(STACK_ACTIONS, ("arn:{p}:cloudformation:{r}:{a}:stack/{stack}/*",)).statement(scope)]
     transforms = template.body.get("Transform", [])
-    for n, transform in enumerate([transforms] if isinstance(transforms, str) else transforms):
+    for transform in [transforms] if isinstance(transforms, str) else transforms:
         if isinstance(transform, str) and transform.startswith("AWS::"):
             name = transform.removeprefix("AWS::")
             statements.append(Grant(("cloudformation:CreateChangeSet",),
                                     (f"arn:{{p}}:cloudformation:{{r}}:aws:transform/{name}",))
-                              .statement(f"Transform{n + 1}", scope))
-    statements.append(Grant(ARTIFACTS_BUCKET_ACTIONS, ("arn:{p}:s3:::{bucket}",)).statement("ArtifactsBucket", scope))
+                              .statement(scope))
+    statements.append(Grant(ARTIFACTS_BUCKET_ACTIONS, ("arn:{p}:s3:::{bucket}",)).statement(scope))
     statements.append(Grant(ARTIFACTS_OBJECT_ACTIONS, ("arn:{p}:s3:::{bucket}/*",))
-                      .statement("ArtifactsObjects", scope))
+                      .statement(scope))
     for kind in types:
-        statements += [grant.statement(_sid(kind, n), scope) for n, grant in enumerate(RESOURCE_TYPES[kind])
+        statements += [grant.statement(scope) for grant in RESOURCE_TYPES[kind]
                        if grant.when is None or grant.when(scope)]
     return {"Version": "2012-10-17", "Statement": _merged(statements)}
 
 
 def _merged(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Statements on the same resources under the same condition, made one (first one's place, Sids joined): the
+    """Statements on the same resources under the same condition, made one (in the first one's place): the
     document must fit IAM's 6,144 characters for a managed policy (IAM User Guide, reference_iam-quotas)."""
     merged: dict[str, dict[str, Any]] = {}
     for statement in statements:
         key = json.dumps([statement["Resource"], statement.get("Condition")], sort_keys=True)
         if key in merged:
             first = merged[key]
-            first["Sid"] += statement["Sid"]
             first["Action"] = sorted({*first["Action"], *statement["Action"]})
         else:
             merged[key] = dict(statement)
@@ -272,8 +289,3 @@ def managed_policies(resources: Mapping[str, Any], partition: str) -> tuple[str,
             found.add(arn.replace("${AWS::Partition}", partition))
     return tuple(sorted(found))
 
-
-def _sid(kind: str, n: int) -> str:
-    """``AWS::Lambda::Function`` -> ``LambdaFunction`` for its first grant, ``LambdaFunction2`` for its second (a
-    Sid is letters and digits)."""
-    return "".join(kind.split("::")[1:]) + (str(n + 1) if n else "")

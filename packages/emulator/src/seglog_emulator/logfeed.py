@@ -139,7 +139,7 @@ class Forwarder:
     def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         if event.get("event") in FORWARDED:
             send(event, lane=self.lane, target=self.target)
-        if _LEVELS.get(method, logging.INFO) < self.level:
+        if level_of(method) < self.level:
             raise structlog.DropEvent
         return event
 
@@ -158,7 +158,7 @@ def install(lane: str, *, level: int | None = None) -> bool:
     config = structlog.get_config()
     processors = [p for p in config["processors"] if not isinstance(p, Forwarder)]
     if level is None:
-        level = _installed_level(processors) or _configured_level(config["wrapper_class"])
+        level = threshold(config)
     # Before the renderer, after the context variables, level and time stamp are added.
     processors.insert(max(0, len(processors) - 1), Forwarder(lane, level, target))
     structlog.configure(processors=processors,
@@ -177,7 +177,18 @@ def uninstall() -> None:
 
 
 def _installed_level(processors: Any) -> int | None:
-    return next((p.level for p in processors if isinstance(p, Forwarder)), None)
+    return next((p.level for p in processors if hasattr(p, "level") and callable(p)), None)
+
+
+def threshold(config: Mapping[str, Any]) -> int:
+    """The level this process's log keeps: the one a processor that lets info lines through (this feed's
+    :class:`Forwarder`, the metrics' recorder) put back, or the one the logger was configured with."""
+    return _installed_level(config["processors"]) or _configured_level(config["wrapper_class"])
+
+
+def level_of(method: str) -> int:
+    """The level of a structlog method name (``"info"``, ``"warning"``, ...)."""
+    return _LEVELS.get(method, logging.INFO)
 
 
 def _configured_level(wrapper: Any) -> int:

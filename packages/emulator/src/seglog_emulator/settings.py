@@ -36,6 +36,8 @@ class EmulatorSettings:
             on AWS); requests signed with any other key are refused as API Gateway refuses them.
         iam: evaluate every AWS call a function makes against its policies from the template, as AWS does
             (:mod:`seglog_emulator.iam`); ``seglog emulate --no-iam`` turns it off.
+        alarm_scale: seconds of real time per second of the alarms' periods (1: real time; 0.05: a 60 s period
+            passes in 3 s), for the alarm watcher (:mod:`seglog_emulator.alarm_watch`).
         artifact: the code the functions run: a build manifest, an artifact directory or an unpacked tree
             (:mod:`seglog_emulator.artifacts`); None: the supervisor builds this machine's twin (cached).
     """
@@ -52,6 +54,7 @@ class EmulatorSettings:
     api_credentials: tuple[Credentials, ...] = (LOCAL_CREDENTIALS,)
     iam: bool = True
     artifact: Path | None = None
+    alarm_scale: float = 1.0
 
     @property
     def api_url(self) -> str:
@@ -62,6 +65,7 @@ class EmulatorSettings:
                            "stack": self.stack, "state_dir": str(self.state_dir), "parameters": self.parameters,
                            "host": self.host, "port": self.port, "log_level": self.log_level,
                            "schedule_scale": self.schedule_scale, "iam": self.iam,
+                           "alarm_scale": self.alarm_scale,
                            "api_credentials": [[c.access_key_id, c.secret_access_key, c.session_token]
                                                for c in self.api_credentials],
                            "artifact": str(self.artifact) if self.artifact is not None else None})
@@ -76,6 +80,7 @@ class EmulatorSettings:
                    state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
                    port=int(data["port"]), log_level=data["log_level"],
                    schedule_scale=float(data.get("schedule_scale", 1.0)), iam=bool(data.get("iam", True)),
+                   alarm_scale=float(data.get("alarm_scale", 1.0)),
                    api_credentials=tuple(Credentials(*c) for c in data.get("api_credentials") or
                                          [[LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, None]]),
                    artifact=Path(data["artifact"]) if data.get("artifact") else None)

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from seglog_core.errors import SeglogError
 from seglog_core.ports import PendingStore
+from seglog_emulator.alarm_watch import AlarmStatus, read_alarm_states
 from seglog_emulator.child import read_statuses, status_file
 from seglog_emulator.faults.runtime import read_injected
 from seglog_emulator.supervisor import STATE_FILE
@@ -71,6 +72,14 @@ class EmulatorStatus:
     blocked: list[BlockedSnapshot] | None = None
     #: Why the pending table could not be read, when it could not.
     pending_error: str | None = None
+    #: The template's alarms as the alarm watcher last evaluated them (empty: it never ran here).
+    alarms: list[AlarmStatus] = field(default_factory=list)
+    #: When they were evaluated (Unix time).
+    alarms_at: float | None = None
+
+    @property
+    def in_alarm(self) -> list[AlarmStatus]:
+        return [a for a in self.alarms if a.state == "ALARM"]
 
     @property
     def healthy(self) -> bool:
@@ -79,7 +88,7 @@ class EmulatorStatus:
             c.running and c.reported_ago is not None and c.reported_ago < STALE_SECONDS for c in self.children)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "healthy": self.healthy}
+        return {**asdict(self), "healthy": self.healthy, "in_alarm": [a.name for a in self.in_alarm]}
 
     def render(self) -> str:
         lines = [f"emulator: {self.state}" + (f" (pid {self.pid})" if self.pid else "") + f"  state {self.state_dir}"]
@@ -106,9 +115,26 @@ class EmulatorStatus:
             lines += [f"    {b.log_id} {b.segment}/{b.entry}: {b.reason}" for b in self.blocked[:_SHOWN]]
             if len(self.blocked) > _SHOWN:
                 lines.append(f"    ... and {len(self.blocked) - _SHOWN} more (--json lists them all)")
+        lines += self._render_alarms()
         if self.state != "running":
             lines.append("  `seglog emulate` starts it; stream pollers resume from these checkpoints")
         return "\n".join(lines)
+
+
+    def _render_alarms(self) -> list[str]:
+        if not self.alarms:
+            return []
+        when = time.strftime("%H:%M:%S", time.localtime(self.alarms_at)) if self.alarms_at else "?"
+        firing = self.in_alarm
+        counts = Counter(a.state for a in self.alarms)
+        shown = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        lines = [f"  alarms (as CloudWatch would evaluate them, at {when}): {shown}"]
+        for a in firing:
+            since = time.strftime("%H:%M:%S", time.localtime(a.since))
+            lines.append(f"    ALARM {a.name} since {since}: {a.condition}")
+            lines.append(f"      {a.reason}")
+            lines.append(f"      {a.description}")
+        return lines
 
 
 #: Blocked snapshots listed one by one in the text form.
@@ -119,6 +145,8 @@ def read_status(state_dir: Path, *, now: float | None = None, pending: PendingSt
     """The status of the emulator whose state directory is ``state_dir``; with ``pending``, also the snapshots
     blocked until newer code is deployed."""
     found = _read_state_dir(state_dir, now=time.time() if now is None else now)
+    alarms_at, alarms = read_alarm_states(state_dir)
+    found = replace(found, alarms=alarms, alarms_at=alarms_at)
     if pending is None:
         return found
     try:

@@ -39,9 +39,11 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_aws.clients import client, local_session
+from seglog_awsmodel.alarms import read_alarms
 from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
-from seglog_emulator import logfeed
+from seglog_emulator import logfeed, metrics
+from seglog_emulator.alarm_watch import ALARM_CHILD, metrics_dir
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
@@ -120,7 +122,10 @@ class Supervisor:
             log.info("template note", note=note)
         longest = max((f.Timeout for f in self.config.functions.values()), default=30)
         self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
-        self.children = {name: _Child(name) for name in child_names(self.config)}
+        names = child_names(self.config)
+        if read_alarms(template, settings.parameters):  # the template's alarms, evaluated as CloudWatch would
+            names.append(ALARM_CHILD)
+        self.children = {name: _Child(name) for name in names}
         self._stopping = threading.Event()
         #: With watch_parent, the parent's pid: when the process that started this one is gone, stop.
         self._parent = os.getppid() if watch_parent else None
@@ -226,7 +231,8 @@ class Supervisor:
     # ------------------------------------------------------------------------------------------ internals
 
     def _spawn(self, child: _Child) -> None:
-        env = {**os.environ, **self.settings.deployment.env(), ENV_VAR: self.settings.to_json()}
+        env = {**os.environ, **self.settings.deployment.env(), ENV_VAR: self.settings.to_json(),
+               metrics.ENV_VAR: str(metrics_dir(self.settings.state_dir))}
         if self.faults is not None:
             env.update(self.faults.env())
         ready_marker(self.settings.state_dir, child.name).unlink(missing_ok=True)
@@ -262,6 +268,7 @@ def main() -> int:
     settings = EmulatorSettings.from_env()
     logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
     logfeed.install("supervisor")
+    metrics.install()
     return Supervisor(settings, faults=FaultRuntime.from_env(), watch_parent="--watch-parent" in sys.argv).run()
 
 

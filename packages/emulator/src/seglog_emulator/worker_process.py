@@ -51,7 +51,7 @@ import structlog
 
 from seglog_core import logs
 from seglog_core.crashpoints import kill_self
-from seglog_emulator import crash, logfeed
+from seglog_emulator import crash, logfeed, metrics
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.usage import UsageCounter
@@ -68,7 +68,7 @@ Handler = Callable[[Any, Any], Any]
 #: Emulator-only settings the invoker hands the wrapper in its environment (the fault plan and its directory, the
 #: function's IAM permissions, the live console's feed), removed from ``os.environ`` before the handler is
 #: imported: a handler never sees them, as on AWS.
-WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, logfeed.ENV_VAR)
+WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, logfeed.ENV_VAR, metrics.ENV_VAR)
 
 #: How long past its deadline a handler may run before the worker kills itself (the invoker normally kills
 #: it first, at the deadline).
@@ -207,6 +207,7 @@ def main() -> int:
     logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
     # The feed's address is read here, before the wrapper's variables are taken out of the environment.
     logfeed.install(f"{os.environ.get('AWS_LAMBDA_FUNCTION_NAME', 'worker')} pid {os.getpid()}")
+    metrics.install()
     started = time.perf_counter()
     _enforce_iam()
     usage = _instrument()

@@ -25,8 +25,9 @@ PYTHON_ENV = "SEGLOG_PYTHON"
 # AWS service names (as boto3 spells them) that the stack serves.
 SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "s3")
 #: What deploying template.yaml through CloudFormation touches, as LocalStack names its services: the SAM
-#: transform's resources (roles, functions, mappings, the schedule rule, log groups) besides the four above.
-DEPLOY_SERVICES = (*SERVICES, "cloudformation", "iam", "sts", "lambda", "events", "scheduler", "logs")
+#: transform's resources (roles, functions, mappings, the schedule rule, log groups) and the alarms and dashboard
+#: besides the four above.
+DEPLOY_SERVICES = (*SERVICES, "cloudformation", "iam", "sts", "lambda", "events", "scheduler", "logs", "cloudwatch")
 #: LocalStack's Lambda runtime executor that needs no Docker (seglog_stack/localstack-plugin).
 LAMBDA_RUNTIME_EXECUTOR = "seglog"
 

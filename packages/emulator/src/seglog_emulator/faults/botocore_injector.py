@@ -39,6 +39,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
 from seglog_awsmodel.faults import FaultKind
+from seglog_emulator import metrics
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
 
 #: DynamoDB item operations (Amazon DynamoDB API Reference, "Actions"); control-plane calls are not faulted.
@@ -116,6 +117,8 @@ class BotocoreFaultInjector:
             if decision is None:
                 return None
             response = _error_response(decision)
+            if decision.kind is FaultKind.DDB_THROTTLE:
+                throttled(model.name, params)
             if decision.kind is FaultKind.DDB_TRANSACTION_CONFLICT:
                 items = max(1, len(params.get("TransactItems", [])))
                 response["CancellationReasons"] = (
@@ -188,3 +191,20 @@ def _opaque(value: object) -> str:
     if isinstance(value, bytes | bytearray):
         return "b:" + hashlib.blake2b(bytes(value), digest_size=8).hexdigest()
     return type(value).__name__
+
+
+#: DynamoDB operations whose throttles count as ReadThrottleEvents (the rest write).
+_READS: Final = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+
+
+def throttled(operation: str, params: dict[str, Any]) -> None:
+    """Meter an injected DynamoDB throttle as the table's Read- or WriteThrottleEvents, as DynamoDB would
+    (DynamoDB Developer Guide, metrics-dimensions: "Requests to DynamoDB that exceed the provisioned throughput
+    limits ..."; one event per table the request touched)."""
+    tables = {str(params["TableName"])} if "TableName" in params else set()
+    tables |= {str(name) for name in params.get("RequestItems") or {}}
+    for item in params.get("TransactItems") or []:
+        tables |= {str(op["TableName"]) for op in item.values() if isinstance(op, dict) and "TableName" in op}
+    metric = "ReadThrottleEvents" if operation in _READS else "WriteThrottleEvents"
+    for table in sorted(tables):
+        metrics.put("AWS/DynamoDB", metric, {"TableName": table}, 1)

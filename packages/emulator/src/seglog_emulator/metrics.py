@@ -1,0 +1,157 @@
+"""The emulator's CloudWatch metrics: datapoints its processes record, for the alarms of the template to evaluate.
+
+When :data:`ENV_VAR` names a directory (the supervisor sets ``<state_dir>/metrics`` for its children, and worker
+processes inherit it as a wrapper variable), every emulator process appends datapoints to ``<pid>.jsonl`` there,
+one JSON object a line: ``{"t": unix seconds, "ns": namespace, "m": metric, "d": {dimension: value}, "v": value}``.
+They come from what AWS would meter, read off the structured log lines the emulator already writes
+(:class:`Recorder`, a structlog processor):
+
+* ``invocation`` (the invoker's line per invocation): ``AWS/Lambda`` Invocations 1, Errors 1 or 0 (the handler
+  raised, timed out or its worker died: AWS Lambda Developer Guide, monitoring-metrics-types, "Errors") and
+  Duration, by FunctionName;
+* ``poller usage`` of a stream poller: ``AWS/Lambda`` IteratorAge, the largest age of its shards in the period
+  (:class:`seglog_emulator.pollers.usage.ShardAges`), by FunctionName;
+* any line carrying an embedded-metric-format ``_aws`` member (the snapshot worker's SnapshotsBlocked and
+  SnapshotsDeferredLong): each metric it names, with its dimensions' values from the line (CloudWatch User Guide,
+  CloudWatch_Embedded_Metric_Format_Specification);
+* :func:`put` directly: the DynamoDB throttles the fault injector answers (``AWS/DynamoDB`` Read/WriteThrottleEvents
+  by TableName), and the queue depths the alarm watcher samples.
+
+A function's FunctionName here is its logical id, the name the emulator runs it under (AWS_LAMBDA_FUNCTION_NAME).
+Recording never raises and never blocks a run: a point that cannot be written is dropped. A line is one
+``write`` of a file opened for appending, so lines of concurrent processes do not interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+
+from seglog_emulator import logfeed
+
+#: The directory datapoints go to; unset (the default), nothing is recorded.
+ENV_VAR: Final = "SEGLOG_METRICS_DIR"
+#: Invocation outcomes that count as Lambda Errors (every outcome but success).
+_SUCCESS: Final = "success"
+
+_directory: Path | None = None
+#: Points that could not be written.
+dropped = 0
+
+
+def directory() -> Path | None:
+    return _directory
+
+
+def put(namespace: str, name: str, dimensions: Mapping[str, str], value: float, *, at: float | None = None) -> None:
+    """Record one datapoint (nothing when metrics are off); never raises."""
+    global dropped
+    where = _directory
+    if where is None:
+        return
+    line = json.dumps({"t": time.time() if at is None else at, "ns": namespace, "m": name,
+                       "d": dict(dimensions), "v": float(value)}, separators=(",", ":")) + "\n"
+    try:
+        with open(where / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as f:
+            f.write(line)
+    except (OSError, TypeError, ValueError):
+        dropped += 1
+
+
+def points_of(event: Mapping[str, Any]) -> list[tuple[str, str, dict[str, str], float]]:
+    """The datapoints one structured log line stands for (namespace, metric, dimensions, value)."""
+    found: list[tuple[str, str, dict[str, str], float]] = []
+    kind = event.get("event")
+    if kind == "invocation" and event.get("function"):
+        function = {"FunctionName": str(event["function"])}
+        found.append(("AWS/Lambda", "Invocations", function, 1.0))
+        found.append(("AWS/Lambda", "Errors", function, 0.0 if event.get("outcome") == _SUCCESS else 1.0))
+        if isinstance(event.get("duration_ms"), int | float):
+            found.append(("AWS/Lambda", "Duration", function, float(event["duration_ms"])))
+    elif kind == "poller usage" and isinstance(event.get("shards"), dict) and event["shards"]:
+        router = str(event.get("poller", "")).split(".", 1)[0]
+        ages = [float(a) for a in event["shards"].values() if isinstance(a, int | float)]
+        if router and ages:
+            found.append(("AWS/Lambda", "IteratorAge", {"FunctionName": router}, max(ages)))
+    directive = event.get("_aws")
+    if isinstance(directive, dict):
+        for block in directive.get("CloudWatchMetrics") or []:
+            for names in block.get("Dimensions") or [[]]:
+                dims = {str(n): str(event.get(n, "")) for n in names}
+                for metric in block.get("Metrics") or []:
+                    value = event.get(metric.get("Name"))
+                    if isinstance(value, int | float):
+                        found.append((str(block.get("Namespace")), str(metric["Name"]), dims, float(value)))
+    return found
+
+
+class Recorder:
+    """A structlog processor: records the datapoints of each line (:func:`points_of`), then passes it on — or
+    drops it when its level is under ``level``, the threshold the process's own log keeps (the logger lets info
+    lines through so their metrics are recorded; this puts the threshold back for the log)."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+
+    def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        global dropped
+        try:
+            for namespace, name, dims, value in points_of(event):
+                put(namespace, name, dims, value)
+        except Exception:  # a line that is not what it seems: the log line matters more than its metric
+            dropped += 1
+        if logfeed.level_of(method) < self.level:
+            raise structlog.DropEvent
+        return event
+
+
+def install() -> bool:
+    """Record this process's datapoints in the directory :data:`ENV_VAR` names, if set; call it after
+    :func:`seglog_core.logs.configure` (and read before a worker takes its wrapper variables out). Returns whether
+    metrics are on."""
+    global _directory
+    raw = os.environ.get(ENV_VAR)
+    if not raw:
+        return False
+    _directory = Path(raw)
+    _directory.mkdir(parents=True, exist_ok=True)
+    config = structlog.get_config()
+    processors = [p for p in config["processors"] if not isinstance(p, Recorder)]
+    level = logfeed.threshold(config)
+    # First, so it sees every line before anything drops it.
+    processors.insert(0, Recorder(level))
+    structlog.configure(processors=processors,
+                        wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.INFO)))
+    return True
+
+
+class MetricFiles:
+    """Reads the datapoints of a metrics directory as they are appended (each file from where it was left)."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self._offsets: dict[Path, int] = {}
+
+    def new_points(self) -> Iterable[dict[str, Any]]:
+        for path in sorted(self.where.glob("*.jsonl")):
+            offset = self._offsets.get(path, 0)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+            except OSError:
+                continue
+            complete = data.rfind(b"\n") + 1  # a line being written is read next time
+            self._offsets[path] = offset + complete
+            for raw in data[:complete].splitlines():
+                try:
+                    yield json.loads(raw)
+                except ValueError:
+                    continue

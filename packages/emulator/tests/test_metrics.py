@@ -1,0 +1,62 @@
+"""The emulator's metrics: which datapoints a log line stands for, and files read as they grow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seglog_emulator import metrics
+from seglog_emulator.faults.botocore_injector import throttled
+
+
+def test_an_invocation_line_is_an_invocation_an_error_or_not_and_a_duration() -> None:
+    ok = metrics.points_of({"event": "invocation", "function": "ApiFunction", "outcome": "success",
+                            "duration_ms": 12.5})
+    assert [("AWS/Lambda", "Invocations", {"FunctionName": "ApiFunction"}, 1.0),
+            ("AWS/Lambda", "Errors", {"FunctionName": "ApiFunction"}, 0.0),
+            ("AWS/Lambda", "Duration", {"FunctionName": "ApiFunction"}, 12.5)] == ok
+    for outcome in ("error", "timeout", "crashed"):
+        errors = [p for p in metrics.points_of({"event": "invocation", "function": "F", "outcome": outcome})
+                  if p[1] == "Errors"]
+        assert [("AWS/Lambda", "Errors", {"FunctionName": "F"}, 1.0)] == errors, outcome
+
+
+def test_a_stream_pollers_usage_line_is_the_largest_iterator_age_of_its_shards() -> None:
+    line = {"event": "poller usage", "poller": "StreamRouterFunction.Entries", "shards": {"a": 10, "b": 2500}}
+    assert [("AWS/Lambda", "IteratorAge", {"FunctionName": "StreamRouterFunction"}, 2500.0)] == \
+        metrics.points_of(line)
+    assert [] == metrics.points_of({"event": "poller usage", "poller": "SnapshotWorkerFunction.Jobs"})
+
+
+def test_an_embedded_metric_format_line_is_each_metric_it_names() -> None:
+    """The snapshot worker's line (seglog_services.snapshot_worker.count)."""
+    line = {"event": "snapshot metric", "FunctionName": "SnapshotWorkerFunction", "SnapshotsBlocked": 1,
+            "_aws": {"Timestamp": 1, "CloudWatchMetrics": [{"Namespace": "seglog", "Dimensions": [["FunctionName"]],
+                                                            "Metrics": [{"Name": "SnapshotsBlocked",
+                                                                         "Unit": "Count"}]}]}}
+    assert [("seglog", "SnapshotsBlocked", {"FunctionName": "SnapshotWorkerFunction"}, 1.0)] == \
+        metrics.points_of(line)
+
+
+def test_points_are_appended_and_read_once_each_as_the_files_grow(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics, "_directory", tmp_path)
+    files = metrics.MetricFiles(tmp_path)
+    metrics.put("n", "m", {"D": "x"}, 1, at=10.0)
+    throttled("TransactWriteItems", {"TransactItems": [{"Put": {"TableName": "entries"}},
+                                                       {"Update": {"TableName": "segments"}}]})
+    throttled("Query", {"TableName": "entries"})
+    first = list(files.new_points())
+    assert [("n", "m", {"D": "x"}, 1.0)] == [(p["ns"], p["m"], p["d"], p["v"]) for p in first[:1]]
+    assert [("WriteThrottleEvents", "entries"), ("WriteThrottleEvents", "segments"),
+            ("ReadThrottleEvents", "entries")] == [(p["m"], p["d"]["TableName"]) for p in first[1:]]
+    (tmp_path / "other.jsonl").write_text('{"t": 1, "ns": "n", "m": "m", "d": {}, "v": 2}\n{"t": 2, "ns"')
+    assert [2.0] == [p["v"] for p in files.new_points()]  # the half-written line waits for its end
+    assert [] == list(files.new_points())
+
+
+def test_nothing_is_recorded_when_metrics_are_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics, "_directory", None)
+    metrics.put("n", "m", {}, 1)
+    assert [] == list(tmp_path.iterdir())
