@@ -119,3 +119,17 @@ def test_values_the_template_refuses_stop_the_deploy_before_the_build(monkeypatc
     assert result.exit_code != 0, result.output
     assert "SnapshotEvery='5' breaks MinValue 10" in result.output
     assert "RetentionSchedule" in result.output and "rate(banana)" in result.output
+
+
+def test_a_name_cloudformation_refuses_stops_the_deploy_before_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by tests/deploy/test_readme_commands.py: LocalStack took `--stack-name s_`, failed half way and the
+    deploy said it succeeded; AWS refuses the name at CreateChangeSet."""
+    def no_build(*_: Any, **__: Any) -> Any:
+        raise AssertionError("built before the stack name was checked")
+
+    monkeypatch.setattr(deploying, "built_artifacts", no_build)
+    monkeypatch.setattr(deploying, "deploy", no_build)
+    result = CliRunner().invoke(cli, ["deploy", "--stack-name", "s_", "--yes"], env=ENV)
+    assert 1 == result.exit_code, result.output
+    assert "'s_' is not a CloudFormation stack name" in result.output
+    assert "pass --stack-name with one, such as seglog" in result.output

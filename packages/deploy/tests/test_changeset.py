@@ -332,3 +332,32 @@ def test_a_change_set_without_resource_changes_runs_without_asking() -> None:
     state = deployer(fake).deploy("s", template=BODY, declared={}, parameters={},
                                   confirm=lambda plan: asked.append(plan) or False)
     assert ([], 1, False) == (asked, len(fake.named("execute_change_set")), state.changed)
+
+
+def test_a_stack_gone_after_its_create_is_a_failure_not_a_success() -> None:
+    """Found by tests/deploy/test_readme_commands.py: LocalStack lost a stack whose create failed (under a name AWS
+    refuses) and described it by id as nothing, which read as DELETE_COMPLETE, and the deploy said it succeeded."""
+    fake = FakeCloudFormation(stack=None)
+    real = fake.execute_change_set
+
+    def execute(**kwargs: Any) -> None:
+        real(**kwargs)
+        fake.stack = None  # described by id: nothing
+
+    fake.execute_change_set = execute  # type: ignore[method-assign]
+    with pytest.raises(StackFailedError) as raised:
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={})
+    assert "DELETE_COMPLETE" == raised.value.status
+
+
+def test_a_stack_whose_template_cannot_be_read_is_a_clear_error_not_a_traceback() -> None:
+    fake = FakeCloudFormation(stack=existing("ROLLBACK_COMPLETE"))
+
+    def unreadable(**kwargs: Any) -> dict[str, Any]:
+        raise ClientError({"Error": {"Code": "ValidationError", "Message": "Stack with id s does not exist"}},
+                          "GetTemplate")
+
+    fake.get_template = unreadable  # type: ignore[method-assign]
+    with pytest.raises(DeployError, match=r"cannot read what stack arn:stack/s/1 holds: Stack with id s does not "
+                                          r"exist; delete it with `aws cloudformation delete-stack"):
+        deployer(fake).deploy("s", template=BODY, declared={}, parameters={})

@@ -25,7 +25,7 @@ from seglog_cli.emulator_commands import parse_parameters
 from seglog_deploy import deploy as deploying
 from seglog_deploy.artifacts import bucket_name
 from seglog_deploy.changeset import ChangeSetPlan
-from seglog_deploy.deployer_policy import SAFE_STACK_NAME_LENGTH, deployer_policy
+from seglog_deploy.deployer_policy import SAFE_STACK_NAME_LENGTH, check_stack_name, deployer_policy
 from seglog_deploy.errors import ChangeSetDeclinedError
 from seglog_deploy.events import StackEvent
 from seglog_deploy.leftovers import Leftover, artifacts_bucket
@@ -149,6 +149,7 @@ def deploy(stack_name: str, region: str | None, parameters: tuple[str, ...], aws
         build = Manifest.read(manifest)
         template = template or Path(build.template)
     check_parameters(load_template(template).body, values)  # before the build: a refusal should not wait for it
+    check_stack_name(stack_name)
     if manifest is not None:
         artifacts = deploying.artifacts_of(build)
     else:

@@ -45,7 +45,9 @@ NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 DELETE_FIRST = frozenset({"ROLLBACK_COMPLETE"})
 #: These need a person (resources CloudFormation could not roll back or delete).
 STUCK = frozenset({"ROLLBACK_FAILED", "DELETE_FAILED", "UPDATE_ROLLBACK_FAILED", "IMPORT_ROLLBACK_FAILED"})
-SUCCEEDED = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "DELETE_COMPLETE"})
+#: How an executed change set succeeds (a stack gone after its create or update is a failure: LocalStack loses a
+#: stack whose create failed under a name AWS refuses, and describes it by id as nothing).
+SUCCEEDED = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE"})
 #: Resources that hold data: replacing one makes a new, empty one (and deletes the old one unless its
 #: UpdateReplacePolicy keeps it); removing one deletes its data unless its DeletionPolicy keeps it.
 STATEFUL_TYPES = frozenset({"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::Logs::LogGroup"})

@@ -37,6 +37,7 @@ from seglog_awsmodel.template import load_template
 from seglog_deploy.artifacts import ArtifactsBucket, S3Location
 from seglog_deploy.build import Builder
 from seglog_deploy.changeset import ChangeSetDeployer, ChangeSetPlan, StackState
+from seglog_deploy.deployer_policy import check_stack_name
 from seglog_deploy.errors import DeployError, StackNotFoundError
 from seglog_deploy.events import StackEvent
 from seglog_deploy.leftovers import Leftover, leftovers
@@ -71,6 +72,7 @@ def deploy(target: Target, *, stack_name: str, template_path: Path | None, artif
     # What CloudFormation would refuse (an unknown name, a value outside the template's constraints, a schedule
     # expression EventBridge cannot read) is refused here, before any call: LocalStack accepts some of it.
     check_parameters(template.body, parameters or {})
+    check_stack_name(stack_name)
     declared: dict[str, Any] = dict(template.body.get("Parameters", {}))
     deployer = ChangeSetDeployer(target, on_event=on_event)
     retained = deployer.clear_failed_create(stack_name, replace=replace_failed_stack)

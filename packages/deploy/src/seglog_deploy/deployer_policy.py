@@ -49,6 +49,18 @@ SAFE_STACK_NAME_LENGTH: Final = 20
 #: one, so it can go into an ARN pattern as it is.
 STACK_NAME = re.compile(r"[A-Za-z][-A-Za-z0-9]{0,127}")
 
+
+def check_stack_name(stack_name: str) -> None:
+    """Refuse a name CloudFormation would refuse (LocalStack creates half a stack under one: found by
+    tests/deploy/test_readme_commands.py with ``s_``).
+
+    Raises:
+        DeployError: what the name breaks and what to pass.
+    """
+    if not STACK_NAME.fullmatch(stack_name):
+        raise DeployError(f"{stack_name!r} is not a CloudFormation stack name (a letter, then letters, digits and "
+                          "hyphens, at most 128): pass --stack-name with one, such as seglog")
+
 #: The actions of the deploy's own CloudFormation calls, on the stack (seglog_deploy.changeset, leftovers).
 STACK_ACTIONS: Final = ("cloudformation:CreateChangeSet", "cloudformation:DescribeChangeSet",
                         "cloudformation:ExecuteChangeSet", "cloudformation:DeleteChangeSet",
@@ -218,9 +230,7 @@ def deployer_policy(template: Template, *, stack_name: str, region: str, account
         DeployError: the stack name is not one CloudFormation accepts, or the template has a resource type
             :data:`RESOURCE_TYPES` has no row for, or names a managed policy by something else than an ARN.
     """
-    if not STACK_NAME.fullmatch(stack_name):
-        raise DeployError(f"{stack_name!r} is not a CloudFormation stack name (a letter, then letters, digits and "
-                          "hyphens, at most 128)")
+    check_stack_name(stack_name)
     processed = processed_template(template, stack_name=stack_name, region=region, account=account)
     resources: Mapping[str, Any] = processed.get("Resources", {})
     types = sorted({str(r.get("Type", "")) for r in resources.values()})

@@ -25,7 +25,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from seglog_deploy.artifacts import MISSING, bucket_name
-from seglog_deploy.errors import TargetError
+from seglog_deploy.errors import DeployError, TargetError
 from seglog_deploy.target import Target
 
 #: A resource in one of these states does not exist (deleted, or never made).
@@ -46,10 +46,16 @@ def leftovers(target: Target, stack_id: str) -> list[Leftover]:
     """Resources of the stack with DeletionPolicy Retain in its processed (post-transform) template that exist,
     and the log groups Lambda creates for the stack's functions outside the stack."""
     cfn = target.client("cloudformation")
-    processed: Any = cfn.get_template(StackName=stack_id, TemplateStage="Processed")["TemplateBody"]
+    try:
+        processed: Any = cfn.get_template(StackName=stack_id, TemplateStage="Processed")["TemplateBody"]
+        resources = cfn.describe_stack_resources(StackName=stack_id)["StackResources"]
+    except ClientError as exc:  # a stack CloudFormation lists but cannot describe (seen on LocalStack)
+        raise DeployError(f"cannot read what stack {stack_id} holds: {exc.response['Error'].get('Message', exc)}; "
+                          "delete it with `aws cloudformation delete-stack --stack-name` and its id, then look for "
+                          "its tables and buckets by name before deploying again") from exc
     if isinstance(processed, str):
         processed = json.loads(processed)
-    physical = {r["LogicalResourceId"]: r for r in cfn.describe_stack_resources(StackName=stack_id)["StackResources"]}
+    physical = {r["LogicalResourceId"]: r for r in resources}
     left: list[Leftover] = []
     for lid, resource in processed.get("Resources", {}).items():
         live = physical.get(lid)
