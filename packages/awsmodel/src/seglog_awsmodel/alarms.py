@@ -164,18 +164,16 @@ def evaluate(alarm: AlarmSpec, source: Source, *, now: float, previous: AlarmSta
     absent = sum(v is None for v in values)
     breaches = sum(breaching) + (absent if missing == "breaching" else 0)
     shown = ", ".join("missing" if v is None else f"{v:g}" for v in values)
-    of = f"{breaches} out of the last {len(values)} datapoints [{shown}]"
+    of = f"{breaches} of the last {len(values)} datapoints [{shown}]"
     if absent == len(values) and missing in ("ignore", "missing"):
         if missing == "ignore":
             return Evaluation(previous, f"no datapoints in the last {len(values)} periods: state kept (ignore)",
                               values)
         return Evaluation(AlarmState.INSUFFICIENT_DATA,
                           f"no datapoints in the last {len(values)} periods (TreatMissingData missing)", values)
-    if breaches >= alarm.datapoints_to_alarm:
-        return Evaluation(AlarmState.ALARM, f"Threshold Crossed: {of} breached {alarm.condition()} (minimum "
-                                            f"{alarm.datapoints_to_alarm} for ALARM)", values)
-    return Evaluation(AlarmState.OK, f"Threshold Crossed: {of} breached {alarm.condition()} (ALARM needs "
-                                     f"{alarm.datapoints_to_alarm})", values)
+    needs = f"ALARM needs {alarm.datapoints_to_alarm}: {_SYMBOLS[alarm.comparison]} {alarm.threshold:g}"
+    state = AlarmState.ALARM if breaches >= alarm.datapoints_to_alarm else AlarmState.OK
+    return Evaluation(state, f"{of} crossed the threshold ({needs})", values)
 
 
 def _value(alarm: AlarmSpec, source: Source, start: float, end: float) -> float | None:
