@@ -56,6 +56,23 @@ def test_points_are_appended_and_read_once_each_as_the_files_grow(tmp_path: Path
     assert [] == list(files.new_points())
 
 
+def test_a_file_read_to_its_end_is_deleted_once_its_hour_is_two_hours_past(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics, "_directory", tmp_path)
+    now = [10 * metrics.HOUR + 5.0]
+    files = metrics.MetricFiles(tmp_path, clock=lambda: now[0])
+    metrics.put("n", "m", {}, 1, at=now[0])
+    (old,) = tmp_path.iterdir()
+    assert [1.0] == [p["v"] for p in files.new_points()]
+    now[0] += metrics.HOUR  # the next hour: kept (an alarm may still look back into it)
+    metrics.put("n", "m", {}, 2, at=now[0])
+    assert [2.0] == [p["v"] for p in files.new_points()]
+    assert old.exists()
+    now[0] += metrics.HOUR
+    assert [] == list(files.new_points())
+    assert not old.exists() and 1 == len(list(tmp_path.iterdir()))
+
+
 def test_nothing_is_recorded_when_metrics_are_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(metrics, "_directory", None)
     metrics.put("n", "m", {}, 1)

@@ -1,8 +1,10 @@
 """The emulator's CloudWatch metrics: datapoints its processes record, for the alarms of the template to evaluate.
 
 When :data:`ENV_VAR` names a directory (the supervisor sets ``<state_dir>/metrics`` for its children, and worker
-processes inherit it as a wrapper variable), every emulator process appends datapoints to ``<pid>.jsonl`` there,
-one JSON object a line: ``{"t": unix seconds, "ns": namespace, "m": metric, "d": {dimension: value}, "v": value}``.
+processes inherit it as a wrapper variable), every emulator process appends datapoints to ``<pid>-<hour>.jsonl``
+there (a file per process and hour of the Unix clock, so the reader can delete what it has read once the hour is
+past: a long emulator session does not fill the disk), one JSON object a line: ``{"t": unix seconds, "ns":
+namespace, "m": metric, "d": {dimension: value}, "v": value}``.
 They come from what AWS would meter, read off the structured log lines the emulator already writes
 (:class:`Recorder`, a structlog processor):
 
@@ -28,7 +30,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,6 +40,8 @@ from seglog_emulator import logfeed
 
 #: The directory datapoints go to; unset (the default), nothing is recorded.
 ENV_VAR: Final = "SEGLOG_METRICS_DIR"
+#: Seconds each metrics file covers.
+HOUR: Final = 3600
 #: Invocation outcomes that count as Lambda Errors (every outcome but success).
 _SUCCESS: Final = "success"
 
@@ -56,10 +60,11 @@ def put(namespace: str, name: str, dimensions: Mapping[str, str], value: float, 
     where = _directory
     if where is None:
         return
-    line = json.dumps({"t": time.time() if at is None else at, "ns": namespace, "m": name,
-                       "d": dict(dimensions), "v": float(value)}, separators=(",", ":")) + "\n"
+    now = time.time() if at is None else at
+    line = json.dumps({"t": now, "ns": namespace, "m": name, "d": dict(dimensions), "v": float(value)},
+                      separators=(",", ":")) + "\n"
     try:
-        with open(where / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as f:
+        with open(where / f"{os.getpid()}-{int(now // HOUR)}.jsonl", "a", encoding="utf-8") as f:
             f.write(line)
     except (OSError, TypeError, ValueError):
         dropped += 1
@@ -133,13 +138,27 @@ def install() -> bool:
 
 
 class MetricFiles:
-    """Reads the datapoints of a metrics directory as they are appended (each file from where it was left)."""
+    """Reads the datapoints of a metrics directory as they are appended (each file from where it was left), and
+    deletes a file read to its end once its hour is two hours past (no alarm looks that far back)."""
 
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, clock: Callable[[], float] = time.time) -> None:
         self.where = where
+        self.clock = clock
         self._offsets: dict[Path, int] = {}
 
     def new_points(self) -> Iterable[dict[str, Any]]:
+        yield from self._read()
+        self._forget_old()
+
+    def _forget_old(self) -> None:
+        current = int(self.clock() // HOUR)
+        for path, offset in list(self._offsets.items()):
+            hour = path.stem.rpartition("-")[2]
+            if hour.isdigit() and int(hour) < current - 1 and offset >= _size(path):
+                path.unlink(missing_ok=True)
+                del self._offsets[path]
+
+    def _read(self) -> Iterable[dict[str, Any]]:
         for path in sorted(self.where.glob("*.jsonl")):
             offset = self._offsets.get(path, 0)
             try:
@@ -155,3 +174,10 @@ class MetricFiles:
                     yield json.loads(raw)
                 except ValueError:
                     continue
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
