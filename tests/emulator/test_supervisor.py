@@ -74,7 +74,7 @@ def test_supervisor_runs_the_template_functions_behind_one_gateway(chaos_deploym
     through the API gets its snapshots built by the deployed handlers; one log line per invocation names
     function, source, outcome."""
     supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state", lambda_artifact))
-    assert sorted(supervisor.children) == ["alarms:watch", "gateway:ApiFunction", "queue:SnapshotWorkerFunction.Jobs",
+    assert sorted(supervisor.children) == ["gateway:ApiFunction", "queue:SnapshotWorkerFunction.Jobs",
                                            "schedule:RetentionFunction.Retention",
                                            "schedule:SnapshotSweepFunction.Sweep",
                                            "stream:StreamRouterFunction.Entries"]
@@ -82,7 +82,7 @@ def test_supervisor_runs_the_template_functions_behind_one_gateway(chaos_deploym
     try:
         supervisor.wait_ready()
         pids = {c.proc.pid for c in supervisor.children.values() if c.proc}
-        assert len(pids) == 6 and os.getpid() not in pids
+        assert len(pids) == 5 and os.getpid() not in pids
         edit_and_wait(supervisor, chaos_deployment, 21)
         statuses = {s["function"]: s for s in read_statuses(tmp_path / "state")}
         assert statuses["SnapshotWorkerFunction"]["invocations"] >= 2

@@ -1,6 +1,6 @@
-"""The alarm watcher: the emulator's child that evaluates the template's CloudWatch alarms as CloudWatch would.
+"""The alarm watcher: evaluates the template's CloudWatch alarms as CloudWatch would, in a thread of the supervisor.
 
-``alarms:watch`` runs beside the pollers when the template declares alarms. Each tick::
+It runs while the emulator runs, when the template declares alarms. Each tick::
 
     1. read the datapoints the emulator's processes appended since the last tick (:mod:`seglog_emulator.metrics`);
     2. sample each queue an alarm watches (AWS/SQS ApproximateNumberOfMessagesVisible: GetQueueAttributes'
@@ -36,8 +36,6 @@ from seglog_stack.provision import physical_name
 
 log = structlog.get_logger("seglog.emulator.alarms")
 
-#: The child's name in the supervisor.
-ALARM_CHILD: Final = "alarms:watch"
 #: The watcher's output in the state directory.
 ALARMS_FILE: Final = "alarms.json"
 _QUEUE_DEPTH: Final = ("AWS/SQS", "ApproximateNumberOfMessagesVisible")

@@ -28,7 +28,6 @@ from seglog_awsmodel.template import load_template
 from seglog_core import logs
 from seglog_emulator import logfeed, metrics
 from seglog_emulator.access_log import AccessLog
-from seglog_emulator.alarm_watch import AlarmWatcher
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.checkpoints import CheckpointStore
@@ -164,11 +163,6 @@ class Child:
                                        queue_url=url, queue_arn=arn,
                                        region=self.settings.deployment.region, faults=self.faults)
             self._serve(queue_poller.run, queue_poller.stop)
-        elif self.role == "alarms":
-            watcher = AlarmWatcher(self._template, stack=self.settings.stack, parameters=self.settings.parameters,
-                                   state_dir=self.settings.state_dir, sqs=self.sqs,
-                                   time_scale=self.settings.alarm_scale)
-            self._serve(watcher.run, watcher.stop)
         elif self.role == "schedule":
             rule = next(r for r in self.config.schedules if f"{r.function}.{r.event}" == self.target)
             scheduler = Scheduler(rule, self._invoker(rule.function, SCHEDULE_CONCURRENCY),
@@ -177,8 +171,7 @@ class Child:
                                   faults=self.faults)
             self._serve(scheduler.run, scheduler.stop)
         else:
-            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule: or "
-                             "alarms:")
+            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue: or schedule:")
 
     def _on_failure(self, destination: str | None, function: str) -> Any:
         if destination is None:

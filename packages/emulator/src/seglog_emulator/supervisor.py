@@ -43,7 +43,7 @@ from seglog_awsmodel.alarms import read_alarms
 from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed, metrics
-from seglog_emulator.alarm_watch import ALARM_CHILD, metrics_dir
+from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
@@ -122,10 +122,14 @@ class Supervisor:
             log.info("template note", note=note)
         longest = max((f.Timeout for f in self.config.functions.values()), default=30)
         self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
-        names = child_names(self.config)
-        if read_alarms(template, settings.parameters):  # the template's alarms, evaluated as CloudWatch would
-            names.append(ALARM_CHILD)
-        self.children = {name: _Child(name) for name in names}
+        self.children = {name: _Child(name) for name in child_names(self.config)}
+        #: The template's alarms, evaluated as CloudWatch would on the children's metrics: a thread of this
+        #: process (a child of its own would cost every start a Python process for a loop that mostly sleeps).
+        self.alarms = AlarmWatcher(template, stack=settings.stack, parameters=settings.parameters,
+                                   state_dir=settings.state_dir, time_scale=settings.alarm_scale,
+                                   sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
+                                   ) if read_alarms(template, settings.parameters) else None
+        self._alarm_thread: threading.Thread | None = None
         self._stopping = threading.Event()
         #: With watch_parent, the parent's pid: when the process that started this one is gone, stop.
         self._parent = os.getppid() if watch_parent else None
@@ -142,6 +146,9 @@ class Supervisor:
         shutil.rmtree(self.settings.state_dir / "ready", ignore_errors=True)
         for child in self.children.values():
             self._spawn(child)
+        if self.alarms is not None:
+            self._alarm_thread = threading.Thread(target=self.alarms.run, name="alarms", daemon=True)
+            self._alarm_thread.start()
         self._write_state()
         log.info("emulator started", api_url=self.api_url, children=list(self.children),
                  state_dir=str(self.settings.state_dir), seed=self.faults.plan.seed if self.faults else None)
@@ -219,6 +226,9 @@ class Supervisor:
                 log.warning("child did not drain in time: killed", pid=proc.pid)
                 proc.kill()
                 proc.wait()
+        if self.alarms is not None and self._alarm_thread is not None:
+            self.alarms.stop()
+            self._alarm_thread.join(timeout=10)
         (self.settings.state_dir / STATE_FILE).unlink(missing_ok=True)
         log.info("emulator stopped")
 
