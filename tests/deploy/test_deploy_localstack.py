@@ -655,8 +655,8 @@ def test_the_dashboard_draws_every_alarm_and_the_figures_of_the_real_resources(d
     assert {resolver.get_att(lid, "QueueName") for lid in of_type(resolver, "AWS::SQS::Queue")} <= named
     assert {resolver.physical[lid] for lid in of_type(resolver, "AWS::DynamoDB::Table")} <= named
     assert {REGION} == {w["properties"]["region"] for w in body["widgets"] if w["type"] == "metric"}
-    assert {"DashboardName": name} == {k: v for o in deployed.stack()["Outputs"] if o["OutputKey"] == "DashboardName"
-                                       for k, v in [("DashboardName", o["OutputValue"])]}
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in deployed.stack()["Outputs"]}
+    assert name == outputs["DashboardName"]
 
 
 def test_every_function_logs_to_a_group_of_the_stack_with_the_retention_parameter(deployed: Deployed) -> None:

@@ -52,7 +52,7 @@ def test_alarms_go_to_alarm_when_provoked_and_back_to_ok(chaos_deployment: local
     settings = dataclasses.replace(settings, alarm_scale=SCALE,
                                    parameters={**CHAOS_PARAMETERS, "StreamIteratorAgeAlarmMs": AGE_THRESHOLD_MS})
     supervisor = Supervisor(settings, faults=faults)
-    assert supervisor.alarms is not None and 18 == len(supervisor.alarms.alarms)
+    assert 18 == len(supervisor.alarms.alarms)
     sqs = chaos_deployment.backend().sqs
     dlq = chaos_deployment.resources.dlq_url
     supervisor.start()

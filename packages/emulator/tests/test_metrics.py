@@ -8,15 +8,16 @@ import pytest
 
 from seglog_emulator import metrics
 from seglog_emulator.faults.botocore_injector import throttled
+from seglog_emulator.invoker import Outcome
 
 
 def test_an_invocation_line_is_an_invocation_an_error_or_not_and_a_duration() -> None:
-    ok = metrics.points_of({"event": "invocation", "function": "ApiFunction", "outcome": "success",
+    ok = metrics.points_of({"event": "invocation", "function": "ApiFunction", "outcome": str(Outcome.SUCCESS),
                             "duration_ms": 12.5})
     assert [("AWS/Lambda", "Invocations", {"FunctionName": "ApiFunction"}, 1.0),
             ("AWS/Lambda", "Errors", {"FunctionName": "ApiFunction"}, 0.0),
             ("AWS/Lambda", "Duration", {"FunctionName": "ApiFunction"}, 12.5)] == ok
-    for outcome in ("error", "timeout", "crashed"):
+    for outcome in (str(o) for o in Outcome if o is not Outcome.SUCCESS):  # the invoker's every other outcome
         errors = [p for p in metrics.points_of({"event": "invocation", "function": "F", "outcome": outcome})
                   if p[1] == "Errors"]
         assert [("AWS/Lambda", "Errors", {"FunctionName": "F"}, 1.0)] == errors, outcome

@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -67,7 +68,7 @@ class AlarmWatcher:
     """Evaluates ``template``'s alarms on the emulator's metrics (module docstring)."""
 
     def __init__(self, template: Template, *, stack: str, parameters: dict[str, Any], state_dir: Path, sqs: Any,
-                 time_scale: float = 1.0, clock: Any = time.time) -> None:
+                 time_scale: float = 1.0, clock: Callable[[], float] = time.time) -> None:
         self.template = template
         self.stack = stack
         self.alarms: list[AlarmSpec] = read_alarms(template, parameters)

@@ -25,7 +25,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, Final
 
 import structlog
@@ -125,23 +125,50 @@ def _udp() -> socket.socket:
     return _socket
 
 
-class Forwarder:
-    """A structlog processor: sends :data:`FORWARDED` events to the console, then passes every event on — or
-    drops it when its level is under ``level``, the threshold the process's own log lines keep (the logger lets
-    info lines through so they can be forwarded; this puts the threshold back for the log)."""
+class Tap:
+    """A structlog processor that sees every line from info up (:func:`install_tap` has the logger let them
+    through), then passes it on — or drops it when its level is under ``level``, the threshold the process's own
+    log keeps, which the tap puts back. The console feed's :class:`Forwarder` is one, the metrics' recorder
+    (:mod:`seglog_emulator.metrics`) another."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+
+    def see(self, event: MutableMapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        self.see(event)
+        if _LEVELS.get(method, logging.INFO) < self.level:
+            raise structlog.DropEvent
+        return event
+
+
+def install_tap(make: Callable[[int], Tap], *, first: bool = False, level: int | None = None) -> None:
+    """Add the tap ``make(level)`` (replacing one of its class), at the front with ``first`` (before anything can
+    drop a line) or else just before the renderer (after the context variables, level and time stamp are added);
+    ``level`` defaults to the threshold the process's log keeps now."""
+    config = structlog.get_config()
+    level = threshold(config) if level is None else level
+    tap = make(level)
+    processors = [p for p in config["processors"] if type(p) is not type(tap)]
+    processors.insert(0 if first else max(0, len(processors) - 1), tap)
+    structlog.configure(processors=processors,
+                        wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.INFO)))
+
+
+class Forwarder(Tap):
+    """Sends :data:`FORWARDED` events to the console."""
 
     def __init__(self, lane: str, level: int, target: tuple[str, int]) -> None:
+        super().__init__(level)
         self.lane = lane
-        self.level = level
         #: Kept from the start: a worker takes the variable out of its environment before the handler runs.
         self.target = target
 
-    def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    def see(self, event: MutableMapping[str, Any]) -> None:
         if event.get("event") in FORWARDED:
             send(event, lane=self.lane, target=self.target)
-        if level_of(method) < self.level:
-            raise structlog.DropEvent
-        return event
 
 
 def install(lane: str, *, level: int | None = None) -> bool:
@@ -155,14 +182,7 @@ def install(lane: str, *, level: int | None = None) -> bool:
     target = address()
     if target is None:
         return False
-    config = structlog.get_config()
-    processors = [p for p in config["processors"] if not isinstance(p, Forwarder)]
-    if level is None:
-        level = threshold(config)
-    # Before the renderer, after the context variables, level and time stamp are added.
-    processors.insert(max(0, len(processors) - 1), Forwarder(lane, level, target))
-    structlog.configure(processors=processors,
-                        wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.INFO)))
+    install_tap(lambda threshold: Forwarder(lane, threshold, target), level=level)
     return True
 
 
@@ -177,18 +197,13 @@ def uninstall() -> None:
 
 
 def _installed_level(processors: Any) -> int | None:
-    return next((p.level for p in processors if hasattr(p, "level") and callable(p)), None)
+    return next((p.level for p in processors if isinstance(p, Tap)), None)
 
 
 def threshold(config: Mapping[str, Any]) -> int:
-    """The level this process's log keeps: the one a processor that lets info lines through (this feed's
-    :class:`Forwarder`, the metrics' recorder) put back, or the one the logger was configured with."""
+    """The level this process's log keeps: the one an installed :class:`Tap` puts back, or the one the logger
+    was configured with."""
     return _installed_level(config["processors"]) or _configured_level(config["wrapper_class"])
-
-
-def level_of(method: str) -> int:
-    """The level of a structlog method name (``"info"``, ``"warning"``, ...)."""
-    return _LEVELS.get(method, logging.INFO)
 
 
 def _configured_level(wrapper: Any) -> int:

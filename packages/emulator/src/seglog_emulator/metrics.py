@@ -27,14 +27,11 @@ Recording never raises and never blocks a run: a point that cannot be written is
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Final
-
-import structlog
 
 from seglog_emulator import logfeed
 
@@ -42,7 +39,8 @@ from seglog_emulator import logfeed
 ENV_VAR: Final = "SEGLOG_METRICS_DIR"
 #: Seconds each metrics file covers.
 HOUR: Final = 3600
-#: Invocation outcomes that count as Lambda Errors (every outcome but success).
+#: The invoker's Outcome.SUCCESS (not imported: worker processes load this module at start-up); every other
+#: outcome counts as a Lambda Error (packages/emulator/tests/test_metrics.py holds the two equal).
 _SUCCESS: Final = "success"
 
 _directory: Path | None = None
@@ -97,24 +95,16 @@ def points_of(event: Mapping[str, Any]) -> list[tuple[str, str, dict[str, str], 
     return found
 
 
-class Recorder:
-    """A structlog processor: records the datapoints of each line (:func:`points_of`), then passes it on — or
-    drops it when its level is under ``level``, the threshold the process's own log keeps (the logger lets info
-    lines through so their metrics are recorded; this puts the threshold back for the log)."""
+class Recorder(logfeed.Tap):
+    """Records the datapoints of each line (:func:`points_of`)."""
 
-    def __init__(self, level: int) -> None:
-        self.level = level
-
-    def __call__(self, _logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    def see(self, event: MutableMapping[str, Any]) -> None:
         global dropped
         try:
             for namespace, name, dims, value in points_of(event):
                 put(namespace, name, dims, value)
         except Exception:  # a line that is not what it seems: the log line matters more than its metric
             dropped += 1
-        if logfeed.level_of(method) < self.level:
-            raise structlog.DropEvent
-        return event
 
 
 def install() -> bool:
@@ -127,13 +117,7 @@ def install() -> bool:
         return False
     _directory = Path(raw)
     _directory.mkdir(parents=True, exist_ok=True)
-    config = structlog.get_config()
-    processors = [p for p in config["processors"] if not isinstance(p, Recorder)]
-    level = logfeed.threshold(config)
-    # First, so it sees every line before anything drops it.
-    processors.insert(0, Recorder(level))
-    structlog.configure(processors=processors,
-                        wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.INFO)))
+    logfeed.install_tap(Recorder, first=True)  # first: it sees every line before anything drops it
     return True
 
 

@@ -120,7 +120,6 @@ class EmulatorStatus:
             lines.append("  `seglog emulate` starts it; stream pollers resume from these checkpoints")
         return "\n".join(lines)
 
-
     def _render_alarms(self) -> list[str]:
         if not self.alarms:
             return []

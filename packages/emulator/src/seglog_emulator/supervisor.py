@@ -39,7 +39,6 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_aws.clients import client, local_session
-from seglog_awsmodel.alarms import read_alarms
 from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed, metrics
@@ -127,8 +126,7 @@ class Supervisor:
         #: process (a child of its own would cost every start a Python process for a loop that mostly sleeps).
         self.alarms = AlarmWatcher(template, stack=settings.stack, parameters=settings.parameters,
                                    state_dir=settings.state_dir, time_scale=settings.alarm_scale,
-                                   sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
-                                   ) if read_alarms(template, settings.parameters) else None
+                                   sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"]))
         self._alarm_thread: threading.Thread | None = None
         self._stopping = threading.Event()
         #: With watch_parent, the parent's pid: when the process that started this one is gone, stop.
@@ -146,7 +144,7 @@ class Supervisor:
         shutil.rmtree(self.settings.state_dir / "ready", ignore_errors=True)
         for child in self.children.values():
             self._spawn(child)
-        if self.alarms is not None:
+        if self.alarms.alarms:
             self._alarm_thread = threading.Thread(target=self.alarms.run, name="alarms", daemon=True)
             self._alarm_thread.start()
         self._write_state()
@@ -226,7 +224,7 @@ class Supervisor:
                 log.warning("child did not drain in time: killed", pid=proc.pid)
                 proc.kill()
                 proc.wait()
-        if self.alarms is not None and self._alarm_thread is not None:
+        if self._alarm_thread is not None:
             self.alarms.stop()
             self._alarm_thread.join(timeout=10)
         (self.settings.state_dir / STATE_FILE).unlink(missing_ok=True)
@@ -278,7 +276,6 @@ def main() -> int:
     settings = EmulatorSettings.from_env()
     logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
     logfeed.install("supervisor")
-    metrics.install()
     return Supervisor(settings, faults=FaultRuntime.from_env(), watch_parent="--watch-parent" in sys.argv).run()
 
 
