@@ -14,6 +14,17 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+#: A fresh machine's shell keeps the machine's own settings (certificates, seglog's installs, its Python).
+MACHINE_SETTINGS = frozenset({"AWS_CA_BUNDLE", "SEGLOG_HOME", "SEGLOG_PYTHON", "SEGLOG_UV"})
+
+
+def fresh_shell_env() -> dict[str, str]:
+    """This process's environment as a fresh machine's shell has it: no AWS configuration, credentials, region
+    or endpoint, no seglog variable naming a stack or its ports; PATH, HOME and the machine's settings stay."""
+    env = {k: v for k, v in os.environ.items() if k in MACHINE_SETTINGS or not k.startswith(("AWS_", "SEGLOG_"))}
+    return {**env, "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials"}
+
 #: Colours and cursor movements a command writes to a terminal, and the carriage returns of its line endings.
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 

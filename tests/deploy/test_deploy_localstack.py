@@ -32,6 +32,7 @@ from click.testing import CliRunner, Result
 
 from deploy.arns import arn_of
 from deploy.resolve import Resolver
+from deploy.terminal import fresh_shell_env
 from deploy.unpacked import fetch_deployed_code
 from seglog_aws.backend import Backend
 from seglog_aws.clients import local_session
@@ -704,7 +705,7 @@ def test_a_parameter_update_reaches_every_function_and_stays_on_the_next_deploy(
     assert "50" == record.parameters["SnapshotEvery"]
 
 
-def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed, tmp_path: Path) -> None:
+def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed) -> None:
     """Run as on a fresh machine (no region, no credentials configured: LocalStack's are used), destroy lists each
     retained resource with a command that, pasted into a shell with nothing configured either, removes exactly that
     resource on LocalStack: every command carries the endpoint, the region and the credentials the destroy used.
@@ -750,9 +751,7 @@ def test_destroy_deletes_the_stack_and_lists_what_it_retains(deployed: Deployed,
     assert "list-object-versions" in artifacts and "# versioned" in artifacts
 
     # Pasted into bash with nothing configured: no endpoint, region or credentials but what each line carries.
-    shell = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    shell.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-                  "AWS_EC2_METADATA_DISABLED": "true"})
+    shell = {**fresh_shell_env(), "AWS_EC2_METADATA_DISABLED": "true"}
     assert shutil.which("aws", path=shell.get("PATH")), "the AWS CLI (aws) runs destroy's commands as printed"
     artifacts_bucket = artifacts.split("--bucket ")[1].split()[0]
     s3 = deployed.target.client("s3")

@@ -50,7 +50,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from deploy.readme import Command, Section, read_section
-from deploy.terminal import Terminal
+from deploy.terminal import Terminal, fresh_shell_env
 from seglog_awsmodel.parameters import check_parameters
 from seglog_awsmodel.template import load_template
 from seglog_cli.emulator_commands import parse_parameters
@@ -71,8 +71,6 @@ CI_SCRIPT = REPO / ".ci" / "run"
 NEEDS_NO_AWS = frozenset({"build"})
 #: seglog commands that start a local stack: the ports of theirs must be free, and free again at the end.
 STARTS_A_STACK = frozenset({"up", "emulate"})
-#: A fresh machine's shell keeps the machine's own settings (certificates, seglog's installs, its Python).
-MACHINE_SETTINGS = frozenset({"AWS_CA_BUNDLE", "SEGLOG_HOME", "SEGLOG_PYTHON", "SEGLOG_UV"})
 #: Seconds a command may take: a deploy builds first when the tree changed since .seglog/build.
 COMMAND_TIMEOUT = 420.0
 #: Seconds the emulator may take to serve its API (it builds this machine's artifact when missing).
@@ -193,14 +191,6 @@ def test_the_dev_scripts_own_commands_are_run_by_ci_as_written(section: Section)
 
 
 # ------------------------------------------------------------------------------------------------ run
-
-
-def fresh_shell_env() -> dict[str, str]:
-    """This process's environment as a fresh machine's shell has it: no AWS configuration, credentials, region
-    or endpoint, no seglog variable naming a stack or its ports; PATH, HOME and the machine's settings stay."""
-    env = {k: v for k, v in os.environ.items() if k in MACHINE_SETTINGS or not k.startswith(("AWS_", "SEGLOG_"))}
-    return {**env, "AWS_CONFIG_FILE": "/nonexistent/aws-config",
-            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials"}
 
 
 def stack_config(invocation: Invocation) -> StackConfig:
