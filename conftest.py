@@ -16,8 +16,9 @@ import structlog
 from seglog_deploy.build import Builder, host_arch
 from seglog_deploy.manifest import Manifest
 
-#: tests/browser.py: the `chromium` fixture (a tab of a headless Chromium), for any test directory.
-pytest_plugins = ["browser"]
+#: tests/browser.py: the `chromium` fixture (a tab of a headless Chromium), for any test directory;
+#: tests/process_leaks.py: a test that drops a process it never waited for fails, naming the command.
+pytest_plugins = ["browser", "process_leaks"]
 
 
 @pytest.fixture(autouse=True)

@@ -146,6 +146,7 @@ def test_supervisor_drains_on_sigterm_and_leaves_no_process(chaos_deployment: lo
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
     assert proc.returncode == 0, err.decode()[-2000:]
     shown = status_command(tmp_path / "state")
     assert (1, "not running") == (shown.exit_code, json.loads(shown.output)["state"])
