@@ -151,6 +151,8 @@ def test_a_concurrent_redelivery_of_the_same_message_does_not_strand_it(driver: 
 
 
 def test_messages_delivered_in_reverse_order_complete_in_log_order(driver: PipelineDriver) -> None:
+    """The latest job comes first: it builds the earlier snapshots itself, earliest first (no live builder holds
+    them), then its own; the earlier jobs find theirs done. Before issue 34 it deferred behind them."""
     log_id = _sheet_with_snapshots(driver, 3)
     driver.route_new()
     messages = []
@@ -158,9 +160,17 @@ def test_messages_delivered_in_reverse_order_complete_in_log_order(driver: Pipel
         messages += driver.receive(10, visibility=1)
     order = sorted(messages, key=lambda m: int(m.body.split('"entry":')[1].rstrip("}")), reverse=True)
     worker = driver.worker()
+    completed: list[int] = []
+    set_root = worker.store.set_snapshot_root
+
+    def recording(log_id: uuid.UUID, segment: int, entry: int, root: str) -> None:
+        completed.append(entry)
+        set_root(log_id, segment, entry, root)
+
+    worker.store.set_snapshot_root = recording  # type: ignore[method-assign]
     outcomes = [worker.process(m) for m in order]
-    assert outcomes[:2] == [Outcome.DEFERRED, Outcome.DEFERRED]
-    assert outcomes[2] is Outcome.COMPLETED
+    assert [Outcome.COMPLETED, Outcome.ALREADY_DONE, Outcome.ALREADY_DONE] == outcomes
+    assert sorted(int(m.body.split('"entry":')[1].rstrip("}")) for m in messages) == completed
     driver.drain()
     _assert_verified(driver, log_id)
 
@@ -230,9 +240,8 @@ def test_a_snapshot_whose_predecessor_was_never_enqueued_gets_it_built(driver: P
     later = [e for e in driver.backend.reader().all_entries(log_id) if e.type == "snap"][-1]
     driver.queue.send(SnapshotJob(log=str(log_id), segment=later.segment, entry=later.num))  # no router run
     message, = driver.receive(visibility=1)
-    assert driver.worker().process(message) is Outcome.DEFERRED
-    pending = [(p.segment, p.entry) for p in driver.backend.pending.for_log(log_id)]
-    assert pending == [(0, 3), (0, 6)]
+    assert driver.worker().process(message) is Outcome.COMPLETED  # it built its predecessor first (issue 34)
+    assert [] == driver.backend.pending.for_log(log_id)
     driver.drain()
     _assert_verified(driver, log_id)
 

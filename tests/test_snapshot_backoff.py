@@ -23,6 +23,7 @@ from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline import Backoff, Outcome, SnapshotWorker
 from seglog_core.pipeline.backoff import LAMBDA_MAX_TIMEOUT, SQS_MAX_VISIBILITY
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS
 from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
 from seglog_core.ports import QueueMessage
 from seglog_core.reader import LogReader
@@ -70,8 +71,8 @@ def _hours_to_dead_letter(*, blocked: bool, rng: random.Random) -> float:
     queue = HidingQueue(clock=lambda: now[0])
     log = EventLog(store=store, blobs=blobs, clock=lambda: now[0])
     log_id = log.create()
-    log.append(log_id, SetCell(row=1, col=1, value=1))
-    if not blocked:  # an earlier snapshot that never completes (blocked itself, so nobody sends it a job)
+    unreadable = log.append(log_id, SetCell(row=1, col=1, value=1))
+    if not blocked:  # an earlier snapshot that never completes: blocked itself (its job helped, in vain)
         first = log.append_snapshot(log_id)
         pending.create(PendingSnapshot(log_id=log_id, segment=first.segment, entry=first.num, created=1_000,
                                        modified=1_000))
@@ -81,7 +82,7 @@ def _hours_to_dead_letter(*, blocked: bool, rng: random.Random) -> float:
     document = SheetDocument(reader=LogReader(store=store), blobs=blobs)
 
     def body_of(entry: Entry) -> Any:
-        if blocked:
+        if blocked or entry.num == unreadable.entry.num:
             raise errors.BodyVersionError("set", 9, 1)
         return document.body(entry)
 
@@ -135,9 +136,10 @@ def test_an_early_job_idles_no_longer_than_the_order_wait_bound_then_defers() ->
     log = EventLog(store=store, blobs=blobs, clock=lambda: 1_000.0)
     log_id = log.create()
     log.append(log_id, SetCell(row=1, col=1, value=1))
-    first = log.append_snapshot(log_id)  # being built by someone else: its pending item is there, never done
+    first = log.append_snapshot(log_id)  # being built by someone else: its claim is live, never done
     pending.create(PendingSnapshot(log_id=log_id, segment=first.segment, entry=first.num, created=1_000,
-                                   modified=1_000))
+                                   modified=1_000, claimer="other"))
+    assert pending.claim(log_id, first.segment, first.num, "other", now=1_000, takeover_after=60) == 1
     log.append(log_id, SetCell(row=2, col=1, value=2))
     ours = log.append_snapshot(log_id)
     slept: list[float] = []
@@ -150,3 +152,13 @@ def test_an_early_job_idles_no_longer_than_the_order_wait_bound_then_defers() ->
     assert worker.process(message) is Outcome.DEFERRED
     assert 0 < sum(slept) <= ORDER_WAIT_SECONDS + 1e-9
     assert queue.hidden >= 1
+
+
+def test_the_template_deploys_the_takeover_time_the_worker_defaults_to() -> None:
+    """One figure: SnapshotTakeoverSeconds' default is the code's, so a worker without the variable (a test, a
+    library user) and a deployed one give up on a dead builder at the same time."""
+    parameter = load_template(REPO / "template.yaml").body["Parameters"]["SnapshotTakeoverSeconds"]
+    assert (DEFAULT_TAKEOVER_SECONDS, DEFAULT_TAKEOVER_SECONDS) == (parameter["Default"], SnapshotWorker(
+        store=InMemoryLogStore(), blobs=InMemoryBlobStore(), pending=InMemoryPendingStore(),
+        queue=InMemoryJobQueue(visibility_timeout=30), body_of=lambda e: None).takeover_after)  # type: ignore[arg-type,return-value]
+    assert parameter["MinValue"] >= 3  # renewals every third of it, in whole seconds

@@ -4,6 +4,7 @@ parked blocked snapshot, is in tests/test_pipeline_recovery.py."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,13 +97,16 @@ def _metrics(lines: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
                                                     (Backoff().patience + 1, [("SnapshotsDeferredLong", 1, "seglog")])])
 def test_a_job_deferred_past_its_patience_is_counted_as_a_metric(backend: FakeBackend, receives: int,
                                                                  expected: list[Any]) -> None:
-    """Deferred behind an earlier snapshot that never completes: counted once it has waited past the patience (its
-    hides grow from there), so an alarm on SnapshotsDeferredLong fires while the job is still far from the DLQ."""
+    """Deferred behind an earlier snapshot that never completes (another builder's live claim): counted once it has
+    waited past the patience (its hides grow from there), so an alarm on SnapshotsDeferredLong fires while the job
+    is still far from the DLQ."""
     log = EventLog(store=backend.store, blobs=backend.blobs, clock=lambda: NOW)
     log_id = log.create()
     log.append(log_id, SetCell(row=1, col=1, value=1))
     first = log.append_snapshot(log_id)
-    backend.pending.create(_item(log_id, first.num, NOW, blocked="needs newer code"))
+    building = int(time.time())  # the handler's worker runs on the real clock: the claim is fresh to it
+    backend.pending.create(_item(log_id, first.num, building))
+    assert backend.pending.claim(log_id, 0, first.num, "parked", now=building, takeover_after=60) == 1
     ours = log.append_snapshot(log_id)
     event = {"Records": [_record(SnapshotJob(log=str(log_id), segment=0, entry=ours.num), "m1", receives)]}
     with capture_logs() as lines:

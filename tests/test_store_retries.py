@@ -133,10 +133,11 @@ def test_a_retry_stops_before_the_invocations_deadline(monkeypatch: pytest.Monke
 
 
 @pytest.mark.stack
-def test_a_claim_whose_answer_was_lost_is_refused_then_taken_over(driver: PipelineDriver) -> None:
-    """The claim landed but its answer was lost; its retry fails the condition on our own claim and cannot tell it
-    from a twin delivery's. The worker must neither fail the invocation nor build without knowing its increment:
-    it keeps the message (BUSY), and the next delivery after the takeover timeout completes the snapshot."""
+def test_a_claim_whose_answer_was_lost_is_known_as_ours_and_built(driver: PipelineDriver) -> None:
+    """The claim landed but its answer was lost; its retry fails the condition on our own claim. The item shows it
+    ours (our claimer, active, stamped this second), so the worker builds at once. If this fails, the claim is held
+    by nobody until the takeover timeout: a busy sheet's snapshots stalled that long three times in four minutes
+    under the README's faults (issue 34), since every later job helping its sheet found the claim live."""
     log_id = _one_snapshot(driver)
     faults = BotocoreFaults(driver.backend.store._ddb)
 
@@ -145,21 +146,18 @@ def test_a_claim_whose_answer_was_lost_is_refused_then_taken_over(driver: Pipeli
             faults.fail("UpdateItem", **LOST)
 
     message = driver.receive_one(visibility=1)
-    assert Outcome.BUSY is driver.worker(crash=lose_the_claims_answer, takeover_after=1).process(message)
+    assert Outcome.COMPLETED is driver.worker(crash=lose_the_claims_answer).process(message)
     assert [("UpdateItem", "InternalServerError", True)] == faults.injected
-    item = driver.backend.pending.get(log_id, 0, 4)
-    assert item is not None and (True, 1) == (item.active, item.increment)  # the lost claim did land
-    time.sleep(2.1)  # claims are stamped in whole seconds: past the takeover timeout
-    driver.queue.change_visibility(message, 0)
-    assert Outcome.COMPLETED is driver.worker(takeover_after=1).process(driver.receive_one())
     _clean(driver, log_id)
 
 
 @pytest.mark.stack
-def test_a_predecessor_whose_pending_create_lost_its_answer_still_gets_its_job(driver: PipelineDriver) -> None:
-    """The worker gives an incomplete predecessor a pending item and a job; the create landed but its answer was
-    lost, and its retry fails on our own item. If this fails, the worker took it for someone else's and sent no
-    job: the predecessor (whose message was lost) would wait for a takeover timeout to be enqueued again."""
+def test_a_predecessor_whose_job_was_lost_is_built_by_the_next_job_despite_a_lost_create(
+        driver: PipelineDriver) -> None:
+    """The first snapshot's job is lost; the second's builds it first (it helps, issue 34), creating its pending
+    item under its own messageId. The create landed but its answer was lost, and its retry fails on our own item:
+    it is known as ours (exactly the item we wrote), so both snapshots complete in the one invocation. If this
+    fails, the helper took the item for someone else's live claim and deferred."""
     log_id = driver.create_log()
     log = driver.event_log()
     for snapshot in (4, 8):
@@ -174,11 +172,9 @@ def test_a_predecessor_whose_pending_create_lost_its_answer_still_gets_its_job(d
             faults.fail("TransactWriteItems", **LOST)
 
     message, = driver.receive(visibility=1)
-    assert Outcome.DEFERRED is driver.worker(crash=lose_the_next_create).process(message)
+    assert Outcome.COMPLETED is driver.worker(crash=lose_the_next_create).process(message)
     assert [("TransactWriteItems", "InternalServerError", True)] == faults.injected
-    jobs = [json.loads(m.body)["entry"] for m in driver.receive(10, visibility=1, wait=1)]
-    assert 4 in jobs
-    driver.drain()
+    assert all(e.snapshot_root for e in driver.backend.reader().all_entries(log_id) if e.type.value == "snap")
     _clean(driver, log_id)
 
 

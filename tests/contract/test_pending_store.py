@@ -118,6 +118,22 @@ def test_take_over_refuses_a_fresh_claim_active_or_not(pending_store: PendingSto
     assert [("m1", False, 0, 100), ("m1", True, 1, 110)] == [_claimer(pending_store, i) for i in (deferred, building)]
 
 
+def test_a_helper_takes_an_idle_claim_at_once_and_never_a_live_one(pending_store: PendingStore) -> None:
+    """A job of a later snapshot that builds this one first (issue 34) takes an inactive claim whatever its age — its
+    claimer deferred, or lost its message before claiming — but an active fresh claim is a live builder's."""
+    deferred = _new(pending_store, claimer="m1")  # inactive, M = 100
+    assert pending_store.take_over(deferred.log_id, 0, 5, "helper", previous="m1", increment=0, now=101,
+                                   takeover_after=30, idle=True)
+    building = _new(pending_store, claimer="m1")
+    assert 1 == pending_store.claim(building.log_id, 0, 5, "m1", now=110, takeover_after=30)
+    assert not pending_store.take_over(building.log_id, 0, 5, "helper", previous="m1", increment=1, now=135,
+                                       takeover_after=30, idle=True)
+    assert pending_store.take_over(building.log_id, 0, 5, "helper", previous="m1", increment=1, now=141,
+                                   takeover_after=30, idle=True)  # stale: its builder is gone
+    assert [("helper", False, 0, 101), ("helper", False, 1, 141)] == [
+        _claimer(pending_store, i) for i in (deferred, building)]
+
+
 def test_take_over_of_an_inactive_stale_claim_makes_the_new_message_the_claimer(pending_store: PendingStore) -> None:
     """The claimer's message is gone (DLQ) or hidden long (deferral backoff): any message may carry the work on."""
     item = _new(pending_store, claimer="m1")

@@ -96,3 +96,26 @@ def test_a_lost_try_is_linked_to_the_retry_it_caused() -> None:
     assert _edges(run) == {("s0", "s1", "retried: the try before was lost"), ("s0", "s3", "served by"),
                            ("m0", "s3", "lost_response hit it")}
     assert causes.chain(run, "s0") == {"s0", "s1", "s3", "m0"}
+
+
+def test_a_snapshot_a_later_job_built_first_is_completed_by_that_job() -> None:
+    """Issue 34: the job of 0/9 finds 0/4's own job lost and builds 0/4 first, then 0/9, in one invocation. 0/4's
+    chain ends in that invocation, which completed it; 0/4's own job, back later, found it done."""
+    spans = [
+        _span(f"snapshot {K1}", "snapshot", 0.5, 2.0, "completed", log_id=LOG, segment=0, entry=4),
+        _span(f"snapshot {K2}", "snapshot", 1.1, 2.2, "completed", log_id=LOG, segment=0, entry=9),
+        _span("Worker #1", "function", 0.6, 0.7, "crashed", task="worker-1", message_id="q1", log_id=LOG,
+              segment=0, entry=4),
+        _span("Worker #2", "function", 1.5, 2.2, "completed", task="worker-2", message_id="q2", log_id=LOG,
+              segment=0, entry=9),
+        _span("Worker #1", "function", 9.0, 9.1, "already_done", task="worker-3", message_id="q1", log_id=LOG,
+              segment=0, entry=4),
+    ]
+    spans[2].acts = {causes.WORKED: [K1]}
+    spans[3].acts = {causes.WORKED: [K2, K1], causes.COMPLETED: [K1, K2]}
+    spans[4].acts = {causes.WORKED: [K1]}
+    run = causes.connect(RunData(kind="simulate", title="t", run=1, seed=1, spans=spans))
+    assert ("s3", "s0", "completed the snapshot") in _edges(run) and ("s3", "s1", "completed the snapshot") in \
+        _edges(run)
+    assert run.waits["s0"].endswith("completed by Worker #2 at 2.20 s, after 0.70 s in that invocation")
+    assert "crashed at 0.60 s" in run.waits["s0"]

@@ -32,6 +32,7 @@ from seglog_aws.backend import Backend
 from seglog_core.crashpoints import clock, should_crash
 from seglog_core.document import SheetDocument
 from seglog_core.pipeline import Outcome, SnapshotWorker
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS
 from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
 from seglog_core.ports import QueueMessage
 from seglog_services import runtime
@@ -64,7 +65,8 @@ def worker(backend: Backend | None = None, environ: Mapping[str, str] = os.envir
     options.update(seams)
     return SnapshotWorker(
         store=backend.store, blobs=backend.blobs, pending=backend.pending, queue=backend.queue,
-        body_of=document.body, takeover_after=int(environ.get("SEGLOG_TAKEOVER_SECONDS", "60")),
+        body_of=document.body,
+        takeover_after=int(environ.get("SEGLOG_TAKEOVER_SECONDS", str(DEFAULT_TAKEOVER_SECONDS))),
         chunk_cells=int(environ.get("SEGLOG_CHUNK_CELLS", "20000")),
         order_wait=float(environ.get("SEGLOG_ORDER_WAIT_SECONDS", ORDER_WAIT_SECONDS)), **options,
     )

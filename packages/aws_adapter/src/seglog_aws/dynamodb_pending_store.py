@@ -145,12 +145,13 @@ class DynamoDBPendingStore:
         return int(response["Attributes"]["R"]["N"])
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
-                  increment: int, now: int, takeover_after: int) -> bool:
+                  increment: int, now: int, takeover_after: int, idle: bool = False) -> bool:
         # A retry after a lost answer fails (Q is ours now): False, and the worker re-reads the item and finds its
         # own messageId there, as after set_claimer.
+        stale = "(M < :stale OR A = :f)" if idle else "M < :stale"
         try:
             self._update(log_id, segment, entry, UpdateExpression="SET Q = :q, A = :f, M = :m",
-                         ConditionExpression="Q = :old AND X = :x AND M < :stale",
+                         ConditionExpression=f"Q = :old AND X = :x AND {stale}",
                          ExpressionAttributeValues={":q": {"S": claimer}, ":f": {"BOOL": False},
                                                     ":m": {"N": str(now)}, ":old": {"S": previous},
                                                     ":x": {"N": str(increment)},
@@ -161,9 +162,13 @@ class DynamoDBPendingStore:
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int, initial_state: bytes | None = None) -> int | None:
-        # A retry after a lost answer cannot tell our own claim from a twin delivery's (same messageId, same
-        # second): it reports "refused", so at most one builder holds an increment. If the claim was ours, it
-        # goes stale unheld and the next delivery takes it over after ``takeover_after`` (DESIGN §5 step 4).
+        # A retry after a lost answer fails its condition if the first try was applied (A is set). The item then
+        # tells: active, our claimer, stamped this second — our claim, or a twin delivery's (same messageId, same
+        # second) whose answer came back; we hold its increment either way, as create() keeps an item exactly like
+        # ours. Two holders of one increment are harmless: both cut the chunks the first claim pinned, byte for
+        # byte, and every completion step is idempotent. Reporting "refused" instead left the claim held by
+        # nobody until the takeover timeout, and a helped snapshot held its whole sheet back that long (issue 34:
+        # three such stalls of a busy sheet in four minutes under the README's faults).
         values: dict[str, Any] = {":t": {"BOOL": True}, ":f": {"BOOL": False}, ":m": {"N": str(now)},
                                   ":one": {"N": "1"}, ":q": {"S": claimer}, ":stale": {"N": str(now - takeover_after)}}
         update = "SET A = :t, M = :m ADD X :one"
@@ -176,7 +181,10 @@ class DynamoDBPendingStore:
                 ExpressionAttributeValues=values)
         except errors.ItemExistsError as exc:
             if exc.after_unknown_outcome:
-                log.warning("claim answer lost: left to the takeover timeout", takeover_after=takeover_after)
+                found = self.get(log_id, segment, entry)
+                if found is not None and found.claimer == claimer and found.active and found.modified == now:
+                    log.info("claim answer lost: the item shows it ours", increment=found.increment)
+                    return found.increment
             return None
         return int(response["Attributes"]["X"]["N"])
 

@@ -10,6 +10,7 @@ import click
 from seglog_aws.redrive import redrive as redrive_queue
 from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_cli.context import echo_json, parse_log_id, reports_errors, settings
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS
 from seglog_core.pipeline.fallback import rebuild as rebuild_log
 from seglog_core.pipeline.fallback import reprocess as reprocess_logs
 from seglog_core.snapshot import DEFAULT_CHUNK_CELLS
@@ -48,7 +49,8 @@ def reprocess(ctx: click.Context, since: str, logs: tuple[str, ...], as_json: bo
 
 @click.command()
 @click.argument("log")
-@click.option("--takeover", type=click.IntRange(min=1), default=60, show_default=True, metavar="SECONDS",
+@click.option("--takeover", type=click.IntRange(min=1), default=DEFAULT_TAKEOVER_SECONDS, show_default=True,
+              metavar="SECONDS",
               help="The snapshot worker's takeover timeout (SnapshotTakeoverSeconds): a build claimed more recently "
                    "is left to its worker, an older claim is taken over.")
 @click.option("--json", "as_json", is_flag=True)
@@ -89,7 +91,8 @@ def rebuild(ctx: click.Context, log: str, takeover: int, as_json: bool) -> None:
 
 @click.command()
 @click.option("--limit", type=click.IntRange(min=1), help="Move at most this many messages (default: all).")
-@click.option("--delay", type=click.IntRange(min=0, max=900), default=60, show_default=True, metavar="SECONDS",
+@click.option("--delay", type=click.IntRange(min=0, max=900), default=DEFAULT_TAKEOVER_SECONDS, show_default=True,
+              metavar="SECONDS",
               help="Each job reaches the queue this late: the snapshot worker's takeover timeout "
                    "(SnapshotTakeoverSeconds), so a job whose claimer died finds the claim stale and takes it over.")
 @click.option("--json", "as_json", is_flag=True)

@@ -259,12 +259,12 @@ class InMemoryPendingStore:
             return item.retries
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
-                  increment: int, now: int, takeover_after: int) -> bool:
+                  increment: int, now: int, takeover_after: int, idle: bool = False) -> bool:
         key = self._key(log_id, segment, entry)
         with self._lock:
             item = self._items.get(key)
             if (item is None or item.claimer != previous or item.increment != increment
-                    or not item.modified < now - takeover_after):
+                    or not (item.modified < now - takeover_after or (idle and not item.active))):
                 return False
             self._items[key] = msgspec.structs.replace(item, claimer=claimer, active=False, modified=now)
             return True

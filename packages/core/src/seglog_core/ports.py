@@ -174,9 +174,10 @@ class PendingStore(Protocol):
         ...
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
-                  increment: int, now: int, takeover_after: int) -> bool:
+                  increment: int, now: int, takeover_after: int, idle: bool = False) -> bool:
         """Make ``claimer`` the claimer of a stale claim: Q = claimer, A = false, M = now, when Q is still
         ``previous``, X still ``increment`` and M older than ``takeover_after`` seconds (M < now - takeover_after),
+        or, with ``idle``, also when A is false whatever M (a helper takes an idle claim: seglog_core.pipeline.claims),
         so of two takers racing on the same read one wins. X is kept: the new claimer's :meth:`claim` raises it,
         which stops a holder that was only slow at its next checkpoint. False when the condition fails."""
         ...

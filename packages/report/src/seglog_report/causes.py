@@ -29,11 +29,15 @@ from typing import Final
 
 from seglog_report.model import Link, Marker, RunData, Span
 
-#: What a span can do to a Snapshot entry (:attr:`Span.acts`' keys).
+#: What a span can do to a Snapshot entry (:attr:`Span.acts`' keys). A worker invocation works on its own job's
+#: snapshot, and on every earlier one of its log that it builds first (it helps: DESIGN §5 step 3 since issue 34);
+#: it completed those whose keys are under COMPLETED. A run drawn before COMPLETED existed has none: there a
+#: worker completed its own job's snapshot when its outcome says so.
 APPENDED: Final = "appended"
 ROUTED: Final = "routed"
 WORKED: Final = "worked"
-ACTS: Final = (APPENDED, ROUTED, WORKED)
+COMPLETED: Final = "completed"
+ACTS: Final = (APPENDED, ROUTED, WORKED, COMPLETED)
 
 #: Why a worker invocation was followed by another on the same job, by the outcome it ended in.
 NEXT_AFTER: Final[dict[str, str]] = {
@@ -157,8 +161,15 @@ def _acting(spans: list[Span], act: str) -> dict[str, list[Span]]:
     return found
 
 
+def completed(worker: Span, k: str) -> bool:
+    """Whether the worker invocation ``worker`` completed the snapshot ``k`` (its own job's, or one it helped)."""
+    if COMPLETED in worker.acts:
+        return k in worker.acts[COMPLETED]
+    return worker.outcome == "completed"
+
+
 def _snapshot_chains(spans: list[Span]) -> list[Link]:
-    appended, sent, worked = (_acting(spans, act) for act in ACTS)
+    appended, sent, worked = (_acting(spans, act) for act in (APPENDED, ROUTED, WORKED))
     links = []
     for life in spans:
         k = snapshot_key(life)
@@ -178,7 +189,7 @@ def _snapshot_chains(spans: list[Span]) -> list[Link]:
                 links.append(Link((sender or life).id, worker.id, why, k))
             else:
                 links.append(Link(previous.id, worker.id, _next_why(previous, worker), k))
-            if worker.outcome == "completed":
+            if completed(worker, k):
                 links.append(Link(worker.id, life.id, "completed the snapshot", k))
             previous = worker
         links += _takeovers(worked.get(k, []), k)
@@ -230,7 +241,7 @@ def waits(run: RunData) -> dict[str, str]:
         if hit:
             parts.append("faults that hit its invocations: " + ", ".join(
                 f"{count} {kind}" for kind, count in hit.most_common()))
-        done = next((w for w in workers if w.outcome == "completed"), None)
+        done = next((w for w in workers if completed(w, k)), None)
         if life.outcome == "completed":
             parts.append(f"completed by {done.lane} at {done.end:.2f} s, after {done.end - done.start:.2f} s in that "
                          "invocation" if done else "completed")
@@ -255,9 +266,13 @@ def _tries(life: Span, lives: list[Span], workers: list[Span]) -> list[str]:
     """What each try that did not complete the snapshot ended in — a run of tries held by the same thing told once,
     with its count and span of time — and how long the job then stayed away, and why."""
     told: list[tuple[str, int, float, float, float, float]] = []  # reason, count, first, last, between, after
+    k = snapshot_key(life)
     for n, worker in enumerate(workers):
-        if worker.outcome in ("completed", "already_done"):
+        if k is None or completed(worker, k) or worker.outcome == "already_done":
             continue
+        own = worker.ids
+        if {"log_id", "segment", "entry"} <= own.keys() and key(own["log_id"], own["segment"], own["entry"]) != k:
+            continue  # a later snapshot's job that tried to help: its outcome is its own job's
         reason = _why_not_done(worker, life, lives, workers)
         after = max(0.0, workers[n + 1].start - worker.end) if n + 1 < len(workers) else 0.0
         if told and told[-1][0] == reason:

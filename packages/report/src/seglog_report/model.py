@@ -38,7 +38,7 @@ class Span(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: Unique in its run ("s12"): what :class:`Link` names (given by :func:`seglog_report.causes.connect`).
     id: str = ""
     #: The Snapshot entries this span acted on, by what it did (:data:`seglog_report.causes.ACTS`): keys
-    #: ``"appended"``, ``"routed"``, ``"worked"``; values ``"<log_id>/<segment>/<entry>"``.
+    #: ``"appended"``, ``"routed"``, ``"worked"``, ``"completed"``; values ``"<log_id>/<segment>/<entry>"``.
     acts: dict[str, list[str]] = {}
 
 

@@ -126,7 +126,7 @@ class Lambdas:
         def body(task: Task) -> dict[str, Any]:
             faults, scenario = self.faults, self.scenario
             if faults.decide(task, FaultKind.CLOCK_SKEW):  # its clock runs fast: live claims look stale to it
-                takeover = float(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
+                takeover = float(self.topology.takeover)
                 task.skew = faults.amount(task, takeover, 3.0 * takeover)
             environ = dict(self.topology.worker.Environment)
             environ["SEGLOG_CHUNK_CELLS"] = str(scenario.chunk_cells)

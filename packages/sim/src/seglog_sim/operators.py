@@ -192,7 +192,7 @@ class Operators:
     @property
     def _takeover(self) -> int:
         """The worker's takeover timeout (SnapshotTakeoverSeconds)."""
-        return int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
+        return self.topology.takeover
 
     # -------------------------------------------------------------------------------------------- reading
 

@@ -196,7 +196,7 @@ class Run:
                     self._dead_seen.add(message["MessageId"])
                     dead[key] = dead.get(key, 0) + 1
         moved = 0
-        takeover = int(self.topology.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", "60"))
+        takeover = self.topology.takeover
         try:
             moved = redrive(SimSQSClient.of(self.sqs), dlq_url=self.dlq_url, queue_url=self.queue_url, delay=takeover)
             self.faults.counts[str(FaultKind.DLQ)] += moved  # jobs that had reached the DLQ

@@ -94,8 +94,8 @@ def _invocations(tasks: list[Task], names: dict[str, str], start: float, now: fl
         label = task.name + (f" ({task.killed})" if task.killed else "")
         done = dict(acts.get(task.name, {}))
         jobs = [k for k in (_job_key(body) for body in task.tags.get("bodies") or []) if k is not None]
-        if jobs:
-            done[causes.WORKED] = jobs
+        if jobs:  # its own job's snapshot first, then those it built while helping (from the history)
+            done[causes.WORKED] = [*jobs, *(k for k in done.get(causes.WORKED, []) if k not in jobs)]
         spans.append(Span(lane=lane, group="function", start=round(task.started - start, 4),
                           end=round(end - start, 4), outcome=_outcome(task), label=label, ids=ids, acts=done))
     return spans, lane_of
@@ -129,7 +129,9 @@ def _job_key(body: object) -> str | None:
 
 def _acts(history: list[Call]) -> dict[str, dict[str, list[str]]]:
     """What each task did to Snapshot entries, from the calls that took effect: the write that appended one
-    (:data:`~seglog_report.causes.APPENDED`), the SendMessage of its job (:data:`~seglog_report.causes.ROUTED`)."""
+    (:data:`~seglog_report.causes.APPENDED`), the SendMessage of its job (:data:`~seglog_report.causes.ROUTED`),
+    the write that set its root (:data:`~seglog_report.causes.COMPLETED`, and WORKED: a job completes its own
+    snapshot or an earlier one it helped)."""
     found: dict[str, dict[str, list[str]]] = {}
 
     def add(task: str, act: str, k: str | None) -> None:
@@ -144,9 +146,12 @@ def _acts(history: list[Call]) -> dict[str, dict[str, list[str]]]:
         if call.service == "dynamodb":
             for item, sets_root in _entry_writes(call):
                 log_id, where = describe_key(item)
-                if log_id is not None and not sets_root:
-                    segment, _, entry = where.partition("/")
-                    add(call.task, causes.APPENDED, causes.key(log_id, segment, entry or 0))
+                if log_id is None:
+                    continue
+                segment, _, entry = where.partition("/")
+                k = causes.key(log_id, segment, entry or 0)
+                for act in (causes.WORKED, causes.COMPLETED) if sets_root else (causes.APPENDED,):
+                    add(call.task, act, k)
         elif call.service == "sqs" and call.operation in ("SendMessage", "SendMessageBatch"):
             entries = call.params.get("Entries") if call.operation == "SendMessageBatch" else [call.params]
             for sent in entries or []:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from seglog_awsmodel.config import EmulatorConfig, FunctionSpec, QueueMapping, QueueSpec, StreamMapping
 from seglog_awsmodel.template import Template, load_template
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS
 
 REGION: Final = "us-east-1"
 ACCOUNT: Final = "123456789012"
@@ -57,6 +58,11 @@ class Topology:
     @property
     def dead_letter_queue(self) -> str | None:
         return self.queue.dead_letter_queue
+
+    @property
+    def takeover(self) -> int:
+        """The snapshot worker's takeover timeout (SnapshotTakeoverSeconds, as its environment says)."""
+        return int(self.worker.Environment.get("SEGLOG_TAKEOVER_SECONDS", DEFAULT_TAKEOVER_SECONDS))
 
 
 def _function(config: EmulatorConfig, handler: str) -> FunctionSpec:

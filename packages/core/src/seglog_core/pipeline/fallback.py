@@ -21,7 +21,7 @@ that over every completed snapshot under the same keys — the deleted history l
   nothing is ever built from an empty sheet past retired history.
 * An incomplete snapshot is built and completed only in a live segment (its entries in the table), and only
   under a claim of rebuild's own, as a worker's message would hold it (DESIGN §5 steps 2, 4-6; the pending upsert
-  is the worker's own :class:`~seglog_core.pipeline.worker.PendingClaims`): rebuild creates the pending item or
+  is the worker's own :class:`~seglog_core.pipeline.claims.PendingClaims`): rebuild creates the pending item or
   becomes its claimer (a claim untouched for the takeover timeout is taken over), claims it, pinning its chunk
   size unless a build in progress pinned one first, checkpoints under its increment after each chunk, and
   completes R, S, pending delete. A live claim of another builder is left to it, and so is every incomplete
@@ -73,7 +73,7 @@ import msgspec
 import structlog
 
 from seglog_core.errors import BlobNotFoundError, SnapshotCompleteError
-from seglog_core.pipeline.worker import Checkpoint, PendingClaims
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS, Checkpoint, PendingClaims
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore
 from seglog_core.retention import read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Body, Entry, EntryType, SnapshotJob
@@ -230,8 +230,9 @@ def _readable(blobs: BlobStore, root: str) -> bool:
 
 
 def rebuild(store: LogStore, blobs: BlobStore, pending: PendingStore, log_id: uuid.UUID, *,
-            body_of: Callable[[Entry], Body], chunk_cells: int = DEFAULT_CHUNK_CELLS, takeover_after: int = 60,
-            clock: Callable[[], float] = time.time, claimer: str | None = None) -> RebuildReport:
+            body_of: Callable[[Entry], Body], chunk_cells: int = DEFAULT_CHUNK_CELLS,
+            takeover_after: int = DEFAULT_TAKEOVER_SECONDS, clock: Callable[[], float] = time.time,
+            claimer: str | None = None) -> RebuildReport:
     """Recreate the snapshots of a log from the log itself, in order, completing those not yet complete; see the
     module for what it never does. Archived segments are read from their archives.
 

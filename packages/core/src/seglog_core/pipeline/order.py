@@ -1,8 +1,9 @@
 """Step 3 of the snapshot worker protocol (DESIGN §5): what a build starts from, and whether it may start yet.
 
 A snapshot builds from the latest completed snapshot before it; any Snapshot entry in between that is not complete,
-and any earlier pending item of the log, makes this one early. An early job gives its predecessors what they need
-to complete (a pending item, a job when theirs is lost), waits a little for them, and otherwise defers.
+and any earlier pending item of the log, makes this one early. An early job builds the earliest of them itself when
+no live builder holds it (the worker's help, seglog_core.pipeline.claims), and otherwise waits a little for it and
+defers.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from seglog_core import errors
-from seglog_core.ports import JobQueue, LogStore, PendingStore
-from seglog_core.schema import Entry, EntryType, PendingSnapshot, SnapshotJob
+from seglog_core.ports import LogStore, PendingStore
+from seglog_core.schema import Entry, EntryType, PendingSnapshot
 
 #: How long an early job waits in its invocation for its predecessors before it defers by visibility (the
 #: function's default, ``SEGLOG_ORDER_WAIT_SECONDS``): about where waiting costs what deferring does (issue 20,
@@ -43,8 +44,6 @@ class Order:
 
     store: LogStore
     pending: PendingStore
-    queue: JobQueue
-    takeover_after: int
     wait: float
     sleep: Callable[[float], None]
 
@@ -75,28 +74,13 @@ class Order:
         """The log's pending items before ``segment``/``entry``."""
         return self.pending.for_log(log_id, before=(segment, entry))
 
-    def ensure_predecessors(self, log_id: uuid.UUID, incomplete: list[Entry], earlier: list[PendingSnapshot],
-                            now: int) -> None:
-        """Give every incomplete predecessor a pending item and, if its claim is stale, a job of its own.
-
-        A predecessor whose message was lost — never sent, or its claimer's message parked in the DLQ — would
-        otherwise hold this snapshot back for ever; a new job takes the stale claim over (step 2), so the pipeline
-        recovers without an operator. A claim that is only quiet (its claimer deferred, hidden) costs one
-        duplicate message, hidden until the claim goes stale. A blocked predecessor waits for newer code."""
-        known = {(p.segment, p.entry) for p in earlier}
-        for e in incomplete:
-            if (e.segment, e.num) not in known:
-                try:
-                    self.pending.create(PendingSnapshot(log_id=log_id, segment=e.segment, entry=e.num, created=now,
-                                                        modified=now))
-                except errors.ItemExistsError:  # someone else's, or the predecessor completed meanwhile
-                    continue
-                self.queue.send(SnapshotJob(log=str(log_id), segment=e.segment, entry=e.num))
-        # Only the earliest: it holds every later one back, and each of those would otherwise send a job for every
-        # stale one before it at each deferral (a long chain's messages would grow with its square).
-        first = min(earlier, key=lambda p: (p.segment, p.entry), default=None)
-        if first is not None and first.blocked is None and now - first.modified > self.takeover_after:
-            self.queue.send(SnapshotJob(log=str(log_id), segment=first.segment, entry=first.entry))
+    @staticmethod
+    def head(plan: Plan, earlier: list[PendingSnapshot]) -> tuple[int, int] | None:
+        """The earliest snapshot holding ours back — an incomplete Snapshot entry since the base, or an earlier
+        pending item (perhaps one whose snapshot completed and whose item outlived it) — as (segment, entry); None
+        when nothing does."""
+        return min([*((e.segment, e.num) for e in plan.incomplete), *((p.segment, p.entry) for p in earlier)],
+                   default=None)
 
     def await_predecessors(self, log_id: uuid.UUID, segment: int, entry: int, remaining: Callable[[], float],
                            margin: float) -> Waited:

@@ -10,8 +10,11 @@ One call of :meth:`SnapshotWorker.process` handles one queue message, step by st
                    older than ``takeover_after``: its holder deferred and is hidden, handed off, or died) is
                    taken over instead: our messageId becomes the claimer and goes on.
 3. order           an earlier pending item of this log, or an incomplete Snapshot entry between the previous
-                   completed snapshot and ours (given a pending item and a job of its own): defer by
-                   visibility with a growing backoff and jitter (:class:`Backoff`), keep the message.
+                   completed snapshot and ours, holds ours back. The earliest of them, if no live builder holds
+                   it, this job builds itself first (steps 1-6 under our messageId, the message untouched; its own
+                   job finds it done), then looks again; behind a live builder it waits up to ``order_wait``,
+                   then defers by visibility with a growing backoff and jitter (:class:`Backoff`), keeping the
+                   message.
 4. claim           Active, X + 1, M = now, when not active or when M is older than the takeover timeout;
                    refused: hide the message for the time the active one has left.
 5. build           from the previous snapshot's chunks and the entries between; after each chunk checkpoint
@@ -77,6 +80,27 @@ sweep tell a parked claim from a live one: a live claimer's message touches its 
 ``longest`` plus the queue's visibility timeout, so an item untouched for longer has no live claimer, and the
 sweep's new job takes it over at once.
 
+Why the help of step 3 (issue 34). A job lost before its claim — its poller or worker died holding it, or it
+timed out or was throttled before its first write — comes back only after the queue's visibility timeout (360 s
+in the template), as on AWS. Every later snapshot of its sheet waits behind it: with a busy sheet that is hundreds
+of deferred jobs, each received again and again, crowding the queue so that even a new job sent for the lost one
+(what step 3 did before) waited behind them (a busy sheet's snapshots froze for minutes under the README's fault
+command). Now the first job of a later snapshot to run builds the lost one itself, at once::
+
+    job m41 (snapshot 41)        pending item 41              job m51 (snapshot 51)
+      create, Q=m41; defer  -->  {Q: m41, A: false}
+      received again: lost
+      (poller killed)                                         order: 41 is the head, idle
+                                 {Q: m51, A: false}    <----- take the idle claim (helping)
+                                 {Q: m51, A: true, X: 1} <--- claim, build, complete 41 (R, S, delete item)
+                                                              order: nothing earlier; claim, build 51
+      back after 360 s: R set:
+        step 1, deleted
+
+So while jobs of a sheet keep coming, its latest completed snapshot moves within a job's run after the lost one
+fell due, or, if a helper dies holding a claim, within ``takeover_after`` (the claim goes stale and the next job
+takes it over). A sheet that stopped writing has no later job: its last snapshot waits for its own message.
+
 Named crash points (:data:`CRASH_POINTS`) call an injected hook so tests and the emulator can kill the
 worker exactly there.
 """
@@ -88,7 +112,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import msgspec
 import structlog
@@ -96,10 +119,11 @@ import structlog
 from seglog_core import errors
 from seglog_core.crashpoints import WORKER_CRASH_POINTS
 from seglog_core.pipeline.backoff import Backoff
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS, Checkpoint, Lease, LeaseLostError, PendingClaims
 from seglog_core.pipeline.order import Order, Plan
 from seglog_core.pipeline.outcomes import UNREADABLE, InvalidJobError, Outcome, SnapshotBlockedError
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
-from seglog_core.schema import SNAPSHOT_JOB_DECODER, Body, Entry, EntryType, PendingSnapshot, SnapshotJob
+from seglog_core.schema import SNAPSHOT_JOB_DECODER, Body, Entry, EntryType, SnapshotJob
 from seglog_core.snapshot import SnapshotBuild
 
 log = structlog.get_logger("seglog.worker")
@@ -107,89 +131,13 @@ log = structlog.get_logger("seglog.worker")
 CRASH_POINTS = WORKER_CRASH_POINTS
 
 
-class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
-    """A build in progress as its pending item holds it (``S``): chunks before ``next_chunk`` are written, cut at
-    ``chunk_cells`` (0: not pinned yet). The first claim pins the chunk size; whoever writes that snapshot's chunks
-    later (a resumption, a takeover, another code version, ``seglog rebuild``) must cut them so."""
-
-    next_chunk: int = 0
-    chunk_cells: int = 0
-
-    def encode(self) -> bytes:
-        return _CHECKPOINT_ENCODER.encode(self)
-
-    @classmethod
-    def of(cls, item: PendingSnapshot | None) -> Checkpoint:
-        """The checkpoint a pending item holds (an empty one before the first claim, or without an item)."""
-        if item is None or not item.checkpoint:
-            return cls()
-        return _CHECKPOINT_DECODER.decode(item.checkpoint)
-
-
-_CHECKPOINT_ENCODER = msgspec.msgpack.Encoder()
-_CHECKPOINT_DECODER = msgspec.msgpack.Decoder(Checkpoint)
-
-class Claimer(Protocol):
-    """Who claims a pending item (its ``Q``): a queue message, by its messageId; ``seglog rebuild`` claims under an
-    id of its own that no message has."""
-
-    @property
-    def message_id(self) -> str: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class PendingClaims:
-    """Step 2 of the protocol, the pending upsert with its takeover rules, for every builder of a snapshot: the
-    worker's messages and ``seglog rebuild`` follow the one rule, so at most one of them holds a claim at a time."""
-
-    pending: PendingStore
-    takeover_after: int
-
-    def upsert(self, message: Claimer, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
-        """Make sure a pending item exists and names a claimer; False when our message is a duplicate of a live
-        claim's. A stale claim (untouched for ``takeover_after``) becomes ours (see the module's diagrams).
-
-        Raises:
-            SnapshotCompleteError: the snapshot completed (its item deleted) since its entry was read.
-        """
-        item = self.pending.get(log_id, segment, entry)
-        if item is None:
-            try:
-                self.pending.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=now,
-                                                    modified=now, claimer=message.message_id))
-                return True
-            except errors.SnapshotCompleteError:
-                raise
-            except errors.ItemExistsError:
-                item = self.pending.get(log_id, segment, entry)
-        if item is not None and item.claimer is None:
-            try:
-                self.pending.set_claimer(log_id, segment, entry, message.message_id, increment=item.increment,
-                                         now=now)
-                return True
-            except errors.ItemExistsError:
-                item = self.pending.get(log_id, segment, entry)
-        if (item is not None and item.claimer is not None and item.claimer != message.message_id
-                and item.modified < now - self.takeover_after):
-            if self.pending.take_over(log_id, segment, entry, message.message_id, previous=item.claimer,
-                                      increment=item.increment, now=now, takeover_after=self.takeover_after):
-                log.info("stale claim taken over", previous_claimer=item.claimer, was_active=item.active,
-                         idle_seconds=now - item.modified)
-                return True
-            item = self.pending.get(log_id, segment, entry)  # another message took it first, or it completed
-        if item is None:
-            # Completed and removed by another invocation in the meantime: step 1 next time says so.
-            return True
-        return item.claimer == message.message_id
-
-
 @dataclass(kw_only=True)
 class SnapshotWorker:
     """Builds snapshots from queue messages, exactly once in effect however messages are delivered.
 
     Args:
-        takeover_after: seconds after which an active claim whose holder stopped checkpointing may be taken
-            over; must exceed the longest time between two checkpoints (one chunk).
+        takeover_after: seconds after which a claim whose holder stopped renewing it may be taken over; a builder
+            renews it at least every third of this (:class:`~seglog_core.pipeline.claims.Lease`).
         defer_base, defer_cap, defer_patience, defer_longest: the backoff of deferrals (:class:`Backoff`).
         handoff_margin: seconds before the function's time limit at which to hand off.
         order_wait: how long an early job waits in the invocation for its predecessors to complete before it
@@ -209,7 +157,7 @@ class SnapshotWorker:
     body_of: Callable[[Entry], Body]
     clock: Callable[[], float] = time.time
     rng: random.Random = field(default_factory=random.Random)
-    takeover_after: int = 60
+    takeover_after: int = DEFAULT_TAKEOVER_SECONDS
     defer_base: float = 0.5
     defer_cap: float = 900.0
     defer_patience: int = 20
@@ -249,7 +197,10 @@ class SnapshotWorker:
         return job
 
     def _process(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int,
-                 remaining: Callable[[], float], margin: float) -> Outcome:
+                 remaining: Callable[[], float], margin: float, *, own: bool = True) -> Outcome:
+        """The protocol for one snapshot: the message's own (``own``), or an earlier one of its log that the
+        message's job helps (step 3), claimed under the message's id. A help never touches the message: it is
+        deleted, hidden or handed back by its own job only."""
         snapshot = self.store.get_entry(log_id, segment, entry)
         if snapshot is None and self._retired(log_id, segment):
             # A late job (a redrive, a reprocess, the sweep) for a segment retention archived or deleted: nothing to
@@ -257,23 +208,29 @@ class SnapshotWorker:
             # fail again. A pending item left for it would make the sweep send it for ever: it goes too.
             log.warning("job for a retired segment: nothing to build", retired_segment=segment)
             self.pending.delete(log_id, segment, entry)
-            self.queue.delete(message)
+            if own:
+                self.queue.delete(message)
             return Outcome.ALREADY_DONE
         if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
+            if not own:  # a pending item without its Snapshot entry: not ours to judge
+                return Outcome.BUSY
             raise InvalidJobError(f"log {log_id} has no Snapshot entry {segment}/{entry}")
+        done = message if own else None  # the message the completion steps delete
         # 1. Done already?
         if snapshot.snapshot_root is not None:
-            self._complete(message, snapshot, snapshot.snapshot_root)
+            self._complete(done, snapshot, snapshot.snapshot_root)
             return Outcome.ALREADY_DONE
         # 2. Pending upsert.
         now = int(self.clock())
         try:
-            upserted = self._claims.upsert(message, log_id, segment, entry, now)
+            upserted = self._claims.upsert(message, log_id, segment, entry, now, helping=not own)
         except errors.SnapshotCompleteError:  # completed since we read the entry: finish as step 1 does
-            if self._done_meanwhile(message, log_id, segment, entry):
+            if self._done_meanwhile(done, log_id, segment, entry):
                 return Outcome.ALREADY_DONE
             raise
         if not upserted:
+            if not own:
+                return Outcome.BUSY  # a live claim: its holder builds it
             # A duplicate of a live claim's job: hidden until that claim would go stale, never deleted. The claimer's
             # own message may be gone (parked in the DLQ, or deleted by a stale receipt handle) while M still looks
             # fresh — a worker with a fast clock stamps M in the future — and then this copy is the only job left:
@@ -286,21 +243,64 @@ class SnapshotWorker:
         self.crash("after_pending_upsert")
         # 3. Order.
         try:
-            order = self._order
-            plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
-            if plan.incomplete or earlier:
-                order.ensure_predecessors(log_id, plan.incomplete, earlier, now)
-                waited = order.await_predecessors(log_id, segment, entry, remaining, margin)
-                # Billed idling (issue 20): bench_pipeline reads these lines for the waits a run paid for.
-                log.info("order wait", waited=round(waited.seconds, 3), predecessors_done=waited.done,
-                         earlier=len(earlier), incomplete=len(plan.incomplete))
-                if waited.done:
-                    plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
+            plan = self._in_order(message, snapshot, remaining, margin, own=own)
         except errors.UnknownEntryTypeError as exc:  # read from the log: the adapter says where
             return self._blocked(message, snapshot, SnapshotBlockedError(exc, segment=exc.segment,
-                                                                         entry=exc.entry), now=now)
-        if plan.incomplete or earlier:
-            return self._defer(message, log_id, segment, entry, now)
+                                                                         entry=exc.entry), now=now, own=own)
+        if isinstance(plan, Outcome):
+            return plan
+        return self._build(message, snapshot, plan, remaining, margin, own=own)
+
+    def _in_order(self, message: QueueMessage, snapshot: Entry, remaining: Callable[[], float], margin: float, *,
+                  own: bool) -> Plan | Outcome:
+        """Step 3: the plan to build from once no earlier snapshot of the log is incomplete, or what the job does
+        instead. An earlier snapshot that no live builder holds, this job builds itself, earliest first (a job lost
+        before its claim once froze a sheet's snapshots for minutes: issue 34); behind a live builder it waits up to
+        the order wait, then defers."""
+        order = self._order
+        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
+        waited = False
+        while True:
+            plan, earlier = order.plan(snapshot), order.earlier(log_id, segment, entry)
+            head = order.head(plan, earlier)
+            if head is None:
+                return plan
+            if not own:
+                return Outcome.BUSY  # a helped snapshot has earlier ones again (a race): leave it to their order
+            if remaining() < margin:  # no time left to help: go on in a new invocation at once
+                self.queue.change_visibility(message, 0)
+                return Outcome.HANDED_OFF
+            helped = self._help(message, snapshot, head, remaining, margin)
+            if helped in (Outcome.COMPLETED, Outcome.ALREADY_DONE):
+                continue
+            if helped is Outcome.HANDED_OFF:
+                self.queue.change_visibility(message, 0)
+                return Outcome.HANDED_OFF
+            if waited or helped is Outcome.BLOCKED:
+                return self._defer(message, log_id, segment, entry, int(self.clock()))
+            waited = True
+            wait = order.await_predecessors(log_id, segment, entry, remaining, margin)
+            # Billed idling (issue 20): bench_pipeline reads these lines for the waits a run paid for.
+            log.info("order wait", waited=round(wait.seconds, 3), predecessors_done=wait.done,
+                     earlier=len(earlier), incomplete=len(plan.incomplete))
+            if not wait.done:
+                return self._defer(message, log_id, segment, entry, int(self.clock()))
+
+    def _help(self, message: QueueMessage, snapshot: Entry, head: tuple[int, int], remaining: Callable[[], float],
+              margin: float) -> Outcome:
+        """Run the protocol for ``head``, the earliest incomplete snapshot before ours, under our message's id."""
+        with structlog.contextvars.bound_contextvars(segment=head[0], entry=head[1],
+                                                     helping=f"{snapshot.segment}/{snapshot.num}"):
+            outcome = self._process(message, snapshot.log_id, *head, remaining, margin, own=False)
+            log.info("snapshot helped", outcome=str(outcome))
+        return outcome
+
+    def _build(self, message: QueueMessage, snapshot: Entry, plan: Plan, remaining: Callable[[], float],
+               margin: float, *, own: bool) -> Outcome:
+        """Steps 4 to 6."""
+        log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
+        done = message if own else None
+        now = int(self.clock())
         # 4. Claim.
         # The first claim pins the build's chunk size in the checkpoint state; every later builder (a takeover, a
         # resumption, another code version) reads it, so all of them write the same bytes under each chunk key. A
@@ -310,16 +310,17 @@ class SnapshotWorker:
         increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
                                        takeover_after=self.takeover_after, initial_state=pinned)
         if increment is None:
-            item = self.pending.get(log_id, segment, entry)
-            left = self.takeover_after if item is None else max(1, item.modified + self.takeover_after - now)
-            self.queue.change_visibility(message, int(left))
+            if own:
+                item = self.pending.get(log_id, segment, entry)
+                left = self.takeover_after if item is None else max(1, item.modified + self.takeover_after - now)
+                self.queue.change_visibility(message, int(left))
             return Outcome.BUSY
         self.crash("after_claim")
         # Completed meanwhile? We read the entry before the pending item; a job that stalled in between finds the
         # item gone after completion, creates it again and would build the snapshot a second time, cutting its own
         # chunks over the completed ones (found by the simulator, seed 742). The pending item is deleted only after
         # R is set, so one consistent read now tells.
-        if self._done_meanwhile(message, log_id, segment, entry):
+        if self._done_meanwhile(done, log_id, segment, entry):
             return Outcome.ALREADY_DONE
         # 5. Build.
         item = self.pending.get(log_id, segment, entry)
@@ -328,34 +329,42 @@ class SnapshotWorker:
             # claim and this read. Building now would cut chunks our own way over the completed snapshot's (the
             # simulator found a completed snapshot's chunk overwritten so, seed 196: mixed versions and a fast
             # clock). Its completion steps are idempotent: redo them, as step 1 does.
-            if self._done_meanwhile(message, log_id, segment, entry):
+            if self._done_meanwhile(done, log_id, segment, entry):
                 return Outcome.ALREADY_DONE
-            self.queue.change_visibility(message, 1)
+            if own:
+                self.queue.change_visibility(message, 1)
             return Outcome.BUSY
         resumed = Checkpoint.of(item)
         chunk_cells = resumed.chunk_cells or self.chunk_cells
+        lease = Lease(pending=self.pending, log_id=log_id, segment=segment, entry=entry, increment=increment,
+                      state=Checkpoint(next_chunk=resumed.next_chunk, chunk_cells=chunk_cells).encode(),
+                      takeover_after=self.takeover_after, clock=self.clock)
         try:
-            build = SnapshotBuild(self.blobs, log_id, segment, entry, plan.base.snapshot_root or "",
-                                  self._bodies(plan), chunk_cells=chunk_cells)
+            build = SnapshotBuild(lease.blobs(self.blobs), log_id, segment, entry, plan.base.snapshot_root or "",
+                                  self._bodies(plan, lease), chunk_cells=chunk_cells)
+            for chunk in build.chunks(resumed.next_chunk):
+                self.blobs.put(chunk.key, chunk.data)
+                self.crash("mid_chunk")
+                state = Checkpoint(next_chunk=chunk.index + 1, chunk_cells=chunk_cells).encode()
+                if not self.pending.checkpoint(log_id, segment, entry, increment=increment, state=state,
+                                               now=int(self.clock())):
+                    return Outcome.TAKEN_OVER
+                lease.checkpointed(state)
+                if remaining() < margin:
+                    if self.pending.release(log_id, segment, entry, increment=increment, now=int(self.clock())):
+                        if own:
+                            self.queue.change_visibility(message, 0)
+                        return Outcome.HANDED_OFF
+                    return Outcome.TAKEN_OVER
         except SnapshotBlockedError as exc:
             self.pending.release(log_id, segment, entry, increment=increment, now=int(self.clock()))
-            return self._blocked(message, snapshot, exc, now=int(self.clock()))
-        for chunk in build.chunks(resumed.next_chunk):
-            self.blobs.put(chunk.key, chunk.data)
-            self.crash("mid_chunk")
-            state = Checkpoint(next_chunk=chunk.index + 1, chunk_cells=chunk_cells).encode()
-            if not self.pending.checkpoint(log_id, segment, entry, increment=increment, state=state,
-                                           now=int(self.clock())):
-                return Outcome.TAKEN_OVER
-            if remaining() < margin:
-                if self.pending.release(log_id, segment, entry, increment=increment, now=int(self.clock())):
-                    self.queue.change_visibility(message, 0)
-                    return Outcome.HANDED_OFF
-                return Outcome.TAKEN_OVER
+            return self._blocked(message, snapshot, exc, now=int(self.clock()), own=own)
+        except LeaseLostError:
+            return Outcome.TAKEN_OVER
         root_key, root_data = build.root()
         self.blobs.put(root_key, root_data)
         # 6. Complete, in order.
-        self._complete(message, snapshot, root_key)
+        self._complete(done, snapshot, root_key)
         return Outcome.COMPLETED
 
     # ------------------------------------------------------------------------------------------- steps
@@ -366,12 +375,11 @@ class SnapshotWorker:
 
     @property
     def _order(self) -> Order:
-        return Order(store=self.store, pending=self.pending, queue=self.queue, takeover_after=self.takeover_after,
-                     wait=self.order_wait, sleep=self.sleep)
+        return Order(store=self.store, pending=self.pending, wait=self.order_wait, sleep=self.sleep)
 
-    def _done_meanwhile(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int) -> bool:
+    def _done_meanwhile(self, message: QueueMessage | None, log_id: uuid.UUID, segment: int, entry: int) -> bool:
         """Whether the snapshot completed since we read its entry (one consistent read); if so its completion steps
-        are redone (each idempotent) and the message deleted, as step 1 does."""
+        are redone (each idempotent) and the message, if given, deleted, as step 1 does."""
         current = self.store.get_entry(log_id, segment, entry)
         if current is None or current.snapshot_root is None:
             return False
@@ -407,23 +415,25 @@ class SnapshotWorker:
             return True
         return any(s.num == segment and (s.archive is not None or s.retired is not None) for s in segments)
 
-    def _bodies(self, plan: Plan) -> list[Body]:
-        """The decoded document bodies between the base snapshot and ours; SnapshotBlockedError names the first
-        entry this code cannot read."""
+    def _bodies(self, plan: Plan, lease: Lease) -> list[Body]:
+        """The decoded document bodies between the base snapshot and ours, renewing the claim as it goes (large
+        bodies are read from the bucket); SnapshotBlockedError names the first entry this code cannot read."""
         bodies: list[Body] = []
         for e in plan.between:
             if e.type in _LOG_LEVEL:
                 continue
+            lease.renew()
             try:
                 bodies.append(self.body_of(e))
             except UNREADABLE as exc:
                 raise SnapshotBlockedError(exc, segment=e.segment, entry=e.num) from exc
         return bodies
 
-    def _blocked(self, message: QueueMessage, snapshot: Entry, blocked: SnapshotBlockedError, *,
-                 now: int) -> Outcome:
+    def _blocked(self, message: QueueMessage, snapshot: Entry, blocked: SnapshotBlockedError, *, now: int,
+                 own: bool = True) -> Outcome:
         """Defer a snapshot that this code cannot build, at the blocked backoff (only a deployment helps), with
-        the reason logged and recorded on its pending item for ``seglog log verify`` and ``emulate status``."""
+        the reason logged and recorded on its pending item for ``seglog log verify`` and ``emulate status``. A
+        helper records the reason and leaves the message to its own job (which defers behind it)."""
         log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
         try:
             retries = self.pending.defer(log_id, segment, entry, now=now, blocked=str(blocked))
@@ -434,12 +444,14 @@ class SnapshotWorker:
         log.error("snapshot blocked: an entry before it needs newer code", reason=str(blocked),
                   blocked_segment=blocked.segment, blocked_entry=blocked.entry, entry_type=str(cause.type),
                   body_version=getattr(cause, "version", None), known_version=getattr(cause, "known", None),
-                  retries=retries, retry_in=hide, action="deploy newer code")
-        self.count("SnapshotsBlocked")
-        self.queue.change_visibility(message, hide)
+                  retries=retries, retry_in=hide if own else None, action="deploy newer code")
+        if own:
+            self.count("SnapshotsBlocked")
+            self.queue.change_visibility(message, hide)
         return Outcome.BLOCKED
 
-    def _complete(self, message: QueueMessage, snapshot: Entry, root: str) -> None:
+    def _complete(self, message: QueueMessage | None, snapshot: Entry, root: str) -> None:
+        """Step 6, in order; the message is deleted last, when given (a helped snapshot's completion deletes none)."""
         log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
         if snapshot.snapshot_root is None:
             self.store.set_snapshot_root(log_id, segment, entry, root)
@@ -447,8 +459,9 @@ class SnapshotWorker:
         self.store.advance_snapshot(log_id, segment, entry)
         self.crash("after_segment_update")
         self.pending.delete(log_id, segment, entry)
-        self.crash("before_delete_message")
-        self.queue.delete(message)
+        if message is not None:
+            self.crash("before_delete_message")
+            self.queue.delete(message)
 
 
 _LOG_LEVEL = frozenset({EntryType.SNAPSHOT, EntryType.END_SEGMENT})

@@ -49,6 +49,7 @@ import structlog
 from seglog_aws.redrive import RedriveError
 from seglog_aws.redrive import redrive as redrive_messages
 from seglog_awsmodel.faults import FaultKind
+from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.pollers.queue import WAIT_SECONDS
@@ -194,11 +195,11 @@ class DeadLetterFaults:
 
 def claims_stale_after(parameters: dict[str, Any], plan: FaultPlan | None) -> float:
     """Seconds after its last stamp by which a claim is surely stale: the takeover time (SnapshotTakeoverSeconds,
-    the template's 60 unless set), plus the largest skew a clock_skew fault may have stamped it with, plus a
+    the template's default unless set), plus the largest skew a clock_skew fault may have stamped it with, plus a
     second (claims are stamped in whole seconds)."""
     skew = plan.specs.get(FaultKind.CLOCK_SKEW) if plan is not None else None
     ahead = skew.amount[1] / 1000 if skew is not None and skew.rate > 0 and skew.amount is not None else 0.0
-    return float(parameters.get("SnapshotTakeoverSeconds", 60)) + ahead + 1.0
+    return float(parameters.get("SnapshotTakeoverSeconds", DEFAULT_TAKEOVER_SECONDS)) + ahead + 1.0
 
 
 def stack_update(deployment: LocalDeployment, *, template: Path, stack: str) -> Update:

@@ -79,14 +79,16 @@ def _invocations(lines: list[dict[str, Any]], t0: float) -> tuple[list[Span], di
             continue
         if record.get("event") == "snapshot job":
             jobs.setdefault(request_id, []).append(record)
-        act = _act(record)
-        if act is not None:
+        for act in _acts(record):
             done = acts.setdefault(request_id, {}).setdefault(act, [])
             k = causes.key(record.get("log_id"), record.get("segment"), record.get("entry"))
             if k not in done:
                 done.append(k)
         into = context.setdefault(request_id, {})
-        into.update({k: v for k, v in events.ids(record).items() if k not in into and k != "pid"})
+        if record.get("event") == "snapshot job":  # its own job's snapshot, not one it helped first
+            into.update({k: v for k, v in events.ids(record).items() if k != "pid"})
+        else:
+            into.update({k: v for k, v in events.ids(record).items() if k not in into and k != "pid"})
     spans: list[Span] = []
     lane_of_pid: dict[int, str] = {}
     metering = Metering()
@@ -118,18 +120,19 @@ def _invocations(lines: list[dict[str, Any]], t0: float) -> tuple[list[Span], di
     return spans, lane_of_pid, metering.meter
 
 
-def _act(record: dict[str, Any]) -> str | None:
-    """What a handler's log line says it did to a Snapshot entry (:data:`seglog_report.causes.ACTS`)."""
+def _acts(record: dict[str, Any]) -> list[str]:
+    """What a handler's log line says it did to a Snapshot entry (:data:`seglog_report.causes.ACTS`): a worker's
+    line on its own job (``snapshot job``) or on an earlier snapshot it built first (``snapshot helped``)."""
     event = record.get("event")
     if "log_id" not in record or "entry" not in record:
-        return None
+        return []
     if event == "snapshot entry appended":
-        return causes.APPENDED
+        return [causes.APPENDED]
     if event == "routed" and record.get("enqueued"):
-        return causes.ROUTED
-    if event == "snapshot job":
-        return causes.WORKED
-    return None
+        return [causes.ROUTED]
+    if event in ("snapshot job", "snapshot helped"):
+        return [causes.WORKED, causes.COMPLETED] if record.get("outcome") == "completed" else [causes.WORKED]
+    return []
 
 
 def _tries(tries: list[ClientTry], t0: float) -> list[Span]:
