@@ -109,8 +109,8 @@ def run(deployment: LocalDeployment, quick: bool, *, snapshot_every: int | None 
     keep = True
     try:
         with emulated(deployment, prefix="bench-cost", parameters=parameters, work=work,
-                      log_path=log_path) as (pipe, settings, _):
-            url, credentials = settings.api_url, settings.api_credentials[0]
+                      log_path=log_path) as (pipe, supervisor, _):
+            url, credentials = supervisor.api_url, supervisor.settings.api_credentials[0]
             client = SeglogClient(url, credentials=credentials)
             edit_concurrently(url, credentials, [client.create().log_id], measured, rate=20.0, count=WARM_EDITS)
             sheets = [client.create().log_id for _ in range(CLIENTS)]

@@ -56,10 +56,10 @@ from seglog_awsmodel.template import default_template_path
 from seglog_client import START, Credentials, SeglogClient, set_cell
 from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
 from seglog_emulator.chaos import Campaign, RunReport, Workload
-from seglog_emulator.chaos.runner import _SupervisorProcess
 from seglog_emulator.chaos.watch import SnapshotWatcher
+from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
-from seglog_emulator.supervisor import free_port
+from seglog_emulator.supervisor_process import SupervisorProcess
 from seglog_stack import local
 from seglog_stack.local import LocalDeployment
 
@@ -123,22 +123,24 @@ def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
 
 @contextmanager
 def emulated(deployment: LocalDeployment, *, prefix: str, parameters: dict[str, Any], work: Path,
-             log_path: Path) -> Iterator[tuple[LocalDeployment, EmulatorSettings, float]]:
+             log_path: Path, faults: FaultRuntime | None = None
+             ) -> Iterator[tuple[LocalDeployment, SupervisorProcess, float]]:
     """The template provisioned on resources of its own (stack ``prefix``-xxxxxx) and the emulator running it
-    without faults, logging to ``log_path``: (the resources, the emulator's settings, seconds until it was
-    ready). Stopped and deleted at the end."""
+    (without faults unless given ``faults``), logging to ``log_path``: (the resources, the emulator's supervisor
+    process — its ``settings`` say where the API is — and seconds until it was ready). Stopped and deleted at the
+    end."""
     template = default_template_path()
     stack = f"{prefix}-{uuid.uuid4().hex[:6]}"
     pipe = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
                            stack_name=stack, parameters=parameters, template=template)
     try:
         settings = EmulatorSettings(deployment=pipe, template=template, stack=stack, state_dir=work / "emulator",
-                                    parameters=parameters, port=free_port())
-        supervisor = _SupervisorProcess(settings, None, log_path)
+                                    parameters=parameters)
+        supervisor = SupervisorProcess(settings, faults, log_path)
         try:
             started = time.monotonic()
             supervisor.start()
-            yield pipe, settings, time.monotonic() - started
+            yield pipe, supervisor, time.monotonic() - started
         finally:
             supervisor.stop()
     finally:
@@ -152,8 +154,9 @@ def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[He
           f"SnapshotEvery={SNAPSHOT_EVERY})", flush=True)
     measured = Measured()
     with emulated(deployment, prefix="bench-pipe", parameters={"SnapshotEvery": SNAPSHOT_EVERY}, work=work,
-                  log_path=log_path) as (pipe, settings, ready):
+                  log_path=log_path) as (pipe, supervisor, ready):
         measured.ready_seconds = ready
+        settings = supervisor.settings
         measure(pipe.backend(), settings.api_url, settings.api_credentials[0], load, measured)
     return report(measured, read_log(log_path))
 

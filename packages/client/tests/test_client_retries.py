@@ -136,6 +136,25 @@ def test_after_max_tries_the_error_names_the_last_failure_and_what_to_resend(fak
     assert "contention" in error_.last_failure and ENTRY in str(error_) and "since=1/4" in str(error_)
 
 
+def test_with_patience_a_request_is_retried_for_that_long_whatever_its_tries_count(fake: FakeApi) -> None:
+    """A client told how long the API may be away (the chaos clients: a few emulator restarts) keeps trying that
+    long and no longer, however many tries it takes; before, 25 quick tries gave up on a restart of 24 s."""
+    now = [0.0]
+    sleeps = Sleeps()
+
+    def sleep(seconds: float) -> None:
+        sleeps(seconds)
+        now[0] += seconds
+
+    client = SeglogClient(fake.url, sleep=sleep, monotonic=lambda: now[0], credentials=KEYS, max_tries=1_000,
+                          patience=10.0, backoff=Backoff(base=0.1, cap=1.0, rng=random.Random(3)))
+    fake.default = error(503, "contention", "too many writers")
+    with pytest.raises(RetriesExhaustedError) as raised:
+        client.create(LOG)
+    assert sum(sleeps) <= 10.0 < sum(sleeps) + 1.0  # the next wait would have passed the patience
+    assert raised.value.tries == len(fake.requests) == len(sleeps) + 1 > 10
+
+
 def test_no_server_at_all_is_a_lost_answer_every_time() -> None:
     """Connection refused counts as no answer: retried, then reported as such."""
     sleeps = Sleeps()

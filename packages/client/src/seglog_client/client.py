@@ -91,6 +91,9 @@ class SeglogClient:
     Args:
         timeout: seconds a try waits for its answer (then it counts as lost, and is retried).
         max_tries: tries of a request before :class:`RetriesExhaustedError` (the first try counts).
+        patience: seconds a request is retried for, from its first try (then :class:`RetriesExhaustedError`): a
+            client that knows how long the API may be away (a restart) waits that long whatever its tries count;
+            ``max_tries`` still bounds the tries. None: only ``max_tries``.
         sleep: how to wait between tries (tests pass a recorder).
         backoff: the waits between tries.
         hooks: told of every try and every acknowledged append (see :class:`~seglog_client.hooks.Counters`).
@@ -111,7 +114,7 @@ class SeglogClient:
             it to a server in this process (the simulator's).
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10,
+    def __init__(self, base_url: str, *, timeout: float = 30.0, max_tries: int = 10, patience: float | None = None,
                  sleep: Callable[[float], None] = time.sleep, backoff: Backoff | None = None,
                  hooks: ClientHooks | None = None, headers: Mapping[str, str] | None = None,
                  credentials: sigv4.Credentials | CredentialsProvider | None = None, profile: str | None = None,
@@ -123,6 +126,7 @@ class SeglogClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_tries = max_tries
+        self.patience = patience
         self.backoff = backoff or Backoff()
         self.hooks: ClientHooks = hooks or NoHooks()
         self.region = region_for(self.base_url, region)
@@ -369,6 +373,8 @@ class SeglogClient:
         path = path or url
         ids = {k: str(v) for k, v in (("log_id", log_id), ("entry_id", entry_id)) if v is not None}
         failure, status = "", None
+        first = self._monotonic()
+        number = 0
         for number in range(1, self.max_tries + 1):
             started = time.monotonic()
             sent = self._signed(method, url, data, headers) if sign else headers
@@ -393,11 +399,13 @@ class SeglogClient:
             if number == self.max_tries:
                 break
             pause = self.backoff.delay(number, retry_after(response))
+            if self.patience is not None and self._monotonic() - first + pause > self.patience:
+                break
             log.info("retrying", method=method, path=path, attempt=number, outcome=failure, delay=round(pause, 3),
                      **ids)
             self._sleep(pause)
-        log.warning("giving up", method=method, path=path, tries=self.max_tries, last=failure, **ids)
-        raise RetriesExhaustedError(method, path, self.max_tries, status, failure, entry_id=entry_id, since=since)
+        log.warning("giving up", method=method, path=path, tries=number, last=failure, **ids)
+        raise RetriesExhaustedError(method, path, number, status, failure, entry_id=entry_id, since=since)
 
 
 def _join(rows: list[list[Any]], page: SheetPage, log_id: uuid.UUID) -> None:

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -39,7 +40,7 @@ from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
-from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.settings import LISTENER_ENV, EmulatorSettings
 from seglog_stack.provision import physical_name
 
 log = structlog.get_logger("seglog.emulator.child")
@@ -137,10 +138,12 @@ class Child:
             # One port serves the function's routes: the CORS of their API (the first route's; one API each).
             api = self.config.http_apis.get(routes[0].ApiId or "") if routes else None
             authorizer = IamAuthorizer.accepting(self.settings.api_credentials, region=self.settings.deployment.region)
+            inherited = os.environ.get(LISTENER_ENV)
             gateway = Gateway(routes, self._invoker(self.target, GATEWAY_CONCURRENCY), host=self.settings.host,
                               port=self.settings.port, faults=self.faults, authorizer=authorizer,
                               cors=api.CorsConfiguration if api is not None else None,
-                              access_log=AccessLog(api.AccessLogFormat) if api and api.AccessLogFormat else None)
+                              access_log=AccessLog(api.AccessLogFormat) if api and api.AccessLogFormat else None,
+                              sock=socket.socket(fileno=int(inherited)) if inherited else None)
             self._serve(gateway.serve, gateway.stop)
         elif self.role == "stream":
             mapping = next(m for m in self.config.stream_mappings if f"{m.function}.{m.event}" == self.target)

@@ -23,6 +23,7 @@ without an answer, so the client sees an error and must retry safely (with its e
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections import Counter
@@ -72,7 +73,8 @@ class Gateway:
 
     def __init__(self, routes: Sequence[HttpRoute], invoker: Invoker, *, host: str = "127.0.0.1", port: int = 0,
                  faults: FaultSchedule | None = None, authorizer: IamAuthorizer | None = None,
-                 cors: CorsConfiguration | None = None, access_log: AccessLog | None = None) -> None:
+                 cors: CorsConfiguration | None = None, access_log: AccessLog | None = None,
+                 sock: socket.socket | None = None) -> None:
         guarded = [f"{r.Method} {r.Path}" for r in routes if r.Authorizer == AWS_IAM]
         if guarded and authorizer is None:
             raise ValueError(f"routes {guarded} need IAM authorization: give the gateway an IamAuthorizer")
@@ -84,7 +86,14 @@ class Gateway:
         self.access_log = access_log
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer((host, port), self._handler_class())
+        if sock is None:
+            self.server = ThreadingHTTPServer((host, port), self._handler_class())
+        else:  # a listening socket that outlives this process (seglog_emulator.settings.LISTENER_ENV)
+            self.server = ThreadingHTTPServer(sock.getsockname()[:2], self._handler_class(), bind_and_activate=False)
+            self.server.socket.close()
+            self.server.socket = sock
+            self.server.server_address = sock.getsockname()[:2]
+            self.server.server_name, self.server.server_port = host, self.server.server_address[1]
         self.server.daemon_threads = True
         self.requests = 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -14,6 +15,13 @@ from seglog_client.sigv4 import Credentials
 from seglog_stack.local import LocalDeployment
 
 ENV_VAR: Final = "SEGLOG_EMULATOR"
+#: The file descriptor of the API's listening socket, inherited from whoever made it (the supervisor, or the process
+#: that starts the supervisor): the gateway accepts on it, so a restarted gateway or supervisor finds the socket open
+#: all along and a client's connection waits in its backlog instead of being refused (API Gateway never refuses one
+#: while a function restarts). Issue 34: clients gave up after 25 ConnectionRefused tries while a gateway restarted.
+LISTENER_ENV: Final = "SEGLOG_GATEWAY_FD"
+#: Connections the listening socket queues while no gateway accepts (a restart): a chaos run's clients and more.
+LISTEN_BACKLOG: Final = 128
 #: The key pair the gateway accepts unless told otherwise: the local stack's (what `seglog env` exports).
 LOCAL_CREDENTIALS: Final = Credentials(LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY)
 
@@ -91,3 +99,13 @@ class EmulatorSettings:
         if not raw:
             raise RuntimeError(f"{ENV_VAR} is not set: emulator children are started by `seglog emulate`")
         return cls.from_json(raw)
+
+
+def listener(host: str, port: int) -> socket.socket:
+    """The API's listening socket: the one this process inherited (:data:`LISTENER_ENV`), else a new one on
+    ``host:port`` (0: any free port). Inheritable, so the supervisor can hand it to its gateway children."""
+    inherited = os.environ.get(LISTENER_ENV)
+    sock = socket.socket(fileno=int(inherited)) if inherited else socket.create_server((host, port),
+                                                                                        backlog=LISTEN_BACKLOG)
+    sock.set_inheritable(True)
+    return sock

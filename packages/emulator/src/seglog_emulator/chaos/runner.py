@@ -24,12 +24,7 @@ differs, so a site that depends on timing — a claim's time stamp — may be vi
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -56,12 +51,11 @@ from seglog_emulator.chaos.watch import (
     quiescent,
 )
 from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
-from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
-from seglog_emulator.settings import ENV_VAR, EmulatorSettings
-from seglog_emulator.supervisor import STATE_FILE, free_port
+from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.supervisor_process import SupervisorProcess
 from seglog_emulator.usage import Usage
 from seglog_report.model import RunData, Series
 from seglog_stack.local import LocalDeployment
@@ -98,7 +92,6 @@ SNAPSHOT_QUEUE_DEPTH: Final = "snapshot queue depth"
 DLQ_DEPTH: Final = "DLQ depth"
 #: I5's bound: after faults stop, everything completes within this.
 QUIESCENCE_SECONDS: Final = 120.0
-READY_SECONDS: Final = 60.0
 
 
 def default_plan(seed: int, faults: str = "all", rate: float | None = None) -> FaultPlan:
@@ -173,67 +166,6 @@ class RunProgress:
     planned_edits: int
 
 
-class _SupervisorProcess:
-    """A supervisor run as its own process, which the runner can kill -9 and start again."""
-
-    def __init__(self, settings: EmulatorSettings, runtime: FaultRuntime | None, log_path: Path) -> None:
-        self.settings = settings
-        self.runtime = runtime
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.restarts = 0
-
-    def start(self) -> None:
-        state = self.settings.state_dir
-        (state / STATE_FILE).unlink(missing_ok=True)
-        shutil.rmtree(state / "ready", ignore_errors=True)
-        env = {**os.environ, **self.settings.deployment.env(), ENV_VAR: self.settings.to_json()}
-        if self.runtime is not None:
-            env.update(self.runtime.env())
-        with open(self.log_path, "ab") as out:
-            # The supervisor stops when this process ends, however it ends (it watches its parent).
-            self.proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.supervisor", "--watch-parent"],
-                                         env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         start_new_session=True)
-        self._wait_ready()
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_SECONDS
-        state = self.settings.state_dir
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise EmulatorError(f"the supervisor exited with status {self.proc.returncode} while starting: "
-                                    f"see {self.log_path}")
-            path = state / STATE_FILE
-            if path.is_file():
-                children = json.loads(path.read_text())["children"]
-                if children and all(ready_marker(state, name).is_file() for name in children):
-                    return
-            time.sleep(0.1)
-        raise EmulatorError(f"the emulator was not ready after {READY_SECONDS:.0f} s: see {self.log_path}")
-
-    def kill(self) -> None:
-        """kill -9 the supervisor; its children die with it (PR_SET_PDEATHSIG)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def restart(self) -> None:
-        self.kill()
-        self.restarts += 1
-        self.start()
-
-    def stop(self, grace: float = 30.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-
 class ChaosRunner:
     """Runs chaos runs against one provisioned chaos deployment.
 
@@ -289,10 +221,11 @@ class ChaosRunner:
             schedule=runtime.schedule("chaos") if runtime is not None else None,
             depth=lambda: queue_depth(self.backend, dlq_url), stale_after=claims_stale_after(self.parameters, plan))
         settings = EmulatorSettings(deployment=self.deployment, template=self.template, stack=self.stack,
-                                    state_dir=state, parameters=dead_letters.begin(), port=free_port(),
+                                    state_dir=state, parameters=dead_letters.begin(),
                                     log_level=self.log_level, artifact=self.artifact)
         report.log_file = str(run_dir / "emulator.log")
-        supervisor = _SupervisorProcess(settings, runtime, Path(report.log_file))
+        supervisor = SupervisorProcess(settings, runtime, Path(report.log_file))
+        settings = supervisor.settings  # with the port its listening socket took
         stats = ClientStats()
         log_ids: list[uuid.UUID] = []
         watcher: SnapshotWatcher | None = None
@@ -390,7 +323,7 @@ class ChaosRunner:
 
     # ------------------------------------------------------------------------------------------ phases
 
-    def _ticks(self, supervisor: _SupervisorProcess, runtime: FaultRuntime | None, dead_letters: DeadLetterFaults,
+    def _ticks(self, supervisor: SupervisorProcess, runtime: FaultRuntime | None, dead_letters: DeadLetterFaults,
                done: threading.Event) -> None:
         """The faults decided by the run's clock, once per tick until ``done``: redrive, supervisor_restart."""
         if runtime is None:

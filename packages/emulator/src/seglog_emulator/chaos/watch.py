@@ -8,7 +8,6 @@ Also answers whether the pipeline is quiescent for a set of logs (DESIGN §6 I5)
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any
 from seglog_aws.backend import Backend
 from seglog_core.schema import EntryType
 from seglog_core.violations import Violation
+from seglog_emulator.chaos.loop import Loop
 from seglog_report.model import Series
 
 
@@ -52,25 +52,16 @@ class SnapshotWatcher:
     interval: float = 0.1
     _seen: dict[tuple[uuid.UUID, int, int], _Seen] = field(default_factory=dict)
     _next: dict[uuid.UUID, tuple[int, int]] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _loop: Loop | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> SnapshotWatcher:
-        self._thread = threading.Thread(target=self._run, name="snapshot-watcher", daemon=True)
-        self._thread.start()
+        self._loop = Loop(self.poll, interval=self.interval, name="snapshot-watcher")
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(Exception):  # a throttled read: poll again next time
-                self.poll()
-            self._stop.wait(self.interval)
+        if self._loop is not None:
+            self._loop.stop()
 
     def poll(self) -> None:
         """Read what is new; safe to call from any thread."""
