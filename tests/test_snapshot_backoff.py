@@ -107,6 +107,35 @@ def test_a_waiting_job_reaches_the_dlq_no_sooner_than_the_template_says(blocked:
     assert stated <= hours <= 2 * least
 
 
+def test_a_job_behind_another_messages_live_build_waits_as_long_as_a_deferred_one() -> None:
+    """Issue 34: a duplicate of a job whose claimer builds for hours (renewing its claim) was hidden for the claim's
+    time alone at every receive — a minute then, 16 s with today's takeover time — and reached the DLQ (its alarm
+    firing on a healthy stack) within an hour. Now its hides grow as a deferral's: the DLQ no sooner than the
+    template says."""
+    now = [1_000.0]
+    store, blobs, pending = InMemoryLogStore(), InMemoryBlobStore(), InMemoryPendingStore()
+    queue = HidingQueue(clock=lambda: now[0])
+    log = EventLog(store=store, blobs=blobs, clock=lambda: now[0])
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    ours = log.append_snapshot(log_id)
+    pending.create(PendingSnapshot(log_id=log_id, segment=ours.segment, entry=ours.num, created=1_000,
+                                   modified=1_000, claimer="the live builder's message"))
+    building = pending.claim(log_id, ours.segment, ours.num, "the live builder's message", now=1_000,
+                             takeover_after=DEFAULT_TAKEOVER_SECONDS)
+    assert building == 1
+    document = SheetDocument(reader=LogReader(store=store), blobs=blobs)
+    worker = SnapshotWorker(store=store, blobs=blobs, pending=pending, queue=queue, body_of=document.body,
+                            clock=lambda: now[0], rng=LowestDraw())
+    queue.send(SnapshotJob(log=str(log_id), segment=ours.segment, entry=ours.num))
+    for _ in range(_max_receive_count()):
+        message, = queue.receive()
+        assert Outcome.DUPLICATE is worker.process(message)
+        now[0] += queue.hidden  # the end of its hide; the builder renewed its claim meanwhile
+        assert pending.checkpoint(log_id, ours.segment, ours.num, increment=building, state=b"", now=int(now[0]))
+    assert (now[0] - 1_000) / 3600 >= Backoff().to_dead_letter(_max_receive_count()) / 3600 >= _stated_hours()[0]
+
+
 def test_the_readme_states_the_same_figures() -> None:
     readme = " ".join((REPO / "README.md").read_text().split())
     deferred, blocked = _stated_hours()

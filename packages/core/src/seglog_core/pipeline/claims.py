@@ -5,7 +5,8 @@ snapshot, for every builder of it — the worker's own messages, a worker helpin
 The pending item names its claimer (``Q``, a messageId; rebuild's own id). Whoever else comes:
 
 * a message of the same snapshot (a duplicate) takes the claim only once it is stale — untouched for
-  ``takeover_after`` — and is otherwise hidden until it would be (the worker's module has the diagrams);
+  ``takeover_after`` — and is otherwise hidden until it would be, and no shorter than a deferral on its receive
+  (the diagrams below);
 * a helper — a job of a later snapshot of the log, which found this one the earliest incomplete snapshot before
   it — also takes a claim that is idle: not active, whatever its age (its claimer deferred, or lost its message,
   or has not claimed yet). It builds at once, and the claimer's message, when it comes back, finds the snapshot
@@ -13,6 +14,52 @@ The pending item names its claimer (``Q``, a messageId; rebuild's own id). Whoev
 
 Taking a claim never lets two build at once: the claim itself (``A``, ``X``) decides that, and the checkpoint's
 ``X`` condition fences a holder that was taken over.
+
+Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
+
+    invocation A (m1, receipt r1)   pending item        invocation B (m1, receipt r2, visibility expired)
+      create, Q=m1 ------------->   {Q: m1, X: 0}
+      claim X=1, building ...                           create: exists; Q == m1: ours, do NOT delete
+      ...                                               claim refused (A active): hide m1 for time left
+      dies (kill -9)                                    ... m1 comes back after the timeout, takes over
+
+Timing diagrams of the takeover of a stale claimer (T = ``takeover_after``). The claimer's message is the
+only one that must survive; a message is hidden as a duplicate only while the claim is live (M within T), and
+a stale claim passes to whichever message comes next, so a snapshot whose claimer's message is gone (the DLQ)
+completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a new messageId)::
+
+    claimer m1 (dies)                  pending item                    m2 (reprocess / redrive)
+      claim X=1, M=t0 ---------------> {Q: m1, A: true, X: 1, M: t0}
+      killed; m1 redelivered until
+      maxReceiveCount, then in the DLQ                                 t > t0 + T: Q != m2, M stale:
+                                       {Q: m2, A: false, X: 1} <------ take over (Q = m1, X = 1, M < t - T)
+                                       {Q: m2, A: true, X: 2}  <------ claim, build, complete
+      (had m1 been only slow, its next checkpoint fails: X is 2)
+
+A deferred claimer is inactive, and its message hidden for up to the backoff's ``longest`` (3 h) while M stays at
+the time of the deferral, so past T its claim looks stale although its message will come back::
+
+    claimer m1 (deferred)              pending item                    m2 (a duplicate job)
+      defer: R+1, M=t0, hide m1 for b  {Q: m1, A: false, M: t0}
+      (b up to 3 h, often > T)                                         t0 + T < t1 < t0 + b: take over
+                                       {Q: m2, A: false, M: t1} <----- then order, claim, build as usual
+      t0 + b: m1 again, Q == m2:
+        M within T (m2 working or just deferred): m1 is the duplicate, hidden until the claim would be stale
+        M stale (m2 hidden long in turn):         m1 takes the claim back, m2 is the duplicate later
+        snapshot done meanwhile:                  step 1, deleted
+
+Either way one live message claims the snapshot at any time, and at most one invocation builds it (the claim
+and the increment decide that, as before). The cost of taking over a deferred claimer is one extra receive of
+a duplicate, never a lost job. A job that arrives while the claim is live is hidden until the claim would be
+stale, not deleted (deleting it lost the only job when the claimer's message was gone and a fast clock had
+stamped M in the future: found by the simulator). A claimer's
+message reaches the DLQ one hiding period after the claimer last touched the item (the queue's visibility
+timeout after a claim, 360 s in the template; at least half of ``longest`` after the many deferrals that use up
+maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ holds
+the message finds the claim stale. With shorter settings, wait T before running them. The same bound lets the
+sweep tell a parked claim from a live one: a live claimer's message touches its item at least once every
+``longest`` plus the queue's visibility timeout, so an item untouched for longer has no live claimer, and the
+sweep's new job takes it over at once.
 """
 
 from __future__ import annotations

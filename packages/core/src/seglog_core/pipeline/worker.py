@@ -34,51 +34,8 @@ DLQ no sooner than ``Backoff().to_dead_letter(maxReceiveCount)`` (about 43 hours
 hide stays far under SQS's 12 hours from the receive. Past the 20th the worker logs "snapshot deferred long",
 and counts it (and every blocked receive) as a metric the function sends to CloudWatch for an alarm.
 
-Timing diagram of the redelivery the seed's "delete the loser" would get wrong::
-
-    invocation A (m1, receipt r1)   pending item        invocation B (m1, receipt r2, visibility expired)
-      create, Q=m1 ------------->   {Q: m1, X: 0}
-      claim X=1, building ...                           create: exists; Q == m1: ours, do NOT delete
-      ...                                               claim refused (A active): hide m1 for time left
-      dies (kill -9)                                    ... m1 comes back after the timeout, takes over
-
-Timing diagrams of the takeover of a stale claimer (T = ``takeover_after``). The claimer's message is the
-only one that must survive; a message is hidden as a duplicate only while the claim is live (M within T), and
-a stale claim passes to whichever message comes next, so a snapshot whose claimer's message is gone (the DLQ)
-completes with the next job for it (``seglog reprocess``, ``seglog redrive``: a new messageId)::
-
-    claimer m1 (dies)                  pending item                    m2 (reprocess / redrive)
-      claim X=1, M=t0 ---------------> {Q: m1, A: true, X: 1, M: t0}
-      killed; m1 redelivered until
-      maxReceiveCount, then in the DLQ                                 t > t0 + T: Q != m2, M stale:
-                                       {Q: m2, A: false, X: 1} <------ take over (Q = m1, X = 1, M < t - T)
-                                       {Q: m2, A: true, X: 2}  <------ claim, build, complete
-      (had m1 been only slow, its next checkpoint fails: X is 2)
-
-A deferred claimer is inactive, and its message hidden for up to the backoff's ``longest`` (3 h) while M stays at
-the time of the deferral, so past T its claim looks stale although its message will come back::
-
-    claimer m1 (deferred)              pending item                    m2 (a duplicate job)
-      defer: R+1, M=t0, hide m1 for b  {Q: m1, A: false, M: t0}
-      (b up to 3 h, often > T)                                         t0 + T < t1 < t0 + b: take over
-                                       {Q: m2, A: false, M: t1} <----- then order, claim, build as usual
-      t0 + b: m1 again, Q == m2:
-        M within T (m2 working or just deferred): m1 is the duplicate, hidden until the claim would be stale
-        M stale (m2 hidden long in turn):         m1 takes the claim back, m2 is the duplicate later
-        snapshot done meanwhile:                  step 1, deleted
-
-Either way one live message claims the snapshot at any time, and at most one invocation builds it (the claim
-and the increment decide that, as before). The cost of taking over a deferred claimer is one extra receive of
-a duplicate, never a lost job. A job that arrives while the claim is live is hidden until the claim would be
-stale, not deleted (deleting it lost the only job when the claimer's message was gone and a fast clock had
-stamped M in the future: found by the simulator). A claimer's
-message reaches the DLQ one hiding period after the claimer last touched the item (the queue's visibility
-timeout after a claim, 360 s in the template; at least half of ``longest`` after the many deferrals that use up
-maxReceiveCount), longer than T with the template's values, so a reprocess or redrive run once the DLQ holds
-the message finds the claim stale. With shorter settings, wait T before running them. The same bound lets the
-sweep tell a parked claim from a live one: a live claimer's message touches its item at least once every
-``longest`` plus the queue's visibility timeout, so an item untouched for longer has no live claimer, and the
-sweep's new job takes it over at once.
+The pending upsert's rules, with their timing diagrams (the redelivery the seed's "delete the loser" gets wrong,
+the takeover of a stale or deferred claimer), are in :mod:`seglog_core.pipeline.claims`.
 
 Why the help of step 3 (issue 34). A job lost before its claim — its poller or worker died holding it, or it
 timed out or was throttled before its first write — comes back only after the queue's visibility timeout (360 s
@@ -123,7 +80,7 @@ from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS, Checkpoint, Le
 from seglog_core.pipeline.order import Order, Plan
 from seglog_core.pipeline.outcomes import UNREADABLE, InvalidJobError, Outcome, SnapshotBlockedError
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
-from seglog_core.schema import SNAPSHOT_JOB_DECODER, Body, Entry, EntryType, SnapshotJob
+from seglog_core.schema import SNAPSHOT_JOB_DECODER, Body, Entry, EntryType, PendingSnapshot, SnapshotJob
 from seglog_core.snapshot import SnapshotBuild
 
 log = structlog.get_logger("seglog.worker")
@@ -237,8 +194,10 @@ class SnapshotWorker:
             # the simulator found a snapshot stranded so when the duplicate was deleted here. Back after the
             # claim's time, it finds the snapshot done (step 1 deletes it) or the claim stale (it takes over).
             item = self.pending.get(log_id, segment, entry)
-            left = 1 if item is None else max(1, item.modified + self.takeover_after - now + 1)
-            self.queue.change_visibility(message, int(min(left, self.defer_cap)))
+            if item is None:  # completed meanwhile: back in a second, step 1 deletes it
+                self.queue.change_visibility(message, 1)
+            else:
+                self._hide_behind_claim(message, item, now, plus=1)
             return Outcome.DUPLICATE
         self.crash("after_pending_upsert")
         # 3. Order.
@@ -311,9 +270,7 @@ class SnapshotWorker:
                                        takeover_after=self.takeover_after, initial_state=pinned)
         if increment is None:
             if own:
-                item = self.pending.get(log_id, segment, entry)
-                left = self.takeover_after if item is None else max(1, item.modified + self.takeover_after - now)
-                self.queue.change_visibility(message, int(left))
+                self._hide_behind_claim(message, self.pending.get(log_id, segment, entry), now)
             return Outcome.BUSY
         self.crash("after_claim")
         # Completed meanwhile? We read the entry before the pending item; a job that stalled in between finds the
@@ -385,6 +342,17 @@ class SnapshotWorker:
             return False
         self._complete(message, current, current.snapshot_root)
         return True
+
+    def _hide_behind_claim(self, message: QueueMessage, item: PendingSnapshot | None, now: int, *,
+                           plus: int = 0) -> None:
+        """Hide a job another message's live claim holds back: until that claim would go stale (``plus`` seconds
+        more), and no shorter than a deferral on this receive would hide, so a job behind a long build backs off
+        like any waiting job and reaches the DLQ no sooner than the template says (Backoff.to_dead_letter). It was
+        hidden for the claim's time alone, about a minute at every receive: behind a build of over 50 minutes the
+        DLQ, and its alarm, got it after 50 receives (issue 34)."""
+        left = self.takeover_after if item is None else max(1, item.modified + self.takeover_after - now + plus)
+        hide = max(min(left, int(self.defer_cap)), self.backoff.hide(message.receive_count, self.rng))
+        self.queue.change_visibility(message, hide)
 
     def _defer(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int, now: int) -> Outcome:
         try:
