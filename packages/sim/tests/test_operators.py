@@ -106,7 +106,8 @@ def test_a_liveness_violation_names_log_segment_entry_and_the_jobs_last_outcome(
     text = str(named(Violation(invariant="I5", log_id=log_id, segment=2, entry=8, message="not complete"), jobs))
     assert log_id in text and "2/8" in text
     assert "killed (crash) in worker-12 at 41.5 s, receive 3" in text
-    jobs.ended(jobs.received(body, Task(name="worker-13", kind="worker"), run.world.start + 50.0, 4), "deferred")
+    jobs.ended(jobs.received(body, Task(name="worker-13", kind="worker"), run.world.start + 50.0, 4), "deferred",
+               run.world.start + 51.0)
     assert "deferred in worker-13 at 50.0 s, receive 4" in str(named(
         Violation(invariant="I5", log_id=log_id, segment=2, entry=8, message="x"), jobs))
     # Not quiet: every queued message is named by its job.

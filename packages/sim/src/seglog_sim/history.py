@@ -80,3 +80,47 @@ def around(history: list[Call], violation: Violation, *, limit: int = 60) -> lis
         if call.service == "sqs" or log_id == violation.log_id or (log_id is None and violation.log_id in what):
             picked.append(call)
     return lines(picked[-limit:])
+
+
+def entry_writes(call: Call) -> list[tuple[dict[str, Any], bool]]:
+    """(key, sets the root?) of every Snapshot entry the call writes."""
+    p = call.params
+    if call.operation == "PutItem":
+        item = p.get("Item", {})
+        return [(item, False)] if item.get("T", {}).get("S") == "snap" else []
+    if call.operation == "UpdateItem":
+        return [(p["Key"], True)] if str(p.get("UpdateExpression", "")).startswith("SET R =") else []
+    if call.operation == "TransactWriteItems":
+        found: list[tuple[dict[str, Any], bool]] = []
+        for action in p.get("TransactItems", []):
+            put = action.get("Put")
+            if put and put.get("Item", {}).get("T", {}).get("S") == "snap":
+                found.append((put["Item"], False))
+        return found
+    return []
+
+
+#: A Snapshot entry: (log id, segment, entry).
+SnapshotKey = tuple[str, int, int]
+
+
+def snapshot_times(history: Iterable[Call]) -> dict[SnapshotKey, tuple[float, float | None]]:
+    """When each Snapshot entry was appended and when it completed (its root set; None: never), from the writes
+    that took effect (a write whose answer was lost took effect too). A log's first Snapshot entry is born
+    complete."""
+    appeared: dict[SnapshotKey, float] = {}
+    completed: dict[SnapshotKey, float] = {}
+    for call in history:
+        if call.service != "dynamodb" or not (call.outcome.startswith("ok") or call.outcome.startswith("applied")):
+            continue
+        for item, sets_root in entry_writes(call):
+            log_id, where = describe_key(item)
+            if log_id is None:
+                continue
+            segment, _, entry = where.partition("/")
+            key = (log_id, int(segment), int(entry or 0))
+            if not sets_root:
+                appeared.setdefault(key, call.at)
+            if sets_root or "R" in item:
+                completed.setdefault(key, call.at)
+    return {key: (at, completed.get(key)) for key, at in appeared.items()}

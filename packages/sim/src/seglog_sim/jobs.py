@@ -38,6 +38,17 @@ class _Receive:
     outcome: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class JobRun:
+    """One worker invocation's run of a job that ended with an outcome (not killed): from its receive to its end
+    (simulated seconds). What the snapshot liveness check counts as a later job of a sheet that ran."""
+
+    key: Key
+    start: float
+    end: float
+    outcome: str
+
+
 @dataclass(kw_only=True)
 class Jobs:
     """Every job's receives and its last one's outcome."""
@@ -48,6 +59,8 @@ class Jobs:
     _last: dict[Key, _Receive] = field(default_factory=dict)
     #: Times each job reached the DLQ after the faults stopped (seen by the operator before it redrives).
     dead_after_faults: dict[Key, int] = field(default_factory=dict)
+    #: Every receive whose invocation ended with an outcome, in the order they ended.
+    runs: list[JobRun] = field(default_factory=list)
 
     def received(self, body: str | bytes, task: Task, at: float, receive_count: int) -> Key | None:
         key = job_key(body)
@@ -56,9 +69,11 @@ class Jobs:
             self._last[key] = _Receive(task=task, at=at, receive_count=receive_count)
         return key
 
-    def ended(self, key: Key | None, outcome: str) -> None:
+    def ended(self, key: Key | None, outcome: str, at: float) -> None:
         if key is not None and key in self._last:
-            self._last[key].outcome = outcome
+            last = self._last[key]
+            last.outcome = outcome
+            self.runs.append(JobRun(key=key, start=last.at, end=at, outcome=outcome))
 
     @property
     def total_receives(self) -> int:

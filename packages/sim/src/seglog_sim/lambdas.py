@@ -151,11 +151,11 @@ class Lambdas:
                     outcome = worker.process(message, remaining=self._deadline(task))
                 except Exception as exc:
                     task.tags["error"] = f"{type(exc).__name__}: {exc}"
-                    self.jobs.ended(job, f"error {task.tags['error']}")
+                    self.jobs.ended(job, f"error {task.tags['error']}", self.world.now)
                     self.invocations.add("worker", "error")
                     failures.append({"itemIdentifier": message.message_id})
                     continue
-                self.jobs.ended(job, str(outcome))
+                self.jobs.ended(job, str(outcome), self.world.now)
                 self.invocations.add("worker", str(outcome))
                 task.tags.setdefault("outcomes", []).append(str(outcome))
                 if outcome in (Outcome.COMPLETED,):

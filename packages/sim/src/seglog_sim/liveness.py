@@ -34,13 +34,18 @@ range holds the demo's rate (0.01), the emulator's chaos plan's (0.02) and ``--f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from seglog_awsmodel.stream_batches import RETRY_CAP_SECONDS
-from seglog_core.schema import split_segment_key
+from seglog_core.schema import split_pending_key, split_segment_key
 from seglog_core.violations import Violation
 from seglog_sim.aws.dynamodb import SimDynamoDB
+from seglog_sim.cloud import Call
+from seglog_sim.history import SnapshotKey, snapshot_times
+from seglog_sim.jobs import JobRun
 from seglog_sim.pollers import RESTART_PAUSE
 from seglog_sim.topology import Topology
 
@@ -126,3 +131,122 @@ def _stalled(shard: str, age: float, arrived: float, seen: float, record: Mappin
     log_id, segment = split_segment_key(bytes(image["G"]["B"]))
     return Violation(invariant="I5", log_id=str(log_id), segment=segment, entry=int(image["N"]["N"]),
                      message=message, at=round(seen - start, 3))
+
+
+# --------------------------------------------------------------------------------------------- snapshots
+#
+# Issue 34: a busy sheet's snapshots froze for minutes in the emulator while faults fired. One job, lost before its
+# claim, came back only after the queue's 360 s visibility timeout, and every later job of the sheet waited behind
+# it. The worker's rule since (DESIGN §5 step 3, seglog_core.pipeline.worker): a job that finds an earlier
+# snapshot of its log buildable (its predecessor complete) and held by no live claim builds it itself, at once. A
+# claim is live from the claim (A set) until it is released, taken over or deleted, or its last stamp (M, renewed
+# by the builder at least every third of the takeover time) is older than the takeover time.
+#
+# The bound, then: a buildable snapshot that no live claim holds is built by the next job of its sheet that reaches
+# its order step; a dead builder's claim holds it at most the takeover time past its last renewal. What is judged,
+# while the faults last: no buildable snapshot stays idle (no live claim) through the whole runs of IDLE_RUNS later
+# jobs of its sheet that ended normally (an invocation killed mid-run is no such job; one more than the first
+# allows for a job that looked just before the claim it saw went stale). A duplicate or a job already done does
+# not reach the order step and is not counted.
+
+#: Later jobs of a sheet that may run, each start to end, within one idle stretch of its buildable snapshot.
+IDLE_RUNS: Final = 2
+#: Outcomes of jobs that never reach the order step (they cannot help).
+_NO_ORDER_STEP: Final = frozenset({"duplicate", "already_done"})
+
+
+def live_claims(history: Iterable[Call], pending_table: str, takeover: float) -> dict[SnapshotKey,
+                                                                                    list[tuple[float, float]]]:
+    """When each snapshot's claim was live, from the pending table's writes that took effect: (since, until)
+    intervals in simulated seconds. A stamp M is the builder's clock's (seconds); others see the claim stale once
+    their clock passes M + takeover."""
+    live: dict[SnapshotKey, list[tuple[float, float]]] = {}
+    open_: dict[SnapshotKey, tuple[float, float]] = {}
+    for call in history:
+        if (call.service != "dynamodb" or call.params.get("TableName") != pending_table
+                or not (call.outcome.startswith("ok") or call.outcome.startswith("applied"))):
+            continue
+        if call.operation not in ("UpdateItem", "DeleteItem"):
+            continue
+        key = _pending_key(call.params["Key"])
+        expression = str(call.params.get("UpdateExpression", ""))
+        stamp = call.params.get("ExpressionAttributeValues", {}).get(":m", {}).get("N")
+        until = (float(stamp) + takeover + 1.0) if stamp is not None else call.at
+        if expression.startswith("SET A = :t"):  # a claim
+            _close(live, open_, key, call.at)
+            open_[key] = (call.at, until)
+        elif expression.startswith("SET S = :s") and key in open_:  # a checkpoint or a renewal
+            open_[key] = (open_[key][0], max(open_[key][1], until))
+        elif call.operation == "DeleteItem" or "A = :f" in expression:  # done, released, taken over
+            _close(live, open_, key, call.at)
+    for key in list(open_):
+        _close(live, open_, key, float("inf"))
+    return live
+
+
+def _pending_key(key: Mapping[str, Any]) -> SnapshotKey:
+    segment, entry = split_pending_key(bytes(key["P"]["B"]))
+    return str(uuid.UUID(bytes=bytes(key["L"]["B"]))), segment, entry
+
+
+def _close(live: dict[SnapshotKey, list[tuple[float, float]]], open_: dict[SnapshotKey, tuple[float, float]],
+           key: SnapshotKey, at: float) -> None:
+    if key in open_:
+        since, until = open_.pop(key)
+        live.setdefault(key, []).append((since, min(at, until)))
+
+
+def _idle_stretches(start: float, end: float, live: list[tuple[float, float]]) -> Iterator[tuple[float, float]]:
+    """The parts of [start, end) no live interval covers."""
+    at = start
+    for since, until in sorted(live):
+        if since > at:
+            yield at, min(since, end)
+        at = max(at, until)
+        if at >= end:
+            return
+    if at < end:
+        yield at, end
+
+
+def idle_snapshots(history: list[Call], topology: Topology, runs: Sequence[JobRun], *, start: float,
+                   until: float) -> list[Violation]:
+    """A violation for each snapshot that stayed buildable and idle while IDLE_RUNS later jobs of its sheet ran,
+    before ``until`` (the moment the faults stopped). At most one per snapshot: its first such stretch."""
+    live = live_claims(history, topology.pending_table, topology.takeover)
+    times = snapshot_times(history)
+    by_log: dict[str, list[SnapshotKey]] = {}
+    for key in sorted(times):
+        by_log.setdefault(key[0], []).append(key)
+    later: dict[str, list[JobRun]] = {}
+    for run in runs:
+        if run.outcome not in _NO_ORDER_STEP:
+            later.setdefault(run.key[0], []).append(run)
+    found = []
+    for log_id, keys in by_log.items():
+        for before, key in itertools.pairwise(keys):
+            appeared, completed = times[key]
+            predecessor_done = times[before][1]
+            if predecessor_done is None:
+                continue
+            # Buildable once its predecessor is complete and its claim let go (its completer deletes the pending
+            # item last: until then a helper finds that item held, and waits).
+            held = [until for since, until in live.get(before, []) if until > predecessor_done]
+            buildable = max(appeared, predecessor_done, *held)
+            end = min(until, completed if completed is not None else until)
+            for u, v in _idle_stretches(buildable, end, live.get(key, [])):
+                ran = [r for r in later.get(log_id, []) if (r.key[1], r.key[2]) > key[1:] and u <= r.start
+                       and r.end <= v]
+                if len(ran) >= IDLE_RUNS:
+                    found.append(_idle(key, u, v, ran, start=start))
+                    break
+    return found
+
+
+def _idle(key: SnapshotKey, since: float, to: float, ran: list[JobRun], *, start: float) -> Violation:
+    log_id, segment, entry = key
+    jobs = ", ".join(f"{r.key[1]}/{r.key[2]} ({r.outcome} at {r.start - start:.1f} s)" for r in ran[:4])
+    return Violation(invariant="I5", log_id=log_id, segment=segment, entry=entry, at=round(since - start, 3),
+                     message=f"snapshot {segment}/{entry} stayed buildable with no live claim for {to - since:.0f} s "
+                             f"(from {since - start:.0f} s into the run) while {len(ran)} later jobs of its sheet ran "
+                             f"and left it: {jobs} (seglog_sim.liveness.idle_snapshots)")

@@ -105,6 +105,9 @@ class Run:
             fn = self.clients.api_client if api else self.clients.library_client
             self.client_tasks.append(world.spawn(f"{'api' if api else 'lib'}-client-{index}", "client", fn, log_id,
                                                  count, delay=rng.uniform(0.0, 3.0), log_id=str(log_id)))
+        if scenario.busy:
+            self.client_tasks.append(world.spawn("busy-client", "client", self.clients.busy_client, self.logs[0],
+                                                 delay=rng.uniform(0.0, 3.0), log_id=str(self.logs[0])))
         for index in range(scenario.readers):
             log_id, count = self.logs[index % len(self.logs)], rng.randint(*scenario.reads)
             self.client_tasks.append(world.spawn(f"reader-{index}", "client", self.clients.reader, log_id, count,
@@ -281,7 +284,9 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     scenario = scenario.draw(random.Random(seed * 7_919 + 104_729))
     topology = load_topology(None, scenario.parameters)
     world = World()
-    profile = Profile.draw(random.Random(rng.getrandbits(64)), scenario.faults, armed=scenario.armed)
+    # A busy sheet's seed loses jobs before their claims: worker crashes are on in it (seglog_sim.scenario).
+    armed = (*scenario.armed, FaultKind.WORKER_CRASH) if scenario.busy else scenario.armed
+    profile = Profile.draw(random.Random(rng.getrandbits(64)), scenario.faults, armed=armed)
     faults = Faults(seed=seed, profile=profile, only=only, clock=lambda: world.now)
     # The template's tables. The Segments table gets a stream too, read by the checks only (its item's S over
     # time, I4); the router's mapping reads the Entries table's stream, as deployed.

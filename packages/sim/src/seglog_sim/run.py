@@ -16,7 +16,7 @@ from seglog_report.model import Meter, SeedRow
 from seglog_services.api.routes import hosting
 from seglog_sim.checks import check_run, horizon_kept, named, retired, retiring
 from seglog_sim.cloud import Call
-from seglog_sim.liveness import stalled_shards
+from seglog_sim.liveness import idle_snapshots, stalled_shards
 from seglog_sim.metering import meter_of
 from seglog_sim.phases import Run, build
 from seglog_sim.scenario import Scenario
@@ -145,6 +145,8 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
     if run.faults_ended is not None:
         violations += stalled_shards(run.ddb, run.topology, run.pollers.moves, start=world.start,
                                      until=run.faults_ended)
+        violations += [named(v, jobs) for v in idle_snapshots(run.cloud.history, run.topology, jobs.runs,
+                                                             start=world.start, until=run.faults_ended)]
     waiting = [m["Body"] for url in (run.queue_url, run.dlq_url) for m in run.sqs.messages(url)]
     violations += check_run(ddb=run.ddb, s3=run.s3, topology=run.topology, logs=run.logs, ledger=ledger,
                             quiescent=run.quiescent, queues=queues, jobs=jobs, waiting=waiting,

@@ -140,6 +140,13 @@ class Scenario:
     #: 18's retry horizon landed: the drawn RetentionMinAgeSeconds is the horizon, and a retry whose ``since`` was
     #: retired is answered or refused with 410 since_retired (a stand-in of 900 s kept that dead end out of reach).
     retry_horizon: float | None = None
+    #: Share of seeds with a busy sheet (issue 34): one more API client appends to the first log all through the fault
+    #: window, an edit every ``busy_think`` seconds, so its snapshots fall due one after another while worker crashes
+    #: (armed in those seeds) lose jobs before their claims — the world where one lost job froze a busy sheet's
+    #: snapshots for minutes in the emulator, and where seglog_sim.liveness.idle_snapshots judges the help.
+    busy_share: float = 0.05
+    busy: bool = False
+    busy_think: tuple[float, float] = (0.5, 2.0)
     #: After the faults stop, every retention run that was cut short is run again to its end, so verify judges
     #: whole archives only (a run killed between its archive and its deletes leaves a half-retired segment that
     #: only a later run finishes). False only in the test that shows what an unfinished run leaves.
@@ -170,6 +177,8 @@ class Scenario:
             parameters=(("RetentionKeep", rng.choice((2, 2, 2, 3))),
                         ("RetentionMinAgeSeconds", rng.choice((0, 10, 30, 60, 120)))),
             delete_weight=rng.choice((1, 5)),
+            # Last, so every draw above is what it was before busy sheets joined.
+            busy=rng.random() < self.busy_share,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -178,7 +187,7 @@ class Scenario:
                 "appends": list(self.appends), "snapshot_every": self.snapshot_every,
                 "segment_entries": self.segment_entries, "large_share": self.large_share,
                 "retention_every": self.retention_every, "operator_every": self.operator_every,
-                "delete_weight": self.delete_weight,
+                "delete_weight": self.delete_weight, "busy": self.busy,
                 "parameters": dict(self.parameters),
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

@@ -20,7 +20,7 @@ from seglog_core.schema import SNAPSHOT_JOB_DECODER
 from seglog_report import causes
 from seglog_report.model import Marker, Meter, Report, RunData, SeedRow, Span, outline
 from seglog_sim.cloud import Call
-from seglog_sim.history import describe_key
+from seglog_sim.history import describe_key, entry_writes, snapshot_times
 from seglog_sim.metering import FUNCTION_KINDS
 from seglog_sim.run import SeedResult, execute
 from seglog_sim.scenario import Scenario
@@ -144,7 +144,7 @@ def _acts(history: list[Call]) -> dict[str, dict[str, list[str]]]:
         if not (call.outcome.startswith("ok") or call.outcome.startswith("applied")):
             continue
         if call.service == "dynamodb":
-            for item, sets_root in _entry_writes(call):
+            for item, sets_root in entry_writes(call):
                 log_id, where = describe_key(item)
                 if log_id is None:
                     continue
@@ -180,46 +180,14 @@ def _append_latencies(tasks: list[Task]) -> list[float]:
 
 def _snapshot_lives(history: list[Call], start: float, now: float) -> list[Span]:
     """From the write that appended each Snapshot entry to the one that set its root."""
-    appeared: dict[tuple[str, str], float] = {}
-    completed: dict[tuple[str, str], float] = {}
-    for call in history:
-        if call.service != "dynamodb" or not call.outcome.startswith("ok"):
-            continue
-        for item, sets_root in _entry_writes(call):
-            log_id, where = describe_key(item)
-            if log_id is None:
-                continue
-            if not sets_root:
-                appeared.setdefault((log_id, where), call.at)
-            if sets_root or "R" in item:  # born complete (a log's first entry) or completed now
-                completed.setdefault((log_id, where), call.at)
     spans = []
-    for (log_id, where), at in sorted(appeared.items(), key=lambda kv: kv[1]):
-        done = completed.get((log_id, where))
-        segment, _, entry = where.partition("/")
+    for (log_id, segment, entry), (at, done) in sorted(snapshot_times(history).items(), key=lambda kv: kv[1][0]):
+        where = f"{segment}/{entry}"
         spans.append(Span(lane=f"snapshot {log_id[:8]} {where}", group="snapshot", start=round(at - start, 4),
                           end=round((done if done is not None else now) - start, 4),
                           outcome="completed" if done is not None else "incomplete", label=f"snapshot {where}",
-                          ids={"log_id": log_id, "segment": int(segment), "entry": int(entry or 0)}))
+                          ids={"log_id": log_id, "segment": segment, "entry": entry}))
     return spans
-
-
-def _entry_writes(call: Call) -> list[tuple[dict[str, Any], bool]]:
-    """(key, sets the root?) of every Snapshot entry the call writes."""
-    p = call.params
-    if call.operation == "PutItem":
-        item = p.get("Item", {})
-        return [(item, False)] if item.get("T", {}).get("S") == "snap" else []
-    if call.operation == "UpdateItem":
-        return [(p["Key"], True)] if str(p.get("UpdateExpression", "")).startswith("SET R =") else []
-    if call.operation == "TransactWriteItems":
-        found: list[tuple[dict[str, Any], bool]] = []
-        for action in p.get("TransactItems", []):
-            put = action.get("Put")
-            if put and put.get("Item", {}).get("T", {}).get("S") == "snap":
-                found.append((put["Item"], False))
-        return found
-    return []
 
 
 def seeds_report(seeds: list[int], scenario: Scenario | None, *, command: str, title: str,

@@ -231,6 +231,18 @@ class Clients:
                     return
                 world.sleep(rng.uniform(*scenario.think))
 
+    def busy_client(self, log_id: uuid.UUID) -> None:
+        """An API client appending all through the fault window, an edit every ``busy_think`` seconds: a busy sheet
+        (Scenario.busy_share), whose snapshots fall due one after another while faults fire."""
+        world, scenario = self.world, self.scenario
+        rng = self.faults.rng(world.current)
+        client = self.client()
+        client.note_position(log_id, START)
+        mine: list[_Acked] = []
+        while world.now - world.start < scenario.fault_window:
+            world.sleep(rng.uniform(*scenario.busy_think))
+            self._api_entry(client, log_id, rng, mine, stale=False, reuse=False)
+
     def _api_entry(self, client: SeglogClient, log_id: uuid.UUID, rng: random.Random, mine: list[_Acked], *,
                    stale: bool, reuse: bool) -> bool:
         """One entry of an API client: a new one, or (by chance, or when ``reuse``) an acknowledged entry's id
