@@ -23,7 +23,8 @@ from seglog_report.html import publish
 from seglog_report.model import Report, RunData, decode
 
 #: A mutant the simulator kills with this seed: the worker's order check removed, a snapshot completes after a
-#: later one (I4) — a real failing run, made by the real (mutated) worker code.
+#: later one (I4; the idle check of issue 34 sees the sheet's jobs leave one behind first, I5) — a real failing run,
+#: made by the real (mutated) worker code.
 MUTANT, SEED = "order_check", 4
 
 
@@ -41,7 +42,7 @@ def mutant_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Repor
 def test_a_failing_seeds_report_opens_on_its_violation(chromium: Page, mutant_report: tuple[Path, Report]) -> None:
     page, report = mutant_report
     [run] = report.runs
-    assert not run.ok and run.violations[0].invariant == "I4"
+    assert not run.ok and {"I5", "I4"} <= {v.invariant for v in run.violations}
 
     summary = open_report(chromium, page)
     assert chromium.errors == []
@@ -65,7 +66,10 @@ def test_a_failing_seeds_report_opens_on_its_violation(chromium: Page, mutant_re
 
 
 def _longest_snapshot(run: RunData) -> str:
-    lives = [s for s in run.spans if s.group == "snapshot" and s.outcome == "completed" and s.id in run.waits]
+    """The longest-lived snapshot a worker invocation completed (not one ``seglog rebuild`` completed)."""
+    by_workers = {link.target for link in run.links if link.why == "completed the snapshot"}
+    lives = [s for s in run.spans if s.group == "snapshot" and s.outcome == "completed" and s.id in run.waits
+             and s.id in by_workers]
     return max(lives, key=lambda s: s.end - s.start).id
 
 

@@ -82,7 +82,7 @@ def test_functions_come_from_the_template_with_globals_merged(config: EmulatorCo
         "SnapshotWorkerFunction": FunctionSpec(
             logical_id="SnapshotWorkerFunction", Handler="seglog_services.snapshot_worker.handler",
             Runtime="python3.13", Timeout=60,  # !Ref SnapshotWorkerTimeout, Default 60
-            MemorySize=768, Environment={**GLOBAL_ENV, "SEGLOG_TAKEOVER_SECONDS": "60"}),
+            MemorySize=768, Environment={**GLOBAL_ENV, "SEGLOG_TAKEOVER_SECONDS": "15"}),  # SnapshotTakeoverSeconds
         "RetentionFunction": FunctionSpec(
             logical_id="RetentionFunction", Handler="seglog_services.retention.handler", Runtime="python3.13",
             Timeout=300, MemorySize=512,
