@@ -73,10 +73,10 @@ def test_step_1_answers_a_presigned_put_whose_object_carries_the_discardable_tag
     upload_id = uuid.UUID(body["upload_id"])
     assert f"uploads/{log_id}/{upload_id}" == body["key"]
     assert ("PUT", 900) == (body["method"], body["expires_in"])
-    assert {"Content-Type": "text/csv", "Content-Length": str(len(data)), "x-amz-tagging": "discardable=true"} == (
-        body["headers"])
+    assert {"Content-Type": "text/csv", "Content-Length": str(len(data)), "x-amz-tagging": "discardable=true",
+            "If-None-Match": "*"} == body["headers"]
     assert "X-Amz-Signature=" in body["url"]
-    assert "content-length%3Bcontent-type%3Bhost%3Bx-amz-tagging" in body["url"]  # X-Amz-SignedHeaders
+    assert "content-length%3Bcontent-type%3Bhost%3Bif-none-match%3Bx-amz-tagging" in body["url"]  # X-Amz-SignedHeaders
     assert 200 == put(body, data)
     s3 = deployment.backend().blobs
     assert data == s3.get(body["key"])
@@ -132,6 +132,40 @@ def test_a_json_upload_becomes_a_set_range_entry(api: Api) -> None:
     assert [] == rows[0]
     assert [None, "r0c0", "r0c1", "r0c2"] == rows[1]
     assert 2001 == len(rows)
+
+
+def test_a_presigned_url_writes_once_and_the_entry_is_made_of_the_first_upload(
+        api: Api, deployment: LocalDeployment) -> None:
+    """The URL signs If-None-Match: * (uploads module docstring; Amazon S3 User Guide, conditional-writes): a
+    second PUT within its 15 minutes, before or after the completion, is refused 412 PreconditionFailed and the
+    first upload stays, so an Import's source file cannot be swapped under its entry."""
+    log_id = api.create()
+    first = upload(api, log_id, b"name,qty\nbolt,12\n", "text/csv")
+
+    assert 412 == put(first, b"name,qty\nnut,999\n")  # the same size, so only the condition can refuse it
+    landed = complete(api, log_id, first["upload_id"], "imp")
+    assert 412 == put(first, b"name,qty\nnut,999\n")
+
+    assert 200 == landed.status, landed.json
+    assert [["name", "qty"], ["bolt", 12]] == api.call("GET", f"/sheets/{log_id}").json["rows"]
+    assert b"name,qty\nbolt,12\n" == deployment.backend().blobs.get(first["key"])
+
+
+def test_an_uploaded_range_the_sheet_cannot_take_is_422_does_not_fit_as_an_append_is(api: Api) -> None:
+    """What the OpenAPI document allows and the sheet cannot take — a range running past column XFD, a text over
+    32 KB of UTF-8 — is 422 does_not_fit whether it comes inline or as an upload, a range or an imported file
+    (before, an upload answered 400 invalid_cell_ref / value_too_large), and nothing is written."""
+    log_id = api.create()
+    past_xfd = {"ref": "XFD1", "values": [[1, 2]]}
+    too_long = {"ref": "A1", "values": [["\u00e9" * (16 * 1024 + 1)]]}  # 16,385 characters, 32,770 bytes
+    for values in (past_xfd, too_long):
+        uploaded = upload(api, log_id, json.dumps(values).encode(), "application/json")
+
+        assert_error(complete(api, log_id, uploaded["upload_id"], "setrng"), 422, "does_not_fit")
+        assert_error(api.append(log_id, {"type": "setrng", **values}), 422, "does_not_fit")
+    imported = upload(api, log_id, ("name\n" + "\u00e9" * (16 * 1024 + 1) + "\n").encode(), "text/csv")
+    assert_error(complete(api, log_id, imported["upload_id"], "imp"), 422, "does_not_fit")
+    assert {"segment": 0, "num": 0} == api.call("GET", f"/sheets/{log_id}").json["position"]
 
 
 def test_completing_twice_appends_one_entry(api: Api) -> None:
@@ -208,6 +242,9 @@ def test_step_1_refuses_bad_sizes_and_types(api: Api, request_body: dict[str, An
 
 
 def test_completing_refuses_what_cannot_become_the_entry(api: Api) -> None:
+    """A completion the document allows whose upload cannot become the entry is 422 (another type than ``type``
+    needs, JSON that is not a range, a ref that is no cell, a file that does not parse), never 400: 400 is for a
+    request the document refuses (README, "The contract"; found by the fuzzer once it PUT uploads)."""
     log_id = api.create()
     never_put = api.call("POST", f"/sheets/{log_id}/uploads", {"size": 3, "content_type": "text/csv"}).json
     json_upload = upload(api, log_id, b'{"ref": "A1", "values": [[1]]}', "application/json")
@@ -218,12 +255,12 @@ def test_completing_refuses_what_cannot_become_the_entry(api: Api) -> None:
     assert_error(complete(api, log_id, never_put["upload_id"], "imp"), 404, "upload_not_found")
     assert_error(complete(api, log_id, str(uuid.uuid4()), "setrng"), 404, "upload_not_found")
     assert_error(complete(api, log_id, "nope", "imp"), 400, "invalid_upload_id")
-    assert_error(complete(api, log_id, json_upload["upload_id"], "imp"), 400, "content_type_mismatch")
+    assert_error(complete(api, log_id, json_upload["upload_id"], "imp"), 422, "content_type_mismatch")
     assert_error(complete(api, log_id, json_upload["upload_id"], "set"), 400, "invalid_request")
-    assert_error(complete(api, log_id, not_utf8["upload_id"], "imp"), 400, "invalid_import")
+    assert_error(complete(api, log_id, not_utf8["upload_id"], "imp"), 422, "invalid_import")
     assert_error(complete(api, log_id, not_utf8["upload_id"], "imp", since=OMIT), 400, "missing_since")
-    assert_error(complete(api, log_id, not_a_range["upload_id"], "setrng"), 400, "invalid_upload")
-    assert_error(complete(api, log_id, bad_ref["upload_id"], "setrng"), 400, "invalid_cell_ref")
+    assert_error(complete(api, log_id, not_a_range["upload_id"], "setrng"), 422, "invalid_upload")
+    assert_error(complete(api, log_id, bad_ref["upload_id"], "setrng"), 422, "invalid_upload")
     assert {"segment": 0, "num": 0} == api.call("GET", f"/sheets/{log_id}").json["position"]
 
 

@@ -8,15 +8,18 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
 from seglog_awsmodel.template import default_template_path
 from seglog_client import Credentials, SeglogClient
-from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.settings import LOCAL_CREDENTIALS, EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
 from seglog_stack import local
+
+#: A second key pair the emulator's gateway accepts: another caller of the same API.
+SECOND_CALLER: Final = Credentials("AKIDSECONDCALLER", "second-caller-secret")
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class Emulated:
     deployment: local.LocalDeployment
     #: A key pair the emulator's gateway accepts (its routes require IAM authorization).
     credentials: Credentials
+    #: Another key pair it accepts (:data:`SECOND_CALLER`).
+    second: Credentials = SECOND_CALLER
 
     def client(self, **options: Any) -> SeglogClient:
         """A client of the emulator's API, signing with :attr:`credentials`."""
@@ -43,7 +48,8 @@ def emulator(stacks: Any, tmp_path_factory: pytest.TempPathFactory, lambda_artif
     try:
         supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack,
                                                  state_dir=tmp_path_factory.mktemp("emulator"),
-                                                 artifact=lambda_artifact))
+                                                 artifact=lambda_artifact,
+                                                 api_credentials=(LOCAL_CREDENTIALS, SECOND_CALLER)))
         supervisor.start()
         try:
             supervisor.wait_ready()

@@ -341,3 +341,29 @@ def test_each_try_reports_the_request_id_its_answer_named(fake: FakeApi) -> None
                 Reply(200, appended(ENTRY, 0, 4), {"Apigw-Requestid": "second="}))
     client.append(LOG, set_cell("A1", 1), entry_id=ENTRY)
     assert [(None, None), (500, "first="), (200, "second=")] == [(a.status, a.request_id) for a in attempts]
+
+
+#: S3's answer to a second PUT of a URL that writes once (If-None-Match: *).
+PRECONDITION_FAILED = (b"<?xml version='1.0' encoding='utf-8'?>\n<Error><Code>PreconditionFailed</Code><Message>At "
+                       b"least one of the pre-conditions you specified did not hold</Message></Error>")
+
+
+def test_a_retried_upload_put_refused_412_found_its_first_try_and_the_upload_completes(fake: FakeApi) -> None:
+    """The presigned URL writes once (its signed If-None-Match: *): when the answer to the first PUT is lost, S3
+    answers the retry 412 PreconditionFailed because the first one stored the bytes. The URL is this call's alone,
+    so the client takes that as stored and completes the upload."""
+    client = SeglogClient(fake.url, credentials=KEYS, sleep=lambda _: None,
+                          backoff=Backoff(base=0.0, cap=0.0, rng=random.Random(1)))
+    fake.script(Reply(200, {"latest": None, "segments": [], "pending": []}),
+                Reply(201, {"upload_id": "0b6f2c9e-1d3a-4f5b-8e7c-2a9d4b6c8e10", "key": "k", "url": f"{fake.url}/put",
+                            "method": "PUT", "expires_in": 900,
+                            "headers": {"Content-Type": "text/csv", "If-None-Match": "*"}}),
+                DROP, Reply(412, PRECONDITION_FAILED, {"content-type": "application/xml"}),
+                Reply(200, appended(ENTRY, 0, 1)))
+
+    answer = client.upload(LOG, b"a\n1\n", "text/csv", "imp", entry_id=ENTRY)
+
+    assert (0, 1) == (answer.segment, answer.num)
+    puts = fake.sent("PUT")
+    assert [(b"a\n1\n", "*")] * 2 == [(put.body, put.headers.get("if-none-match")) for put in puts]
+    assert 1 == len([r for r in fake.requests if r.target.endswith("/complete")])

@@ -74,11 +74,15 @@ def test_authorization_equals_botocore_sigv4auth(case: str, method: str, url: st
     assert credentials.session_token == ours.get("x-amz-security-token")
 
 
-def test_odd_query_characters_encode_as_botocore_encodes_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("space", ["%20", "+"])
+def test_odd_query_characters_encode_as_botocore_encodes_parameters(space: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """botocore encodes ``params`` itself (RFC 3986 unreserved kept): a URL carrying them in any other valid
-    encoding (``+`` left raw is a plus, not a space) canonicalizes to the same string, so the signatures match."""
+    encoding canonicalizes to the same string, so the signatures match. A space may travel as ``+``: a raw ``+``
+    is a space, as API Gateway hands it to the function (seglog_aws.events.api_gateway.query_pairs); a plus
+    travels as ``%2B``."""
     params = {"a b": "c d", "é": "✓", "x": "1/2+3", "t": "~-._", "empty": "", "q": "SELECT * FROM t;"}
-    sent = "&".join(f"{quote(k, safe='')}={quote(v, safe='+')}" for k, v in params.items())
+    sent = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}".replace("%20", space) for k, v in params.items())
     ours = sign("GET", f"{API}/search?{sent}", {}, None, KEYS, region="eu-west-1", now=NOW)
     assert botocore_authorization("GET", f"{API}/search", {}, None, KEYS, "eu-west-1", monkeypatch,
                                   params=params) == ours["authorization"]
@@ -89,6 +93,7 @@ def test_canonical_forms_follow_the_sigv4_rules() -> None:
     assert "/caf%25C3%25A9" == canonical_path("/caf%C3%A9")  # "encoded twice" for every service but S3
     assert "/" == canonical_path("")
     assert "a=%20&a=%2B&b=~&c=" == canonical_query("b=%7E&a=%2B&a=%20&c")
+    assert "q=a%20b" == canonical_query("q=a+b")  # a raw "+" is a space, never a plus
     assert "" == canonical_query("")
 
 
@@ -123,6 +128,7 @@ def test_an_upload_put_to_s3_is_not_signed_by_the_client(fake: FakeApi) -> None:
     (put,) = fake.sent("PUT")
     signed = [r for r in fake.requests if r.method != "PUT"]
     assert ("authorization" not in put.headers, all("authorization" in r.headers for r in signed)) == (True, True)
+
 
 
 # ------------------------------------------------------------------------------------------ where credentials come from

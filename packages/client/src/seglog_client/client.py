@@ -63,6 +63,8 @@ from seglog_client.transport import NoAnswer, Response, Transport, exchange
 log = structlog.get_logger("seglog.client")
 
 JSON_HEADERS: Final = {"content-type": "application/json", "accept": "application/json"}
+#: S3's answer to a second PUT of a presigned upload URL (its signed ``If-None-Match: *``).
+PRECONDITION_FAILED: Final = 412
 #: Times a load starts again from its first page when retention retired its state between two pages.
 LOAD_RESTARTS: Final = 3
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
@@ -270,17 +272,23 @@ class SeglogClient:
         """Append a large entry in three steps: a presigned URL, the PUT of ``data``, the completion.
 
         ``content_type`` is ``text/csv`` or the XLSX type for ``imp`` (an import), ``application/json``
-        (``{"ref", "values"}``) for ``setrng``. Each step is retry-safe: an unused presigned upload expires, a
-        PUT to the same key replaces the object ("Uploading objects with presigned URLs", Amazon S3 User Guide,
-        https://docs.aws.amazon.com/AmazonS3/latest/userguide/PresignedUrlUploadObject.html), and the
-        completion carries the entry id and ``since`` as an append does.
+        (``{"ref", "values"}``) for ``setrng``. Each step is retry-safe: an unused presigned upload expires; the
+        URL writes once (its signed ``If-None-Match: *``), so a retried PUT answered 412 PreconditionFailed found
+        the bytes its earlier try stored (Amazon S3 User Guide, "How to prevent object overwrites with conditional
+        writes", https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html): the URL is this
+        call's alone; and the completion carries the entry id and ``since`` as an append does.
         """
         lid = as_uuid(log_id)
         eid = uuid.uuid4() if entry_id is None else as_uuid(entry_id, "entry id")
         since = since or self._since(lid)
         presigned = self._call(Presigned, "POST", f"/sheets/{lid}/uploads",
                                UploadRequest(size=len(data), content_type=content_type), log_id=lid)
-        self._send(presigned.method, presigned.url, data, dict(presigned.headers), log_id=lid)
+        try:
+            self._send(presigned.method, presigned.url, data, dict(presigned.headers), log_id=lid)
+        except ApiError as refusal:
+            if (refusal.status, refusal.code) != (PRECONDITION_FAILED, "PreconditionFailed"):
+                raise
+            log.info("upload already stored by an earlier try", log_id=str(lid), url=presigned.url.split("?")[0])
         return self._appending(lid, eid, since, first_try, lambda at: self._call(
             Appended, "POST", f"/sheets/{lid}/uploads/{presigned.upload_id}/complete",
             CompleteRequest(type=entry_type, entry_id=eid, since=at or since), log_id=lid, entry_id=eid, since=at))

@@ -9,7 +9,11 @@ botocore's ``SigV4Auth`` (``tests/client/test_sigv4.py``):
 * the path is normalized (dot segments and repeated slashes removed) and URI-encoded once more, as every service
   but S3 expects ("Each path segment must be URI-encoded twice");
 * query parameters are decoded, re-encoded with RFC 3986's unreserved characters kept (a space is ``%20``, a
-  ``+`` is ``%2B``), and sorted by name, then value;
+  ``+`` is ``%2B``), and sorted by name, then value. A ``+`` left raw in a query string decodes as a space, as
+  API Gateway decodes it into the ``queryStringParameters`` the function gets: a signature then covers the value
+  the function acts on (the gateway checks it against those very pairs: :mod:`seglog_emulator.api_auth`);
+  encode a plus as ``%2B``, a space as ``%20`` ("Encode the space character as '%20' (and not '+', as some
+  encoding schemes do)", on the page above);
 * headers are lower-cased, their values trimmed and inner runs of spaces squeezed, repeats joined by commas;
 * the payload hash is the SHA-256 of the body as sent: API Gateway computes it itself (``UNSIGNED-PAYLOAD`` is
   for S3), so a body changed after signing changes the canonical request.
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Final
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 ALGORITHM: Final = "AWS4-HMAC-SHA256"
 #: API Gateway's signing name ("execute-api:Invoke" is the permission it checks).
@@ -86,14 +90,16 @@ def canonical_path(raw_path: str) -> str:
 
 
 def canonical_query(raw_query: str) -> str:
-    """The query string's parameters decoded, re-encoded as SigV4 encodes them, sorted by name then value."""
-    pairs = []
-    for piece in raw_query.split("&"):
-        if not piece:
-            continue
-        name, _, value = piece.partition("=")
-        pairs.append((quote(unquote(name), safe=_UNRESERVED), quote(unquote(value), safe=_UNRESERVED)))
-    return "&".join(f"{name}={value}" for name, value in sorted(pairs))
+    """The query string's parameters decoded (``+`` as a space), re-encoded as SigV4 encodes them, sorted by name
+    then value."""
+    return canonical_query_of(parse_qsl(raw_query, keep_blank_values=True))
+
+
+def canonical_query_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """The canonical query string of decoded (name, value) pairs: each encoded as SigV4 encodes them (RFC 3986's
+    unreserved characters kept), sorted by name then value."""
+    encoded = sorted((quote(name, safe=_UNRESERVED), quote(value, safe=_UNRESERVED)) for name, value in pairs)
+    return "&".join(f"{name}={value}" for name, value in encoded)
 
 
 def header_map(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -106,14 +112,15 @@ def header_map(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[s
     return joined
 
 
-def canonical_request(method: str, raw_path: str, raw_query: str, headers: Mapping[str, str],
-                      signed_headers: Iterable[str], payload_hash: str) -> str:
-    """The canonical request of SigV4; ``headers`` as :func:`header_map` makes them (a signed header the request
-    lacks counts as empty, so the signature cannot match)."""
+def canonical_request(method: str, raw_path: str, query: str | Iterable[tuple[str, str]],
+                      headers: Mapping[str, str], signed_headers: Iterable[str], payload_hash: str) -> str:
+    """The canonical request of SigV4; ``query`` the query string as sent, or its decoded (name, value) pairs;
+    ``headers`` as :func:`header_map` makes them (a signed header the request lacks counts as empty, so the
+    signature cannot match)."""
     names = sorted(signed_headers)
     lines = "".join(f"{name}:{headers.get(name, '')}\n" for name in names)
-    return "\n".join((method.upper(), canonical_path(raw_path), canonical_query(raw_query), lines, ";".join(names),
-                      payload_hash))
+    canonical = canonical_query(query) if isinstance(query, str) else canonical_query_of(query)
+    return "\n".join((method.upper(), canonical_path(raw_path), canonical, lines, ";".join(names), payload_hash))
 
 
 def string_to_sign(amz_date: str, scope: Scope, canonical: str) -> str:

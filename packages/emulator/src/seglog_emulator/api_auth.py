@@ -110,11 +110,19 @@ class IamAuthorizer:
     def accepting(cls, credentials: Sequence[Credentials], *, region: str) -> IamAuthorizer:
         return cls([Caller(credentials=c) for c in credentials], region=region)
 
-    def authorize(self, method: str, raw_path: str, raw_query: str, headers: Mapping[str, str],
-                  body: bytes | None) -> Caller | Refusal:
+    def authorize(self, method: str, raw_path: str, query: str | Sequence[tuple[str, str]],
+                  headers: Mapping[str, str], body: bytes | None) -> Caller | Refusal:
         """The caller a request is signed by, or the refusal API Gateway would answer.
 
         Args:
+            query: the query string's (name, value) pairs exactly as the function will get them
+                (:func:`seglog_aws.events.api_gateway.query_pairs`: ``+`` is a space; the gateway passes these),
+                or the query string as sent, which :func:`seglog_client.sigv4.canonical_query` decodes the same
+                way. The canonical query string is made of these values, so a signature covers the values the
+                function acts on: a request signed for ``x%2By`` (a plus) and sent as ``x+y`` (a space, to the
+                function) is refused, and one signed for ``x%20y`` and sent as ``x+y`` is accepted with the value
+                it was signed for ("Create a signed AWS API request", IAM User Guide: a space is encoded ``%20``,
+                never ``+``, in the canonical form).
             headers: the request's headers as :func:`seglog_client.sigv4.header_map` makes them.
         """
         header = headers.get("authorization")
@@ -133,7 +141,7 @@ class IamAuthorizer:
         if "host" not in parsed.signed_headers:
             return Refusal("InvalidSignatureException", "'Host' or ':authority' must be a 'SignedHeader' in the AWS "
                            "Authorization.")
-        canonical = sigv4.canonical_request(method, raw_path, raw_query, headers, parsed.signed_headers,
+        canonical = sigv4.canonical_request(method, raw_path, query, headers, parsed.signed_headers,
                                             sigv4.payload_hash(body))
         to_sign = sigv4.string_to_sign(amz_date, parsed.scope, canonical)
         expected = sigv4.signature(caller.credentials.secret_access_key, parsed.scope, to_sign)

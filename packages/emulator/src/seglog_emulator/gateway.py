@@ -34,7 +34,13 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
+from seglog_aws.events.api_gateway import (
+    function_failure,
+    http_api_response,
+    match_route,
+    query_pairs,
+    request_event,
+)
 from seglog_awsmodel.config import AWS_IAM, HttpRoute
 from seglog_awsmodel.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
 from seglog_awsmodel.fault_sites import site
@@ -147,7 +153,9 @@ class Gateway:
         authorized = None
         if route.Authorizer == AWS_IAM:
             assert self.authorizer is not None  # checked in __init__
-            verdict = self.authorizer.authorize(method, path, parts.query, fields, body or None)
+            # The signature is checked against the query's pairs as the event will carry them: one decoding
+            # decides both what was signed and what the function gets.
+            verdict = self.authorizer.authorize(method, path, query_pairs(parts.query), fields, body or None)
             if isinstance(verdict, Refusal):
                 log.info("request refused", method=method, path=path, error_type=verdict.error_type)
                 return verdict.response()

@@ -2,7 +2,7 @@
 
 Routes (described in full at ``GET /openapi.json``)::
 
-    POST /sheets                                        create a sheet               201 {"log_id"}
+    POST /sheets                                        create a sheet               201 {"log_id"} | 200 existed
     POST /sheets/{log_id}/entries                       append                       200 Appended | 409 conflict
     GET  /sheets/{log_id}                               load (snapshot + tail)       200 {"snapshot","rows","position"}
     GET  /sheets/{log_id}/entries?segment=S&after=N     sync                         200 {"entries","position"} | reload
@@ -11,7 +11,8 @@ Routes (described in full at ``GET /openapi.json``)::
     POST /sheets/{log_id}/uploads/{upload_id}/complete  large entry 3: append        200 Appended
     GET  /openapi.json                                  this API's OpenAPI 3.1 document
 
-Failures answer ``{"error": {"code", "message"}}``: 4xx for bad requests, 503 (Retry-After) for storage.
+Request bodies are JSON sent as ``application/json`` (415 otherwise). Failures answer ``{"error": {"code",
+"message"}}``: 4xx for bad requests, 503 (Retry-After) for storage.
 """
 
 from __future__ import annotations

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import msgspec
+
 from seglog_core.bodies import MAX_BODY
 from seglog_core.schema import MAX_NUM
 from seglog_core.sheet import MAX_CELL_BYTES
 from seglog_core.sheet.refs import MAX_COL, MAX_INT, MAX_ROW, MIN_INT, column_letters
 from seglog_services.api.pages import CURSOR_PATTERN
 from seglog_services.api.patterns import letters_at_most, number_at_most
+from seglog_services.api.schemas import SheetCreated
 from seglog_services.api.uploads import content_type_pattern
 
 VERSION: Final = "0.1.0"
@@ -39,12 +42,17 @@ def _errors(*statuses: int) -> dict[str, Any]:
                  "be known)",
             413: "Payload too large: over 1 MB the function answers (send large entries as uploads); over API "
                  "Gateway's 10 MB quota the gateway does, with `message`",
-            415: "Content type not accepted",
+            415: "Content type not accepted. `unsupported_media_type`: a request body is JSON sent with "
+                 "`Content-Type: application/json` (parameters such as `charset` aside; no other type, "
+                 "`application/*+json` neither); `unsupported_content_type`: an upload's `content_type` is not one "
+                 "`UploadRequest` lists",
             422: "The request matches this document and still cannot be applied; nothing was written. "
                  "`entry_id_reused`: the entry id already names another entry (other type, version or body), at "
                  "`error.position`: do not retry, give a new entry a new entry id. `does_not_fit`: the sheet "
                  "cannot take the entry (a range running past column XFD or row 1,048,576, a text over 32 KB of "
-                 "UTF-8): make it smaller or write it in parts",
+                 "UTF-8): make it smaller or write it in parts. An upload's completion: `content_type_mismatch` "
+                 "(the upload's content type cannot become an entry of `type`), `invalid_upload` (the JSON is not "
+                 "a range), `invalid_import` (the file does not read as CSV or XLSX): upload the data again",
             503: "Storage unavailable or contended: after `Retry-After` seconds send the identical request again"}
     return {"403": _json(_ref("GatewayError"), "From API Gateway: the request is not signed with SigV4, or its "
                                                "signature, credentials or permission (execute-api:Invoke) are "
@@ -92,7 +100,11 @@ RETRY_PROTOCOL: Final = (
     "answered as above; one whose `since` it deleted is answered with the entry when the retained log holds it, "
     "else refused with 410 `since_retired` (see that response): never a second copy.")
 
+#: The answers the routes encode from structs (seglog_services.api.schemas), described by those structs.
+_ANSWERS, GENERATED = msgspec.json.schema_components([SheetCreated], ref_template="#/components/schemas/{name}")
+
 SCHEMAS: Final[dict[str, Any]] = {
+    **GENERATED,
     "GatewayError": GATEWAY,
     "Error": {
         "type": "object", "required": ["error"],
@@ -216,7 +228,9 @@ SCHEMAS: Final[dict[str, Any]] = {
             "url": {"type": "string", "format": "uri", "description": "Presigned S3 PUT URL."},
             "method": {"const": "PUT"},
             "headers": {"type": "object", "additionalProperties": {"type": "string"},
-                        "description": "Send exactly these headers with the PUT (they are signed)."},
+                        "description": "Send exactly these headers with the PUT (they are signed). The URL "
+                                       "writes once (`If-None-Match: *`): S3 answers a second PUT 412 "
+                                       "PreconditionFailed and keeps the first upload."},
             "expires_in": {"type": "integer", "maximum": 900},
         },
     },
@@ -240,21 +254,21 @@ def _links(**targets: dict[str, str]) -> dict[str, Any]:
 
 _SHEET: Final = {"log_id": "$response.body#/log_id"}
 _SAME_SHEET: Final = {"log_id": "$request.path.log_id"}
+#: Where a create's answer leads, new sheet (201) or existing (200) alike.
+_CREATED_LINKS: Final = _links(loadSheet=_SHEET, appendEntry=_SHEET, snapshotStatus=_SHEET, startUpload=_SHEET,
+                               syncEntries={**_SHEET, "segment": "$response.body#/position/segment",
+                                            "after": "$response.body#/position/num"})
 
 PATHS: Final[dict[str, Any]] = {
     "/sheets": {"post": {
         "operationId": "createSheet", "summary": "Create a sheet (a new log)",
         "requestBody": {"required": False, "content": {"application/json": {"schema": {
             "type": "object", "additionalProperties": False}}}},
-        "responses": {"201": {**_json({"type": "object", "required": ["log_id", "created", "position"],
-                                       "properties": {"log_id": {"type": "string", "format": "uuid"},
-                                                      "created": {"type": "boolean"}, "position": POSITION}},
-                                      "Created (200 with created=false: a sheet with the client's log_id existed)"),
-                              **_links(loadSheet=_SHEET, appendEntry=_SHEET, snapshotStatus=_SHEET,
-                                       startUpload=_SHEET,
-                                       syncEntries={**_SHEET, "segment": "$response.body#/position/segment",
-                                                    "after": "$response.body#/position/num"})},
-                      **_errors(400, 413, 503)},
+        "responses": {"201": {**_json(_ref("SheetCreated"), "Created: `created` is true"), **_CREATED_LINKS},
+                      "200": {**_json(_ref("SheetCreated"), "A sheet with the client's `log_id` existed (a retried "
+                                                            "create): `created` is false, nothing was created"),
+                              **_CREATED_LINKS},
+                      **_errors(400, 413, 415, 503)},
     }},
     "/sheets/{log_id}": {"get": {
         "operationId": "loadSheet", "summary": "Load: the latest snapshot folded with the entries after it",
@@ -271,7 +285,7 @@ PATHS: Final[dict[str, Any]] = {
                                   **_links(syncEntries={**_SAME_SHEET, "segment": "$response.body#/segment",
                                                         "after": "$response.body#/num"},
                                            loadSheet=_SAME_SHEET)},
-                          **_errors(400, 404, 409, 410, 413, 422, 503)},
+                          **_errors(400, 404, 409, 410, 413, 415, 422, 503)},
         },
         "get": {
             "operationId": "syncEntries", "summary": "Sync: the entries after a position",
@@ -303,7 +317,7 @@ PATHS: Final[dict[str, Any]] = {
                                 "schema": {"type": "string", "format": "uuid"}}],
         "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("CompleteRequest")}}},
         "responses": {"200": _json(_ref("Appended"), "Appended, body in S3"),
-                      **_errors(400, 404, 409, 410, 413, 422, 503)},
+                      **_errors(400, 404, 409, 410, 413, 415, 422, 503)},
     }},
     "/openapi.json": {"get": {
         "operationId": "openapi", "summary": "This document",

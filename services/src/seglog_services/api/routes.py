@@ -6,17 +6,13 @@ The core's errors are mapped to statuses in one place, the exception handlers at
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-import msgspec
 import structlog
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -24,14 +20,16 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from seglog_aws.backend import Backend
 from seglog_core import errors
 from seglog_core.document import SheetDocument
-from seglog_core.idempotence import Position, append_after
+from seglog_core.idempotence import append_after
 from seglog_core.log import Appended, EventLog
 from seglog_core.reader import LogView
-from seglog_core.schema import MAX_NUM, Body, Entry, EntryType
+from seglog_core.schema import Body, Entry, EntryType
 from seglog_core.sheet.validate import validate_body
 from seglog_services import runtime
 from seglog_services.api import openapi
 from seglog_services.api.errors import ApiError, error_response, json_response
+from seglog_services.api.inputs import log_id_of, query_int, request_body, upload_id_of
+from seglog_services.api.inputs import retry_position as retry_position  # bench.bench_append reads it from here
 from seglog_services.api.pages import MAX_PAGE_BYTES, LoadCursor, escaped_size, page_rows
 from seglog_services.api.schemas import (
     APPEND_DECODER,
@@ -39,8 +37,8 @@ from seglog_services.api.schemas import (
     CREATE_DECODER,
     UPLOAD_DECODER,
     CreateRequest,
-    JsonDecoder,
-    PositionIn,
+    LogPosition,
+    SheetCreated,
     entry_json,
     entry_ref,
     pending_json,
@@ -51,9 +49,6 @@ from seglog_services.api.schemas import (
 from seglog_services.api.uploads import Uploads, default_entry_id, presign_client
 
 log = structlog.get_logger("seglog.api")
-
-#: Largest JSON request body; bigger entries take the upload flow (Lambda's own limit is 6 MB).
-MAX_REQUEST_BYTES = 1024 * 1024
 
 app = APIGatewayHttpResolver()
 
@@ -66,7 +61,8 @@ class Services:
     #: Appends of the API: no tail cache, so a repeated entry id right after its append is found by the
     #: append's own latest-entry read (containers share no cache; a cached tail would write a second copy).
     log: EventLog
-    #: Appends of completed uploads: every body goes to S3 (``E``), whatever its size.
+    #: Appends of completed uploads: every body goes to S3 (``E``), whatever its size. Checked by :func:`fitting`
+    #: as :attr:`log` is, so an uploaded range past XFD is 422 ``does_not_fit`` as a direct append is.
     external_log: EventLog
     document: SheetDocument
     uploads: Uploads
@@ -86,7 +82,7 @@ class Services:
             backend=backend,
             log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False, validate=fitting),
             external_log=backend.event_log(snapshot_every=every, segment_entries=size, cache_tail=False,
-                                           large_threshold=0),
+                                           large_threshold=0, validate=fitting),
             document=backend.document(),
             uploads=Uploads(s3=presign_client(), bucket=backend.resources.bucket, blobs=backend.blobs),
             horizon=float(os.environ.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")),
@@ -127,100 +123,6 @@ def hosted() -> bool:
     return _hosted is not None
 
 
-# ----------------------------------------------------------------------------------------- input
-
-
-def log_id_of(text: str) -> uuid.UUID:
-    try:
-        log_id = uuid.UUID(text)
-    except ValueError:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_log_id",
-                       f"{text!r} is not a log id: use the log_id POST /sheets returned (a UUID)") from None
-    structlog.contextvars.bind_contextvars(log_id=str(log_id))
-    return log_id
-
-
-def upload_id_of(text: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_upload_id",
-                       f"{text!r} is not an upload id: use the upload_id POST .../uploads returned") from None
-
-
-def request_body[T](decoder: JsonDecoder[T], *, empty: T | None = None) -> T:
-    """The request's JSON body decoded strictly; ``empty`` stands for a missing body where one is optional."""
-    event = app.current_event
-    text = event.body or ""
-    try:
-        raw = base64.b64decode(text, validate=True) if event.is_base64_encoded else text.encode()
-    except binascii.Error:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "malformed_body", "the body is not valid base64") from None
-    if len(raw) > MAX_REQUEST_BYTES:
-        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large",
-                       f"the request body is {len(raw)} bytes, the limit is {MAX_REQUEST_BYTES}: send large "
-                       "entries with POST /sheets/{log_id}/uploads")
-    if not raw.strip():
-        if empty is not None:
-            return empty
-        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_body", "the request needs a JSON body: see /openapi.json")
-    try:
-        return decoder.decode(raw)
-    except msgspec.ValidationError as exc:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request",
-                       f"{exc}: fix the request (the fields are in /openapi.json)") from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "malformed_json",
-                       f"the body is not valid JSON ({exc}): send one JSON object") from None
-
-
-def query_int(name: str, default: int | None = None, *, minimum: int = 0, maximum: int = MAX_NUM) -> int:
-    value = (app.current_event.query_string_parameters or {}).get(name)
-    if value is None:
-        if default is not None:
-            return default
-        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_parameter",
-                       f"query parameter {name!r} is required: pass the position the client last saw")
-    if (not (value.isascii() and value.isdigit()) or len(value) > len(str(maximum))
-            or not minimum <= int(value) <= maximum):
-        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_parameter",
-                       f"query parameter {name!r} is {value[:40]!r}: give a whole number from {minimum} to {maximum}")
-    return int(value)
-
-
-#: Why a request without the retry protocol's fields is refused, and what to send (README "Appending exactly once").
-_PROTOCOL = ("so that a retry is never stored twice (README, \"Appending exactly once\"): send the same entry_id and "
-             "since on every try of this entry")
-
-
-def retry_position(entry_id: uuid.UUID | None, since: PositionIn | int | None, expected: PositionIn | None
-                   ) -> tuple[uuid.UUID, Position, bool]:
-    """The entry id, the position to read forward from, and whether the entry must land right after it.
-
-    Refuses (400) a request the retry protocol cannot make safe: no entry id, or no position to look from.
-    """
-    if entry_id is None:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_entry_id",
-                       f"entry_id is required: a UUID the client makes once for this entry, {_PROTOCOL}")
-    if isinstance(since, int):
-        raise ApiError(HTTPStatus.BAD_REQUEST, "position_required",
-                       'since must be a position {"segment": s, "num": n} as the API answers it (`position`): a '
-                       "bare num cannot say which segment")
-    if since is not None and expected is not None:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "since_and_expected",
-                       "send since (append after what you saw) or expected (the exact position), not both")
-    if expected is not None:
-        if expected.num == 0:
-            raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_expected",
-                           "num 0 of a segment is its Snapshot entry: expected must be a num of 1 or more")
-        return entry_id, Position(segment=expected.segment, num=expected.num - 1), True
-    if since is None:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "missing_since",
-                       "since is required: the position ({segment, num}) of the last answer the client had before "
-                       f"this entry's first try (a new sheet's is 0/0), {_PROTOCOL}")
-    return entry_id, Position(segment=since.segment, num=since.num), False
-
-
 def appended_json(appended: Appended) -> dict[str, Any]:
     entry = appended.entry
     data: dict[str, Any] = {"segment": entry.segment, "num": entry.num, "entry_id": str(entry.entry_id),
@@ -236,7 +138,7 @@ def appended_json(appended: Appended) -> dict[str, Any]:
 
 @app.post("/sheets")
 def create_sheet() -> Response[str]:
-    request = request_body(CREATE_DECODER, empty=CreateRequest())
+    request = request_body(app.current_event, CREATE_DECODER, empty=CreateRequest())
     try:
         log_id = services().log.create(request.log_id)
     except errors.TransactionCancelledError as exc:
@@ -246,21 +148,21 @@ def create_sheet() -> Response[str]:
         structlog.contextvars.bind_contextvars(log_id=str(request.log_id))
         # A position that exists: the latest segment's Snapshot entry 0 (segment 0 may be retired by now).
         latest = services().backend.store.latest_segments(request.log_id, 1, consistent=True)
-        start = {"segment": latest[0].num if latest else 0, "num": 0}
-        return json_response(200, {"log_id": str(request.log_id), "created": False, "position": start},
+        start = LogPosition(segment=latest[0].num if latest else 0, num=0)
+        return json_response(200, SheetCreated(log_id=request.log_id, created=False, position=start),
                              {"Location": f"/sheets/{request.log_id}"})
     structlog.contextvars.bind_contextvars(log_id=str(log_id))
-    return json_response(201, {"log_id": str(log_id), "created": True, "position": {"segment": 0, "num": 0}},
+    return json_response(201, SheetCreated(log_id=log_id, created=True, position=LogPosition(segment=0, num=0)),
                          {"Location": f"/sheets/{log_id}"})
 
 
-def fitting(body: Body) -> None:
-    """The API's appends check a body here (the EventLog's ``validate``, so once): 422 ``does_not_fit`` for what
-    the OpenAPI document allows but the sheet cannot take (a range running past column XFD or row 1,048,576, a
-    text over 32 KB of UTF-8). A 400 means the request does not match the document; a 422, that it does and still
-    cannot be applied (issue 23)."""
+@contextlib.contextmanager
+def must_fit() -> Iterator[None]:
+    """422 ``does_not_fit`` for what the OpenAPI document allows but the sheet cannot take (a range running past
+    column XFD or row 1,048,576, a text over 32 KB of UTF-8), raised in the block as the core's errors. A 400 means
+    the request does not match the document; a 422, that it does and still cannot be applied (issue 23)."""
     try:
-        validate_body(body)
+        yield
     except errors.InvalidCellRefError as exc:
         raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "does_not_fit",
                        f"at {exc.ref} {exc.why}: make the range smaller or start it further up or left") from None
@@ -269,10 +171,17 @@ def fitting(body: Body) -> None:
                        unit=exc.unit) from None
 
 
+def fitting(body: Body) -> None:
+    """The API's appends check a body here (the EventLog's ``validate``, so once), inline and uploaded alike:
+    :func:`must_fit`."""
+    with must_fit():
+        validate_body(body)
+
+
 @app.post("/sheets/<log_id>/entries")
 def append_entry(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
-    request = request_body(APPEND_DECODER)
+    request = request_body(app.current_event, APPEND_DECODER)
     body = to_body(request.entry)
     entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
     structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
@@ -317,8 +226,8 @@ SYNC_LIMIT = 1000
 def sync_entries(log_id: str) -> Response[str]:
     """The entries after a position, a page at a time: ``more`` says to ask again from ``position``."""
     lid = log_id_of(log_id)
-    segment, after = query_int("segment"), query_int("after")
-    limit = query_int("limit", SYNC_LIMIT, minimum=1, maximum=SYNC_LIMIT)
+    segment, after = query_int(app.current_event, "segment"), query_int(app.current_event, "after")
+    limit = query_int(app.current_event, "limit", SYNC_LIMIT, minimum=1, maximum=SYNC_LIMIT)
     # The view stands for what the client holds; LogReader.update swaps its snapshot when it had to reload.
     held = Entry(log_id=lid, segment=segment, num=after, created=0, type=EntryType.SNAPSHOT)
     view = LogView(log_id=lid, snapshot=held, segment=segment, num=after)
@@ -358,7 +267,7 @@ def snapshot_status(log_id: str) -> Response[str]:
 @app.post("/sheets/<log_id>/uploads")
 def start_upload(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
-    request = request_body(UPLOAD_DECODER)
+    request = request_body(app.current_event, UPLOAD_DECODER)
     svc = services()
     if not svc.backend.store.latest_segments(lid, 1, consistent=True):
         raise errors.LogNotFoundError(lid)
@@ -371,10 +280,11 @@ def start_upload(log_id: str) -> Response[str]:
 def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     lid, uid = log_id_of(log_id), upload_id_of(upload_id)
     structlog.contextvars.bind_contextvars(upload_id=str(uid))
-    request = request_body(COMPLETE_DECODER)
+    request = request_body(app.current_event, COMPLETE_DECODER)
     entry_id, since, _ = retry_position(request.entry_id or default_entry_id(uid), request.since, None)
     svc = services()
-    body = svc.uploads.read(lid, uid, request.type)
+    with must_fit():  # an imported file's cells are checked as it is read
+        body = svc.uploads.read(lid, uid, request.type)
     appended = append_after(svc.external_log, lid, body, entry_id=entry_id, since=since, horizon=svc.horizon)
     return json_response(200, {**appended_json(appended), "upload_id": str(uid)})
 
@@ -431,7 +341,8 @@ def failure(exc: Exception) -> Response[str]:
             return error_response(HTTPStatus.BAD_REQUEST, "value_too_large", str(exc), limit=exc.limit,
                                   unit=exc.unit)
         case errors.ImportFileError():
-            return error_response(HTTPStatus.BAD_REQUEST, "invalid_import", str(exc))
+            # Only an upload's completion reads a file: the request matched the document, the file cannot be read.
+            return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_import", str(exc))
         case errors.UnknownEntryTypeError() | errors.BodyVersionError():
             # Requests cannot name an unknown type (the decoder refuses it first): these come from reading a
             # log that newer code wrote. The server must be upgraded; the client can do nothing.

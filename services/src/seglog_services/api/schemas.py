@@ -232,6 +232,30 @@ ENCODER: Final = msgspec.json.Encoder()
 
 
 # ------------------------------------------------------------------------------------------ responses
+#
+# An answer encoded from a struct here is described in the OpenAPI document by the same struct
+# (``msgspec.json.schema_components`` in :mod:`seglog_services.api.openapi`): the two cannot drift apart.
+
+
+class LogPosition(msgspec.Struct, frozen=True, kw_only=True):
+    """A place in the log as the API answers it (``position``): the segment and the entry num in it. Send it back
+    as ``since``."""
+
+    segment: NonNegative
+    num: NonNegative
+
+
+class SheetCreated(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer of ``POST /sheets``: 201 when this request created the sheet, 200 when a sheet under the
+    client's ``log_id`` existed already (a retried create whose first answer was lost): the sheet is there either
+    way, and ``position`` is a position it holds (a new sheet's is 0/0)."""
+
+    log_id: uuid.UUID
+    created: Annotated[bool, msgspec.Meta(
+        description="true (201): this request created the sheet; false (200): a sheet with the client's log_id "
+                    "existed, nothing was created")]
+    position: LogPosition
+
 
 
 def body_json(body: Body) -> dict[str, Any]:

@@ -1,10 +1,18 @@
 """The large-entry flow (DESIGN §3): a presigned S3 PUT, the client's upload, then the entry.
 
-1. ``POST .../uploads`` answers a presigned PUT URL for ``uploads/{log}/{upload_id}``. Size, content type and
-   the ``discardable=true`` tag are signed headers (SigV4 query auth: ``X-Amz-SignedHeaders`` lists
-   ``content-length;content-type;host;x-amz-tagging``), so S3 refuses a PUT of another size or type, or one
-   without the tag: the object carries the tag from its first byte and expires unless an entry claims it.
-2. The client PUTs the bytes with the headers it was given.
+1. ``POST .../uploads`` answers a presigned PUT URL for ``uploads/{log}/{upload_id}``. Size, content type, the
+   ``discardable=true`` tag and ``If-None-Match: *`` are signed headers (SigV4 query auth: ``X-Amz-SignedHeaders``
+   lists ``content-length;content-type;host;if-none-match;x-amz-tagging``), so S3 refuses a PUT of another size
+   or type, or one without the tag: the object carries the tag from its first byte and expires unless an entry
+   claims it. The URL writes once: S3 answers a second PUT 412 PreconditionFailed and keeps the first object
+   (Amazon S3 User Guide, "How to prevent object overwrites with conditional writes",
+   https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html; PutObject's ``If-None-Match``:
+   "Uploads the object only if the object key name does not already exist"). Without it, anyone holding the URL
+   could replace an upload for its 15 minutes, after its completion too: an import's file is its entry's
+   ``source``. A PUT without the header fails the signature on AWS; LocalStack skips signature checks, so there
+   only a client that sends the headers it was given is held to one write (LocalStack 2026.3 honours the
+   condition itself: ``tests/test_api_uploads.py``).
+2. The client PUTs the bytes with the headers it was given (a retried PUT answered 412 found its earlier try).
 3. ``POST .../uploads/{upload_id}/complete`` checks the object (HeadObject), reads and parses it, and the
    route appends the entry with its body stored in S3 (``E``, under the entry's own content-addressed key).
 
@@ -114,12 +122,13 @@ class Uploads:
         upload_id = uuid.uuid4()
         key = upload_key(log_id, upload_id)
         params = {"Bucket": self.bucket, "Key": key, "ContentType": content_type,
-                  "ContentLength": request.size, "Tagging": TAGGING}
+                  "ContentLength": request.size, "Tagging": TAGGING, "IfNoneMatch": "*"}
         try:
             url = self.s3.generate_presigned_url("put_object", Params=params, ExpiresIn=self.expires_in)
         except Exception as exc:  # credentials could not be resolved, for one
             raise translate(exc, what="S3 presign PutObject", write=False) from exc
-        headers = {"Content-Type": content_type, "Content-Length": str(request.size), "x-amz-tagging": TAGGING}
+        headers = {"Content-Type": content_type, "Content-Length": str(request.size), "x-amz-tagging": TAGGING,
+                   "If-None-Match": "*"}
         return {"upload_id": str(upload_id), "key": key, "url": url, "method": "PUT", "headers": headers,
                 "expires_in": self.expires_in}
 
@@ -127,8 +136,10 @@ class Uploads:
         """Step 3: the body of an uploaded object, checked and parsed (CSV/XLSX import, or a JSON range).
 
         Raises:
-            ApiError: no such upload (404), too large (413), a content type that does not fit ``entry_type``.
-            InvalidInputError: content that does not parse, cells out of range or too large.
+            ApiError: no such upload (404), too large (413); 422 for an object that cannot become the entry (a
+                content type that does not fit ``entry_type``, JSON that is not a range): the completion matched
+                the OpenAPI document, the upload is what is wrong.
+            InvalidInputError: an import that does not parse (ImportFileError), cells out of range or too large.
             StoreError: S3 failed.
         """
         key = upload_key(log_id, upload_id)
@@ -140,7 +151,7 @@ class Uploads:
                            f"upload {upload_id} is {size} bytes, the limit is {MAX_UPLOAD_BYTES}: split the data")
         if CONTENT_TYPES.get(content_type) != entry_type:
             fitting = [t for t, kind in CONTENT_TYPES.items() if kind == entry_type]
-            raise ApiError(HTTPStatus.BAD_REQUEST, "content_type_mismatch",
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "content_type_mismatch",
                            f"upload {upload_id} has content type {content_type or 'none'!r}, a {entry_type!r} "
                            f"entry needs {' or '.join(fitting)}: upload the file again with a fitting type")
         data = self.blobs.get(key)
@@ -152,10 +163,15 @@ class Uploads:
         try:
             upload = RANGE_UPLOAD_DECODER.decode(data)
         except msgspec.DecodeError as exc:
-            raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_upload",
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_upload",
                            f"the uploaded JSON is not a range ({exc}): upload an object "
                            '{"ref": "A1", "values": [[...], ...]}') from None
-        row, col = parse_ref(upload.ref)
+        try:
+            row, col = parse_ref(upload.ref)
+        except errors.InvalidCellRefError as exc:
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_upload",
+                           f"the uploaded range's ref is not a cell ({exc}): upload it again with its top-left "
+                           "cell as A1..XFD1048576") from None
         return SetRange(row=row, col=col, values=upload.values)
 
     def mark_discardable(self, key: str) -> None:

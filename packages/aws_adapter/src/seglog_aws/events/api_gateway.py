@@ -45,14 +45,17 @@ DEFAULT_STAGE = "$default"
 #: LocalStack's account; AWS puts the API owner's account here.
 LOCAL_ACCOUNT_ID = "000000000000"
 LOCAL_API_ID = "seglog"
-#: Bodies of these content types reach the handler as text; any other body is base64 (isBase64Encoded true),
-#: which is why a form post (application/x-www-form-urlencoded) arrives base64-encoded on HTTP APIs. The page
-#: above says only "If the content type of the request is binary, the body is base64-encoded" and lists no types.
-#: Text here: text/*, these, and the structured-syntax suffixes +json and +xml — AWS's sample events compared in
-#: issue 19 carry application/merge-patch+json and application/yaml bodies as text. One third-party capture
-#: (https://github.com/ministackorg/ministack/pull/766) saw base64 for all but text/*, application/json,
-#: application/xml and application/javascript; until an AWS capture settles it, the rule stays in _is_text alone.
-TEXT_CONTENT_TYPES = ("application/json", "application/javascript", "application/xml", "application/yaml")
+#: Bodies of these media types (and of every ``text/*``) reach the handler as text; any other body, and a body
+#: without a Content-Type, is base64 (isBase64Encoded true). AWS documents the mechanism, not the list: the page
+#: above says a binary body is base64-encoded and isBase64Encoded says so, and HTTP APIs have no binaryMediaTypes
+#: to configure (that setting is REST APIs': "Binary media types for REST APIs in API Gateway",
+#: api-gateway-payload-encodings). Which types count as text is what AWS does, measured on an HTTP API (payload
+#: 2.0, AWS_PROXY) and published with its table in https://github.com/ministackorg/ministack/pull/766: text only
+#: for text/*, application/json, application/xml and application/javascript; everything else base64, a missing
+#: Content-Type and application/x-www-form-urlencoded included, hence application/yaml and the structured-syntax
+#: suffixes (application/merge-patch+json, +xml) too. Parameters (``; charset=...``) and the case of the media
+#: type do not matter (RFC 9110 §8.3.1).
+TEXT_CONTENT_TYPES = ("application/json", "application/javascript", "application/xml")
 INTERNAL_SERVER_ERROR = (500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}')
 #: API Gateway's answer when the integration timed out (http-api-troubleshooting-lambda: "503 Service Unavailable"
 #: for a function that ran past the integration's timeout).
@@ -321,9 +324,25 @@ def _raw_query(query: Query | None) -> str:
     return urlencode(pairs, quote_via=quote)
 
 
+def query_pairs(raw_query: str) -> list[tuple[str, str]]:
+    """The query string's (name, value) pairs as the function gets them in ``queryStringParameters``: split at
+    ``&``, each name and value percent-decoded as UTF-8 with ``+`` as a space (the form encoding), a piece without
+    ``=`` kept with an empty value. ``rawQueryString`` keeps the string as sent, percent-encoding and all (a
+    capture on AWS: https://github.com/ministackorg/ministack/issues/1035). AWS's pages do not say how a raw ``+``
+    decodes; a capture of an API Gateway proxy integration shows ``?sort=-+createdAt`` arriving as
+    ``"- createdAt"`` (https://github.com/aws/aws-cdk/issues/19827, a REST API's event), and HTTP APIs are taken
+    to decode alike.
+
+    Whatever the rule, it is this one function's: the emulator's gateway checks a request's SigV4 signature
+    against these same pairs (:mod:`seglog_emulator.api_auth`), so the values a signature covers are the values
+    the handler acts on.
+    """
+    return parse_qsl(raw_query, keep_blank_values=True)
+
+
 def _query_parameters(raw_query: str) -> dict[str, str]:
     parameters: dict[str, str] = {}
-    for name, value in parse_qsl(raw_query, keep_blank_values=True):
+    for name, value in query_pairs(raw_query):
         parameters[name] = f"{parameters[name]},{value}" if name in parameters else value
     return parameters
 
@@ -343,9 +362,9 @@ def _body(body: bytes | str | None, content_type: str) -> tuple[str | None, bool
 
 
 def _is_text(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return (media.startswith("text/") or media in TEXT_CONTENT_TYPES or media.endswith("+json")
-            or media.endswith("+xml"))
+    """Whether API Gateway passes a body of ``content_type`` as text (:data:`TEXT_CONTENT_TYPES`)."""
+    media = content_type.split(";", 1)[0].strip(" \t").lower()
+    return media.startswith("text/") or media in TEXT_CONTENT_TYPES
 
 
 def _clf_time(now: datetime) -> str:
