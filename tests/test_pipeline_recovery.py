@@ -155,8 +155,9 @@ def test_a_predecessor_whose_claimer_went_to_the_dlq_is_built_by_its_successor(d
 
 
 def _hold(driver: PipelineDriver, log_id: uuid.UUID, entry: int, claimer: str) -> int:
-    """A live build of ``entry`` by ``claimer``'s job, as if it were running now: its claim, active and fresh."""
-    now = int(time.time())
+    """A live build of ``entry`` by ``claimer``'s job: its claim, active and stamped a minute ahead (a builder
+    renewing all along), so it stays fresh to every worker of the test however slow the machine."""
+    now = int(time.time()) + 60
     if driver.backend.pending.get(log_id, 0, entry) is None:
         driver.backend.pending.create(PendingSnapshot(log_id=log_id, segment=0, entry=entry, created=now,
                                                       modified=now, claimer=claimer))
@@ -193,19 +194,19 @@ def test_a_deferred_snapshot_whose_message_went_to_the_dlq_completes_after_a_red
 
 def test_a_deferred_claimer_hidden_past_the_takeover_timeout_is_taken_over_and_returns_as_a_duplicate(
         driver: PipelineDriver) -> None:
-    """The module docstring's deferral diagram: a duplicate job takes the stale claim of a claimer hidden by its
+    """The claims module's deferral diagram: a duplicate job takes the stale claim of a claimer hidden by its
     backoff; the claimer's message, back while the new claim is live, is hidden; the snapshot is built once. 0/3
-    is held by a live builder throughout (else the jobs of 0/6 would build it themselves)."""
-    takeover = 3  # the live window the returning claimer must fall in, with whole-second stamps
+    is held by a live builder throughout (else the jobs of 0/6 would build it themselves). Time passes by a clock
+    ahead (``later``), not by sleeping: a live window a sleep had to hit was missed by a loaded machine."""
+    takeover = 30
     log_id = _sheet(driver, 2)
     driver.route_new()
     first, second = _receive(driver, 2)
     worker = driver.worker(takeover_after=takeover)
-    _hold(driver, log_id, 3, first.message_id)
+    building = _hold(driver, log_id, 3, first.message_id)
     assert Outcome.DEFERRED == worker.process(second)
     driver.queue.change_visibility(second, 60)  # as a long backoff would: hidden past the takeover timeout
-    _until_stale(driver, log_id, 6, takeover)
-    building = _hold(driver, log_id, 3, first.message_id)  # 0/3's builder is still alive: its claim is fresh
+    later = driver.worker(takeover_after=takeover, clock=lambda: time.time() + takeover + 1)
     duplicate = driver.queue.send(SnapshotJob(log=str(log_id), segment=0, entry=6))
     hidden: list[QueueMessage] = []  # the router's job for 0/3: kept aside
     got: list[QueueMessage] = []
@@ -213,17 +214,18 @@ def test_a_deferred_claimer_hidden_past_the_takeover_timeout_is_taken_over_and_r
         for m in driver.receive(10, visibility=60):
             (got if m.message_id == duplicate else hidden).append(m)
     with capture_logs() as logs:
-        assert Outcome.DEFERRED == worker.process(got[0])  # took the claim, then waits for 0/3 like its claimer
-    driver.queue.change_visibility(got[0], 60)
+        assert Outcome.DEFERRED == later.process(got[0])  # took the claim, then waits for 0/3 like its claimer
     assert ["stale claim taken over"] == [line["event"] for line in logs if "taken over" in line["event"]]
     driver.queue.change_visibility(second, 0)
     back = driver.receive_one()
-    assert (second.message_id, Outcome.DUPLICATE) == (back.message_id, worker.process(back))
-    assert driver.backend.pending.release(log_id, 0, 3, increment=building, now=int(time.time()))
+    assert (second.message_id, Outcome.DUPLICATE) == (back.message_id, later.process(back))
+    assert driver.backend.pending.release(log_id, 0, 3, increment=building, now=int(time.time()) + 60)
     assert Outcome.COMPLETED == worker.process(first)
-    for message in [got[0], *hidden]:
+    driver.queue.change_visibility(got[0], 0)
+    assert Outcome.COMPLETED == later.process(driver.receive_one())  # the duplicate, now the claimer, builds 0/6
+    for message in [back, *hidden]:
         driver.queue.change_visibility(message, 0)
-    driver.drain(worker)
+    driver.drain(later)
     _verified(driver, log_id)
 
 

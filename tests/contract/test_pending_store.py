@@ -118,20 +118,25 @@ def test_take_over_refuses_a_fresh_claim_active_or_not(pending_store: PendingSto
     assert [("m1", False, 0, 100), ("m1", True, 1, 110)] == [_claimer(pending_store, i) for i in (deferred, building)]
 
 
-def test_a_helper_takes_an_idle_claim_at_once_and_never_a_live_one(pending_store: PendingStore) -> None:
-    """A job of a later snapshot that builds this one first (issue 34) takes an inactive claim whatever its age — its
-    claimer deferred, or lost its message before claiming — but an active fresh claim is a live builder's."""
+def test_a_helper_seizes_a_claim_no_live_builder_holds_in_one_write_and_never_a_live_one(
+        pending_store: PendingStore) -> None:
+    """A job of a later snapshot that builds this one first (issue 34) names itself claimer and claims at once: an
+    inactive claim whatever its age (its claimer deferred, or lost its message), a stale one, never an active fresh
+    one; of two helpers on one read only one gets it (the claimer and the increment are in the condition)."""
     deferred = _new(pending_store, claimer="m1")  # inactive, M = 100
-    assert pending_store.take_over(deferred.log_id, 0, 5, "helper", previous="m1", increment=0, now=101,
-                                   takeover_after=30, idle=True)
+    assert 1 == pending_store.seize(deferred.log_id, 0, 5, "helper", previous="m1", increment=0, now=101,
+                                    takeover_after=30, initial_state=b"pinned")
+    assert None is pending_store.seize(deferred.log_id, 0, 5, "helper-2", previous="m1", increment=0, now=101,
+                                       takeover_after=30)  # the other helper's read is gone
     building = _new(pending_store, claimer="m1")
     assert 1 == pending_store.claim(building.log_id, 0, 5, "m1", now=110, takeover_after=30)
-    assert not pending_store.take_over(building.log_id, 0, 5, "helper", previous="m1", increment=1, now=135,
-                                       takeover_after=30, idle=True)
-    assert pending_store.take_over(building.log_id, 0, 5, "helper", previous="m1", increment=1, now=141,
-                                   takeover_after=30, idle=True)  # stale: its builder is gone
-    assert [("helper", False, 0, 101), ("helper", False, 1, 141)] == [
-        _claimer(pending_store, i) for i in (deferred, building)]
+    assert None is pending_store.seize(building.log_id, 0, 5, "helper", previous="m1", increment=1, now=135,
+                                       takeover_after=30)
+    assert 2 == pending_store.seize(building.log_id, 0, 5, "helper", previous="m1", increment=1, now=141,
+                                    takeover_after=30)  # stale: its builder is gone
+    got = [pending_store.get(i.log_id, 0, 5) for i in (deferred, building)]
+    assert [("helper", True, 1, 101, b"pinned"), ("helper", True, 2, 141, None)] == [
+        (g.claimer, g.active, g.increment, g.modified, g.checkpoint) for g in got if g is not None]
 
 
 def test_take_over_of_an_inactive_stale_claim_makes_the_new_message_the_claimer(pending_store: PendingStore) -> None:

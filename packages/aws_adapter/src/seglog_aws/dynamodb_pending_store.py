@@ -145,13 +145,12 @@ class DynamoDBPendingStore:
         return int(response["Attributes"]["R"]["N"])
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
-                  increment: int, now: int, takeover_after: int, idle: bool = False) -> bool:
+                  increment: int, now: int, takeover_after: int) -> bool:
         # A retry after a lost answer fails (Q is ours now): False, and the worker re-reads the item and finds its
         # own messageId there, as after set_claimer.
-        stale = "(M < :stale OR A = :f)" if idle else "M < :stale"
         try:
             self._update(log_id, segment, entry, UpdateExpression="SET Q = :q, A = :f, M = :m",
-                         ConditionExpression=f"Q = :old AND X = :x AND {stale}",
+                         ConditionExpression="Q = :old AND X = :x AND M < :stale",
                          ExpressionAttributeValues={":q": {"S": claimer}, ":f": {"BOOL": False},
                                                     ":m": {"N": str(now)}, ":old": {"S": previous},
                                                     ":x": {"N": str(increment)},
@@ -159,6 +158,29 @@ class DynamoDBPendingStore:
         except errors.ItemExistsError:
             return False
         return True
+
+    def seize(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str, increment: int,
+              now: int, takeover_after: int, initial_state: bytes | None = None) -> int | None:
+        values: dict[str, Any] = {":q": {"S": claimer}, ":t": {"BOOL": True}, ":f": {"BOOL": False},
+                                  ":m": {"N": str(now)}, ":one": {"N": "1"}, ":old": {"S": previous},
+                                  ":x": {"N": str(increment)}, ":stale": {"N": str(now - takeover_after)}}
+        update = "SET Q = :q, A = :t, M = :m ADD X :one"
+        if initial_state is not None:
+            update, values[":s"] = "SET Q = :q, A = :t, M = :m, S = if_not_exists(S, :s) ADD X :one", {
+                "B": initial_state}
+        try:
+            response = self._update(log_id, segment, entry, UpdateExpression=update,
+                                    ConditionExpression="Q = :old AND X = :x AND (A = :f OR M < :stale)",
+                                    ReturnValues="UPDATED_NEW", ExpressionAttributeValues=values)
+        except errors.ItemExistsError as exc:
+            # A retry after a lost answer fails on our own write: the item tells, as after claim's.
+            if exc.after_unknown_outcome:
+                found = self.get(log_id, segment, entry)
+                if (found is not None and found.claimer == claimer and found.active and found.modified == now
+                        and found.increment == increment + 1):
+                    return found.increment
+            return None
+        return int(response["Attributes"]["X"]["N"])
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int, initial_state: bytes | None = None) -> int | None:

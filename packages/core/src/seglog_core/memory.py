@@ -259,15 +259,28 @@ class InMemoryPendingStore:
             return item.retries
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
-                  increment: int, now: int, takeover_after: int, idle: bool = False) -> bool:
+                  increment: int, now: int, takeover_after: int) -> bool:
         key = self._key(log_id, segment, entry)
         with self._lock:
             item = self._items.get(key)
             if (item is None or item.claimer != previous or item.increment != increment
-                    or not (item.modified < now - takeover_after or (idle and not item.active))):
+                    or not item.modified < now - takeover_after):
                 return False
             self._items[key] = msgspec.structs.replace(item, claimer=claimer, active=False, modified=now)
             return True
+
+    def seize(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str, increment: int,
+              now: int, takeover_after: int, initial_state: bytes | None = None) -> int | None:
+        key = self._key(log_id, segment, entry)
+        with self._lock:
+            item = self._items.get(key)
+            if (item is None or item.claimer != previous or item.increment != increment
+                    or (item.active and not item.modified < now - takeover_after)):
+                return None
+            self._items[key] = item = msgspec.structs.replace(
+                item, claimer=claimer, active=True, increment=item.increment + 1, modified=now,
+                checkpoint=item.checkpoint if item.checkpoint is not None else initial_state)
+            return item.increment
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,
               takeover_after: int, initial_state: bytes | None = None) -> int | None:

@@ -174,12 +174,21 @@ class PendingStore(Protocol):
         ...
 
     def take_over(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str,
-                  increment: int, now: int, takeover_after: int, idle: bool = False) -> bool:
+                  increment: int, now: int, takeover_after: int) -> bool:
         """Make ``claimer`` the claimer of a stale claim: Q = claimer, A = false, M = now, when Q is still
         ``previous``, X still ``increment`` and M older than ``takeover_after`` seconds (M < now - takeover_after),
-        or, with ``idle``, also when A is false whatever M (a helper takes an idle claim: seglog_core.pipeline.claims),
         so of two takers racing on the same read one wins. X is kept: the new claimer's :meth:`claim` raises it,
         which stops a holder that was only slow at its next checkpoint. False when the condition fails."""
+        ...
+
+    def seize(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, previous: str, increment: int,
+              now: int, takeover_after: int, initial_state: bytes | None = None) -> int | None:
+        """Take a claim that no live builder holds and claim it, in one write: Q = claimer, A = true, X + 1,
+        M = now, and the checkpoint state ``S`` to ``initial_state`` when it has none, when Q is still ``previous``,
+        X still ``increment``, and A is false or M older than ``takeover_after`` seconds. A helper's way in
+        (seglog_core.pipeline.claims): taking the claimer and claiming in two writes let helpers take it from one
+        another between the two, and none build (the simulator, seed 2487). Returns our increment, or None when
+        the condition fails."""
         ...
 
     def claim(self, log_id: uuid.UUID, segment: int, entry: int, claimer: str, *, now: int,

@@ -31,7 +31,10 @@ def job_key(body: str | bytes) -> Key | None:
 
 
 @dataclass(kw_only=True)
-class _Receive:
+class Receive:
+    """One receive of a job by a worker invocation (what :meth:`Jobs.received` hands back for its end)."""
+
+    key: Key
     task: Task
     at: float
     receive_count: int
@@ -56,24 +59,27 @@ class Jobs:
     #: The world's start: times are told in simulated seconds from it, as the history tells them.
     start: float = 0.0
     receives: dict[Key, int] = field(default_factory=dict)
-    _last: dict[Key, _Receive] = field(default_factory=dict)
+    _last: dict[Key, Receive] = field(default_factory=dict)
     #: Times each job reached the DLQ after the faults stopped (seen by the operator before it redrives).
     dead_after_faults: dict[Key, int] = field(default_factory=dict)
     #: Every receive whose invocation ended with an outcome, in the order they ended.
     runs: list[JobRun] = field(default_factory=list)
 
-    def received(self, body: str | bytes, task: Task, at: float, receive_count: int) -> Key | None:
+    def received(self, body: str | bytes, task: Task, at: float, receive_count: int) -> Receive | None:
+        """Note a receive (None for a body that is no snapshot job); hand it back to :meth:`ended`."""
         key = job_key(body)
-        if key is not None:
-            self.receives[key] = self.receives.get(key, 0) + 1
-            self._last[key] = _Receive(task=task, at=at, receive_count=receive_count)
-        return key
+        if key is None:
+            return None
+        self.receives[key] = self.receives.get(key, 0) + 1
+        receive = self._last[key] = Receive(key=key, task=task, at=at, receive_count=receive_count)
+        return receive
 
-    def ended(self, key: Key | None, outcome: str, at: float) -> None:
-        if key is not None and key in self._last:
-            last = self._last[key]
-            last.outcome = outcome
-            self.runs.append(JobRun(key=key, start=last.at, end=at, outcome=outcome))
+    def ended(self, receive: Receive | None, outcome: str, at: float) -> None:
+        """The invocation that made ``receive`` ended with ``outcome`` at ``at`` (a duplicate delivery of the same
+        job may have been received meanwhile: each receive keeps its own start)."""
+        if receive is not None:
+            receive.outcome = outcome
+            self.runs.append(JobRun(key=receive.key, start=receive.at, end=at, outcome=outcome))
 
     @property
     def total_receives(self) -> int:

@@ -163,16 +163,19 @@ def live_claims(history: Iterable[Call], pending_table: str, takeover: float) ->
     live: dict[SnapshotKey, list[tuple[float, float]]] = {}
     open_: dict[SnapshotKey, tuple[float, float]] = {}
     for call in history:
-        if (call.service != "dynamodb" or call.params.get("TableName") != pending_table
-                or not (call.outcome.startswith("ok") or call.outcome.startswith("applied"))):
+        if call.service != "dynamodb" or not (call.outcome.startswith("ok") or call.outcome.startswith("applied")):
             continue
-        if call.operation not in ("UpdateItem", "DeleteItem"):
+        for item in _created_claimed(call, pending_table):  # a helper's item, born claimed
+            key = _pending_key(item)
+            _close(live, open_, key, call.at)
+            open_[key] = (call.at, float(item["M"]["N"]) + takeover + 1.0)
+        if call.operation not in ("UpdateItem", "DeleteItem") or call.params.get("TableName") != pending_table:
             continue
         key = _pending_key(call.params["Key"])
         expression = str(call.params.get("UpdateExpression", ""))
         stamp = call.params.get("ExpressionAttributeValues", {}).get(":m", {}).get("N")
         until = (float(stamp) + takeover + 1.0) if stamp is not None else call.at
-        if expression.startswith("SET A = :t"):  # a claim
+        if "A = :t" in expression:  # a claim (a worker's, or a helper's seize)
             _close(live, open_, key, call.at)
             open_[key] = (call.at, until)
         elif expression.startswith("SET S = :s") and key in open_:  # a checkpoint or a renewal
@@ -182,6 +185,17 @@ def live_claims(history: Iterable[Call], pending_table: str, takeover: float) ->
     for key in list(open_):
         _close(live, open_, key, float("inf"))
     return live
+
+
+def _created_claimed(call: Call, pending_table: str) -> Iterator[Mapping[str, Any]]:
+    """The pending items ``call`` writes whole with their claim on (A true)."""
+    puts = ([call.params] if call.operation == "PutItem" else
+            [a["Put"] for a in call.params.get("TransactItems", []) if "Put" in a]
+            if call.operation == "TransactWriteItems" else [])
+    for put in puts:
+        item = put.get("Item", {})
+        if put.get("TableName") == pending_table and item.get("A", {}).get("BOOL"):
+            yield item
 
 
 def _pending_key(key: Mapping[str, Any]) -> SnapshotKey:

@@ -8,9 +8,10 @@ The pending item names its claimer (``Q``, a messageId; rebuild's own id). Whoev
   ``takeover_after`` — and is otherwise hidden until it would be, and no shorter than a deferral on its receive
   (the diagrams below);
 * a helper — a job of a later snapshot of the log, which found this one the earliest incomplete snapshot before
-  it — also takes a claim that is idle: not active, whatever its age (its claimer deferred, or lost its message,
-  or has not claimed yet). It builds at once, and the claimer's message, when it comes back, finds the snapshot
-  done. A live claim (active and fresh) is left to its holder by every rule.
+  it — seizes a claim that no live builder holds (not active, whatever its age — its claimer deferred, or lost its
+  message, or has not claimed yet — or stale): names itself claimer and claims in one write
+  (:meth:`PendingClaims.seize`), and builds at once; the claimer's message, when it comes back, finds the
+  snapshot done. A live claim (active and fresh) is left to its holder by every rule.
 
 Taking a claim never lets two build at once: the claim itself (``A``, ``X``) decides that, and the checkpoint's
 ``X`` condition fences a holder that was taken over.
@@ -124,11 +125,9 @@ class PendingClaims:
     pending: PendingStore
     takeover_after: int
 
-    def upsert(self, message: Claimer, log_id: uuid.UUID, segment: int, entry: int, now: int, *,
-               helping: bool = False) -> bool:
+    def upsert(self, message: Claimer, log_id: uuid.UUID, segment: int, entry: int, now: int) -> bool:
         """Make sure a pending item exists and names a claimer; False when ``message`` may not claim it: a duplicate
-        of a live claim's message (or, ``helping``, any claim but an idle or stale one). A stale claim (untouched for
-        ``takeover_after``) becomes ours, and so does an idle one when ``helping``.
+        of a live claim's message. A stale claim (untouched for ``takeover_after``) becomes ours.
 
         Raises:
             SnapshotCompleteError: the snapshot completed (its item deleted) since its entry was read.
@@ -150,20 +149,60 @@ class PendingClaims:
                 return True
             except errors.ItemExistsError:
                 item = self.pending.get(log_id, segment, entry)
-        if item is not None and item.claimer is not None and item.claimer != message.message_id and (
-                item.modified < now - self.takeover_after or (helping and not item.active)):
+        if (item is not None and item.claimer is not None and item.claimer != message.message_id
+                and item.modified < now - self.takeover_after):
             if self.pending.take_over(log_id, segment, entry, message.message_id, previous=item.claimer,
-                                      increment=item.increment, now=now, takeover_after=self.takeover_after,
-                                      idle=helping):
-                log.info("stale claim taken over" if item.modified < now - self.takeover_after
-                         else "idle claim taken over to help", previous_claimer=item.claimer,
-                         was_active=item.active, idle_seconds=now - item.modified)
+                                      increment=item.increment, now=now, takeover_after=self.takeover_after):
+                log.info("stale claim taken over", previous_claimer=item.claimer, was_active=item.active,
+                         idle_seconds=now - item.modified)
                 return True
             item = self.pending.get(log_id, segment, entry)  # another message took it first, or it completed
         if item is None:
             # Completed and removed by another invocation in the meantime: step 1 next time says so.
             return True
         return item.claimer == message.message_id
+
+    def seize(self, message: Claimer, log_id: uuid.UUID, segment: int, entry: int, now: int,
+              initial_state: bytes) -> int | None:
+        """A helper's steps 2 and 4 at once: claim the snapshot for ``message`` unless a live builder holds it (active
+        and fresh); returns our increment, or None (a live claim, or another helper came first). No window is left
+        between naming the claimer and claiming: helpers that took the claimer in one write and claimed in another
+        took it from one another in between, and none built (the simulator, seed 2487).
+
+        Raises:
+            SnapshotCompleteError: the snapshot completed (its item deleted) since its entry was read.
+        """
+        item = self.pending.get(log_id, segment, entry)
+        if item is None:
+            try:  # born claimed: no one can come between
+                self.pending.create(PendingSnapshot(log_id=log_id, segment=segment, entry=entry, created=now,
+                                                    modified=now, claimer=message.message_id, active=True,
+                                                    increment=1, checkpoint=initial_state))
+                return 1
+            except errors.SnapshotCompleteError:
+                raise
+            except errors.ItemExistsError:
+                item = self.pending.get(log_id, segment, entry)
+                if item is None:
+                    return None
+        if item.active and not item.modified < now - self.takeover_after:
+            return None  # a live builder: it builds
+        if item.claimer in (None, message.message_id):
+            if item.claimer is None:
+                try:
+                    self.pending.set_claimer(log_id, segment, entry, message.message_id, increment=item.increment,
+                                             now=now)
+                except errors.ItemExistsError:
+                    return None
+            return self.pending.claim(log_id, segment, entry, message.message_id, now=now,
+                                      takeover_after=self.takeover_after, initial_state=initial_state)
+        seized = self.pending.seize(log_id, segment, entry, message.message_id, previous=item.claimer,
+                                    increment=item.increment, now=now, takeover_after=self.takeover_after,
+                                    initial_state=initial_state)
+        if seized is not None:
+            log.info("claim seized to help", previous_claimer=item.claimer, was_active=item.active,
+                     idle_seconds=now - item.modified)
+        return seized
 
 
 class LeaseLostError(Exception):

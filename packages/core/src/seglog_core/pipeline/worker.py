@@ -154,40 +154,19 @@ class SnapshotWorker:
         return job
 
     def _process(self, message: QueueMessage, log_id: uuid.UUID, segment: int, entry: int,
-                 remaining: Callable[[], float], margin: float, *, own: bool = True) -> Outcome:
-        """The protocol for one snapshot: the message's own (``own``), or an earlier one of its log that the
-        message's job helps (step 3), claimed under the message's id. A help never touches the message: it is
-        deleted, hidden or handed back by its own job only."""
-        snapshot = self.store.get_entry(log_id, segment, entry)
-        if snapshot is None and self._retired(log_id, segment):
-            # A late job (a redrive, a reprocess, the sweep) for a segment retention archived or deleted: nothing to
-            # build; failing it on every receive would only park it in the DLQ, and a redrive would bring it back to
-            # fail again. A pending item left for it would make the sweep send it for ever: it goes too.
-            log.warning("job for a retired segment: nothing to build", retired_segment=segment)
-            self.pending.delete(log_id, segment, entry)
-            if own:
-                self.queue.delete(message)
-            return Outcome.ALREADY_DONE
-        if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
-            if not own:  # a pending item without its Snapshot entry: not ours to judge
-                return Outcome.BUSY
-            raise InvalidJobError(f"log {log_id} has no Snapshot entry {segment}/{entry}")
-        done = message if own else None  # the message the completion steps delete
-        # 1. Done already?
-        if snapshot.snapshot_root is not None:
-            self._complete(done, snapshot, snapshot.snapshot_root)
-            return Outcome.ALREADY_DONE
+                 remaining: Callable[[], float], margin: float) -> Outcome:
+        snapshot = self._snapshot(message, log_id, segment, entry)
+        if isinstance(snapshot, Outcome):
+            return snapshot
         # 2. Pending upsert.
         now = int(self.clock())
         try:
-            upserted = self._claims.upsert(message, log_id, segment, entry, now, helping=not own)
+            upserted = self._claims.upsert(message, log_id, segment, entry, now)
         except errors.SnapshotCompleteError:  # completed since we read the entry: finish as step 1 does
-            if self._done_meanwhile(done, log_id, segment, entry):
+            if self._done_meanwhile(message, log_id, segment, entry):
                 return Outcome.ALREADY_DONE
             raise
         if not upserted:
-            if not own:
-                return Outcome.BUSY  # a live claim: its holder builds it
             # A duplicate of a live claim's job: hidden until that claim would go stale, never deleted. The claimer's
             # own message may be gone (parked in the DLQ, or deleted by a stale receipt handle) while M still looks
             # fresh — a worker with a fast clock stamps M in the future — and then this copy is the only job left:
@@ -202,16 +181,54 @@ class SnapshotWorker:
         self.crash("after_pending_upsert")
         # 3. Order.
         try:
-            plan = self._in_order(message, snapshot, remaining, margin, own=own)
+            plan = self._in_order(message, snapshot, remaining, margin)
         except errors.UnknownEntryTypeError as exc:  # read from the log: the adapter says where
             return self._blocked(message, snapshot, SnapshotBlockedError(exc, segment=exc.segment,
-                                                                         entry=exc.entry), now=now, own=own)
+                                                                         entry=exc.entry), now=now)
         if isinstance(plan, Outcome):
             return plan
-        return self._build(message, snapshot, plan, remaining, margin, own=own)
+        # 4. Claim.
+        # The first claim pins the build's chunk size in the checkpoint state; every later builder (a takeover, a
+        # resumption, another code version) reads it, so all of them write the same bytes under each chunk key. A
+        # builder taken over before its first checkpoint once cut chunks its own way and overwrote a completed
+        # snapshot's chunk 0 (chaos: mixed_version with clock_skew).
+        increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
+                                       takeover_after=self.takeover_after, initial_state=self._pinned)
+        if increment is None:
+            self._hide_behind_claim(message, self.pending.get(log_id, segment, entry), now)
+            return Outcome.BUSY
+        return self._build(message, snapshot, plan, increment, remaining, margin, own=True)
 
-    def _in_order(self, message: QueueMessage, snapshot: Entry, remaining: Callable[[], float], margin: float, *,
-                  own: bool) -> Plan | Outcome:
+    def _snapshot(self, message: QueueMessage | None, log_id: uuid.UUID, segment: int,
+                  entry: int) -> Entry | Outcome:
+        """The incomplete Snapshot entry to build, or how the job ends at step 1: a late job for a retired segment,
+        or a snapshot done already (its completion steps redone, the message deleted when given: its own job's).
+
+        Raises:
+            InvalidJobError: our job names no Snapshot entry (a helper's head without one is left alone: BUSY).
+        """
+        snapshot = self.store.get_entry(log_id, segment, entry)
+        if snapshot is None and self._retired(log_id, segment):
+            # A late job (a redrive, a reprocess, the sweep) for a segment retention archived or deleted: nothing to
+            # build; failing it on every receive would only park it in the DLQ, and a redrive would bring it back to
+            # fail again. A pending item left for it would make the sweep send it for ever: it goes too.
+            log.warning("job for a retired segment: nothing to build", retired_segment=segment)
+            self.pending.delete(log_id, segment, entry)
+            if message is not None:
+                self.queue.delete(message)
+            return Outcome.ALREADY_DONE
+        if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
+            if message is None:
+                return Outcome.BUSY
+            raise InvalidJobError(f"log {log_id} has no Snapshot entry {segment}/{entry}")
+        # 1. Done already?
+        if snapshot.snapshot_root is not None:
+            self._complete(message, snapshot, snapshot.snapshot_root)
+            return Outcome.ALREADY_DONE
+        return snapshot
+
+    def _in_order(self, message: QueueMessage, snapshot: Entry, remaining: Callable[[], float],
+                  margin: float) -> Plan | Outcome:
         """Step 3: the plan to build from once no earlier snapshot of the log is incomplete, or what the job does
         instead. An earlier snapshot that no live builder holds, this job builds itself, earliest first (a job lost
         before its claim once froze a sheet's snapshots for minutes: issue 34); behind a live builder it waits up to
@@ -224,8 +241,6 @@ class SnapshotWorker:
             head = order.head(plan, earlier)
             if head is None:
                 return plan
-            if not own:
-                return Outcome.BUSY  # a helped snapshot has earlier ones again (a race): leave it to their order
             if remaining() < margin:  # no time left to help: go on in a new invocation at once
                 self.queue.change_visibility(message, 0)
                 return Outcome.HANDED_OFF
@@ -247,31 +262,39 @@ class SnapshotWorker:
 
     def _help(self, message: QueueMessage, snapshot: Entry, head: tuple[int, int], remaining: Callable[[], float],
               margin: float) -> Outcome:
-        """Run the protocol for ``head``, the earliest incomplete snapshot before ours, under our message's id."""
+        """Build ``head``, the earliest incomplete snapshot before ours, under our message's id: its step 1, its
+        order (none earlier, or another job's race: left), a seize (steps 2 and 4 in one write, unless a live builder
+        holds it) and steps 5-6. It never touches the message: that is its own job's to delete, hide or hand back."""
+        log_id = snapshot.log_id
         with structlog.contextvars.bound_contextvars(segment=head[0], entry=head[1],
                                                      helping=f"{snapshot.segment}/{snapshot.num}"):
-            outcome = self._process(message, snapshot.log_id, *head, remaining, margin, own=False)
+            outcome = self._snapshot(None, log_id, *head)
+            if not isinstance(outcome, Outcome):
+                head_entry, order = outcome, self._order
+                plan = order.plan(head_entry)  # unreadable: ours, which folds the same entries, is blocked too
+                if order.head(plan, order.earlier(log_id, *head)) is not None:
+                    outcome = Outcome.BUSY  # earlier ones again (a race): left to their order
+                else:
+                    outcome = self._seize(message, head_entry, plan, remaining, margin)
             log.info("snapshot helped", outcome=str(outcome))
         return outcome
 
-    def _build(self, message: QueueMessage, snapshot: Entry, plan: Plan, remaining: Callable[[], float],
-               margin: float, *, own: bool) -> Outcome:
-        """Steps 4 to 6."""
+    def _seize(self, message: QueueMessage, head: Entry, plan: Plan, remaining: Callable[[], float],
+               margin: float) -> Outcome:
+        log_id, segment, entry = head.log_id, head.segment, head.num
+        try:
+            increment = self._claims.seize(message, log_id, segment, entry, int(self.clock()), self._pinned)
+        except errors.SnapshotCompleteError:
+            return Outcome.ALREADY_DONE if self._done_meanwhile(None, log_id, segment, entry) else Outcome.BUSY
+        if increment is None:
+            return Outcome.BUSY  # a live builder holds it, or another helper came first
+        return self._build(message, head, plan, increment, remaining, margin, own=False)
+
+    def _build(self, message: QueueMessage, snapshot: Entry, plan: Plan, increment: int,
+               remaining: Callable[[], float], margin: float, *, own: bool) -> Outcome:
+        """Steps 5 and 6 under our claim (``increment``); ``own``: the message's own snapshot, else one it helps."""
         log_id, segment, entry = snapshot.log_id, snapshot.segment, snapshot.num
         done = message if own else None
-        now = int(self.clock())
-        # 4. Claim.
-        # The first claim pins the build's chunk size in the checkpoint state; every later builder (a takeover, a
-        # resumption, another code version) reads it, so all of them write the same bytes under each chunk key. A
-        # builder taken over before its first checkpoint once cut chunks its own way and overwrote a completed
-        # snapshot's chunk 0 (chaos: mixed_version with clock_skew).
-        pinned = Checkpoint(chunk_cells=self.chunk_cells).encode()
-        increment = self.pending.claim(log_id, segment, entry, message.message_id, now=now,
-                                       takeover_after=self.takeover_after, initial_state=pinned)
-        if increment is None:
-            if own:
-                self._hide_behind_claim(message, self.pending.get(log_id, segment, entry), now)
-            return Outcome.BUSY
         self.crash("after_claim")
         # Completed meanwhile? We read the entry before the pending item; a job that stalled in between finds the
         # item gone after completion, creates it again and would build the snapshot a second time, cutting its own
@@ -325,6 +348,11 @@ class SnapshotWorker:
         return Outcome.COMPLETED
 
     # ------------------------------------------------------------------------------------------- steps
+
+    @property
+    def _pinned(self) -> bytes:
+        """The checkpoint state a first claim pins: this code's chunk size."""
+        return Checkpoint(chunk_cells=self.chunk_cells).encode()
 
     @property
     def _claims(self) -> PendingClaims:
