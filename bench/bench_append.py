@@ -27,6 +27,7 @@ and the HTTP API's retry protocol (seglog_core.idempotence, every request carrie
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -78,14 +79,15 @@ def cold(backend: Backend, body: SetCell, n: int) -> Cost:
 
 
 def cached(backend: Backend, body: SetCell, n: int) -> Cost:
-    writer = backend.event_log(cache_tail=True)
+    writer = backend.event_log(cache_tail=True, retry_horizon=math.inf)
     log_id = writer.create()
     writer.append(log_id, body)  # the tail is known from create already; one more to be sure it is warm
     return measure(backend, "cached tail", n, lambda: writer.append(log_id, body))
 
 
 def conflict(backend: Backend, body: SetCell, n: int) -> Cost:
-    a, b = backend.event_log(cache_tail=True), backend.event_log(cache_tail=True)
+    a, b = (backend.event_log(cache_tail=True, retry_horizon=math.inf),
+            backend.event_log(cache_tail=True, retry_horizon=math.inf))
     log_id = a.create()
     b.append(log_id, body)
     turn = iter(range(n))

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import math
 import multiprocessing
 import os
 import tempfile
@@ -160,7 +161,8 @@ def contend(backend: Backend, writers: int, per_writer: int, *, policy: Callable
     """
     log_ids = [backend.event_log().create() for _ in range(writers if separate_logs else 1)]
     run = Run(writers=writers, per_writer=per_writer, log_id=log_ids[0])
-    logs = [EventLog(store=store, blobs=backend.blobs, retry=policy(), cache_tail=True)
+    logs = [EventLog(store=store, blobs=backend.blobs, retry=policy(), cache_tail=True,
+                     retry_horizon=math.inf)
             for store in _stores(backend, writers, own_clients)]
     started: list[float] = []
     # The barrier's action runs once, before any writer is released: the clock and the meter start there.
@@ -216,7 +218,7 @@ def _writer_process(endpoints: dict[str, str], region: str, tables: tuple[str, s
                              segments_table=tables[0], entries_table=tables[1])
     blobs = S3BlobStore(client("s3", session=session, endpoint_url=endpoints["s3"]), bucket=bucket)
     mine = Run(writers=1, per_writer=per_writer, log_id=log_id)
-    event_log = EventLog(store=store, blobs=blobs, cache_tail=True)
+    event_log = EventLog(store=store, blobs=blobs, cache_tail=True, retry_horizon=math.inf)
     mine.write(_InTurn(event_log, in_turn) if in_turn else event_log, log_id, start, time.time)
     mine.calls = store.meter.snapshot()
     results.put(mine)

@@ -13,6 +13,7 @@ emulator falls on both alike. The ratio is what the library adds on top of the c
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -37,7 +38,7 @@ def run(backend: Backend, quick: bool) -> list[Headline]:
     ddb = backend.store._ddb
     table = backend.store.entries_table
 
-    writer = backend.event_log(cache_tail=True)
+    writer = backend.event_log(cache_tail=True, retry_horizon=math.inf)
     log_id = writer.create()
     raw_log = uuid.uuid4()
     raw_items = iter([entry_item(raw_log, num, body) for num in range(1, samples + warmup + 1)])

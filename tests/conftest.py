@@ -44,9 +44,12 @@ BACKENDS = ("memory", "sim", *PROFILES)
 #: The simulator's models run in process, like the in-memory fakes.
 IN_PROCESS = ("memory", "sim")
 REPO = Path(__file__).resolve().parent.parent
-#: Where a Docker daemon answers, the stack tests run on docker-compose.yml's containers through testcontainers;
-#: SEGLOG_TEST_DOCKER=0 keeps them on host processes, =1 insists on Docker (and fails without a daemon).
+#: Where a Docker daemon answers and LOCALSTACK_AUTH_TOKEN is set (LocalStack's images start only with one,
+#: docker-compose.yml), the stack tests run on docker-compose.yml's containers through testcontainers;
+#: SEGLOG_TEST_DOCKER=0 keeps them on host processes, =1 insists on Docker (and fails without a daemon or token).
 USE_DOCKER = {"1": True, "0": False}.get(os.environ.get("SEGLOG_TEST_DOCKER", ""))
+#: What docker-compose.yml requires of every profile.
+LOCALSTACK_TOKEN_ENV = "LOCALSTACK_AUTH_TOKEN"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,7 +68,8 @@ class _Stacks:
         self.composes: list[Any] = []
 
     def deployment(self, profile: str) -> local.LocalDeployment:
-        if profile not in self.deployments and (USE_DOCKER or (USE_DOCKER is None and docker_available())):
+        if profile not in self.deployments and (USE_DOCKER or (USE_DOCKER is None and os.environ.get(
+                LOCALSTACK_TOKEN_ENV) and docker_available())):
             self.deployments[profile] = self._docker(profile)
         if profile not in self.deployments:
             ls_port, ddb_port = TEST_PORTS[profile]
@@ -81,6 +85,10 @@ class _Stacks:
 
         if not docker_available():
             raise RuntimeError("SEGLOG_TEST_DOCKER=1 but no Docker daemon answers `docker info`")
+        if not os.environ.get(LOCALSTACK_TOKEN_ENV):
+            raise RuntimeError(f"SEGLOG_TEST_DOCKER=1 but {LOCALSTACK_TOKEN_ENV} is not set: LocalStack's images start "
+                               "only with an account's auth token (docker-compose.yml). Export it, or unset "
+                               "SEGLOG_TEST_DOCKER to run the stack tests on host processes")
         ls_port, ddb_port = TEST_PORTS[profile]
         os.environ.update(SEGLOG_LOCALSTACK_PORT=str(ls_port), SEGLOG_DYNAMODB_PORT=str(ddb_port))
         compose = DockerCompose(context=str(REPO), compose_file_name="docker-compose.yml", profiles=[profile],

@@ -1,10 +1,11 @@
 """The Docker path (DESIGN §8): docker-compose.yml and the Dockerfile run the same stack and emulator as host mode.
 
 Docker is optional here (the host-process stack is the default), so this file checks in two parts. The files'
-consistency with the workspace (services, profiles, endpoints, ports, pins, no registry host) always runs. The
-containers themselves run where a Docker daemon answers: compose brings up a profile's stack with the emulator
-built from the Dockerfile, one sheet is created, appended to and snapshotted through the gateway's HTTP API, and
-the log is verified. Without a daemon that test skips, unless SEGLOG_TEST_DOCKER=1 insists: then it fails.
+consistency with the workspace (services, profiles, endpoints, ports, pins, no registry host, the LocalStack auth
+token required) always runs. The containers themselves run where a Docker daemon answers and LOCALSTACK_AUTH_TOKEN
+is set: compose brings up a profile's stack with the emulator built from the Dockerfile, one sheet is created,
+appended to and snapshotted through the gateway's HTTP API, and the log is verified. Without a daemon or the token
+that test skips, unless SEGLOG_TEST_DOCKER=1 insists: then it fails.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ COMPOSE_FILE = REPO / "docker-compose.yml"
 ENDPOINT_URL_ENV = "AWS_ENDPOINT_URL"
 EMULATOR_PORT_ENV = "SEGLOG_EMULATOR_PORT"
 SNAPSHOT_EVERY_ENV = "SEGLOG_SNAPSHOT_EVERY"
+#: LocalStack's account credential: its images start only with it (LocalStack docs, "Auth Token").
+AUTH_TOKEN_ENV = "LOCALSTACK_AUTH_TOKEN"
 #: Options of a package index (pip, uv): a file of the Docker path names none (the rule: no registry host).
 INDEX_OPTIONS = ("index-url", "--index", "extra-index", "UV_INDEX", "PIP_INDEX", "find-links", "trusted-host")
 
@@ -247,6 +250,19 @@ def test_the_stack_ports_follow_the_host_modes_variables() -> None:
     assert "8000" == interpolation_default(published_port(spec)[1], DYNAMODB_PORT_ENV)
 
 
+def test_every_localstack_service_requires_the_auth_token_and_says_what_to_do_without_it() -> None:
+    """LocalStack's images start only with LOCALSTACK_AUTH_TOKEN set (LocalStack docs, "Auth Token": "a mandatory
+    credential required to start the LocalStack container"). Compose's ``${VAR:?message}`` refuses the file with
+    the message when the variable is unset or empty, before any image is pulled, instead of a container that
+    exits after its start; the message names the variable and the way without Docker."""
+    for profile in Profile:
+        name, service = localstack_service(profile)
+        value = service["environment"][AUTH_TOKEN_ENV]
+        match = re.fullmatch(r"\$\{" + AUTH_TOKEN_ENV + r":\?([^}]+)\}", value)
+        assert match, f"{name}: {AUTH_TOKEN_ENV} is {value!r}, not required with ${{{AUTH_TOKEN_ENV}:?message}}"
+        assert AUTH_TOKEN_ENV in match.group(1) and "./dev up" in match.group(1), match.group(1)
+
+
 def test_every_image_is_pinned_to_an_explicit_tag_and_names_no_registry() -> None:
     froms = [args.split()[0] for keyword, args in instructions(REPO / "Dockerfile") if keyword == "FROM"]
     images = [s["image"] for s in services().values()] + froms
@@ -318,13 +334,17 @@ SNAPSHOT_EVERY = 10
 def require_docker() -> None:
     if USE_DOCKER is False:
         pytest.skip("SEGLOG_TEST_DOCKER=0: the Docker path is left out")
-    if docker_available():
-        return
-    if USE_DOCKER:
-        pytest.fail("SEGLOG_TEST_DOCKER=1 but no Docker daemon answers `docker info`: start Docker, or unset "
-                    "SEGLOG_TEST_DOCKER to run the stack tests on host processes")
-    pytest.skip("no Docker daemon answers `docker info`: Docker is optional (the host-process stack is the "
-                "default); set SEGLOG_TEST_DOCKER=1 to make this a failure")
+    if not docker_available():
+        if USE_DOCKER:
+            pytest.fail("SEGLOG_TEST_DOCKER=1 but no Docker daemon answers `docker info`: start Docker, or unset "
+                        "SEGLOG_TEST_DOCKER to run the stack tests on host processes")
+        pytest.skip("no Docker daemon answers `docker info`: Docker is optional (the host-process stack is the "
+                    "default); set SEGLOG_TEST_DOCKER=1 to make this a failure")
+    if not os.environ.get(AUTH_TOKEN_ENV):
+        why = f"{AUTH_TOKEN_ENV} is not set: LocalStack's images start only with an account's auth token"
+        if USE_DOCKER:
+            pytest.fail(f"SEGLOG_TEST_DOCKER=1 but {why}; export it, or unset SEGLOG_TEST_DOCKER")
+        pytest.skip(f"{why} (docker-compose.yml); set SEGLOG_TEST_DOCKER=1 to make this a failure")
 
 
 def wait_for_gateway(api: str, timeout: float = 180.0) -> None:

@@ -20,6 +20,8 @@ from seglog_core.schema import EntryType, SetCell, SetRange, SnapshotMarker, enc
 from seglog_core.verify import verify_log
 
 FAST = RetryPolicy(max_attempts=8, base=0.0, cap=0.0)
+#: The template's RetentionMinAgeSeconds: a writer told it trusts a known tail for EventLog's minute.
+HORIZON = 604_800.0
 
 
 def _log(stores: tuple[LogStore, BlobStore], **kw: object) -> EventLog:
@@ -37,9 +39,11 @@ def test_a_second_client_with_a_stale_tail_rebases_past_the_conflict_without_a_r
         stores: tuple[LogStore, BlobStore], monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20: a put that loses gets the winner's item back (ReturnValuesOnConditionCheckFailure=ALL_OLD on
     DynamoDB, DynamoDB Local and LocalStack; the simulator's and the in-memory stores alike), and the writer tries
-    the next num at once: no Query for the tail, no backoff."""
+    the next num at once: no Query for the tail, no backoff — a writer told the retry horizon, so it may trust its
+    tail (tests/test_tail_after_retention.py: one that is not reads it before every write)."""
     pauses: list[float] = []
-    a = _log(stores, retry=RetryPolicy(max_attempts=8, base=5.0, cap=5.0, sleep=pauses.append))
+    a = _log(stores, retry=RetryPolicy(max_attempts=8, base=5.0, cap=5.0, sleep=pauses.append),
+             retry_horizon=HORIZON)
     b = _log(stores)
     log_id = a.create()
     b.append(log_id, SetCell(row=1, col=1, value="b"))
@@ -61,8 +65,8 @@ def test_a_second_conflict_in_a_row_backs_off_and_reads_and_a_stale_tail_is_read
     clock = [1_000.0]
     pauses: list[float] = []
     a = _log(stores, retry=RetryPolicy(max_attempts=8, base=0.01, cap=0.01, sleep=pauses.append),
-             clock=lambda: clock[0])
-    b = _log(stores)
+             clock=lambda: clock[0], retry_horizon=HORIZON)
+    b = _log(stores, retry_horizon=HORIZON)  # its appends read nothing: only a's are counted
     log_id = a.create()
     for _ in range(4):
         b.append(log_id, SetCell(row=1, col=1, value="b"))
@@ -77,6 +81,44 @@ def test_a_second_conflict_in_a_row_backs_off_and_reads_and_a_stale_tail_is_read
     clock[0] += 61.0  # past tail_ttl: the cached tail (5) is read again, not written after
     done = a.append(log_id, SetCell(row=1, col=1, value="a"))
     assert (done.entry.num, done.attempts, len(reads)) == (7, 1, 2)
+
+
+def test_a_writer_not_trusting_its_tail_never_writes_below_it_after_a_stale_read(
+        stores: tuple[LogStore, BlobStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer not told the retry horizon reads the tail before every write (tests/test_tail_after_retention.py).
+    An eventually consistent Query may answer from before its own last write (DynamoDB Developer Guide,
+    HowItWorks.ReadConsistency); the num it wrote is still taken, so it writes after that one, first time."""
+    log = _log(stores)
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value="first"))
+    latest = stores[0].latest_entry
+
+    def stale(log_id: uuid.UUID, segment: int) -> object:
+        found = latest(log_id, segment)
+        return found if found is None or found.num == 0 else stores[0].get_entry(log_id, segment, found.num - 1)
+
+    monkeypatch.setattr(stores[0], "latest_entry", stale)
+    done = log.append(log_id, SetCell(row=1, col=1, value="second"))
+    assert (2, 1) == (done.entry.num, done.attempts)
+
+
+def test_the_policys_snapshot_entry_goes_after_the_append_it_follows_without_a_read(
+        stores: tuple[LogStore, BlobStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer not told the retry horizon reads the tail before its append, and not again for the Snapshot entry
+    its policy writes right after it: the tail its own put proved a moment ago is as fresh as a read (the API's
+    path: its writer is not told the horizon)."""
+    log = _log(stores, snapshot_every=3)
+    log_id = log.create()
+    for value in (1, 2):
+        log.append(log_id, SetCell(row=1, col=1, value=value))
+    reads: list[int] = []
+    latest = stores[0].latest_entry
+    monkeypatch.setattr(stores[0], "latest_entry", lambda *args: reads.append(1) or latest(*args))
+
+    assert 3 == log.append(log_id, SetCell(row=1, col=1, value=3)).entry.num
+
+    assert 1 == len(reads)
+    assert EntryType.SNAPSHOT is next(iter(stores[0].entries(log_id, 0, 4))).type
 
 
 def test_expected_version_conflict_returns_the_holder(stores: tuple[LogStore, BlobStore]) -> None:

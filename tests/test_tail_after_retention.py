@@ -11,6 +11,8 @@ a segment retired since wrote into retired history. Two ways found by the simula
 
 from __future__ import annotations
 
+import pytest
+
 from seglog_core.idempotence import Position, append_after
 from seglog_core.log import EventLog
 from seglog_core.retention import RetentionPolicy, apply_retention
@@ -54,6 +56,39 @@ def test_a_cached_tail_older_than_its_ttl_is_read_again_not_written_after() -> N
     assert [] == _entries_after_retention(p, kept)
     p.drain()
     assert [] == verify_log(p.store, p.log_id, blobs=p.blobs, pending=p.pending, quiescent=True).violations
+
+
+@pytest.mark.parametrize("told", [None, 10.0], ids=["horizon-unknown", "told-the-horizon"])
+def test_a_writer_on_default_settings_never_trusts_its_tail_past_a_retry_horizon_under_a_minute(
+        told: float | None) -> None:
+    """RetentionMinAgeSeconds may be anything from 0 (template.yaml): here 10 s. A writer on default settings
+    appends, idles 20 s — less than the minute it once trusted its tail for — and meanwhile others fill and close
+    segments, which retention archives 10 s after they closed. Its next append must land in the latest segment:
+    not told the horizon it reads the tail first; told it, it trusts the tail for the horizon only."""
+    p = MemoryPipeline(edits=2)
+    idle = _writer(p) if told is None else _writer(p, retry_horizon=told)
+    idle.append(p.log_id, SetCell(row=1, col=1, value="before the pause"))
+    for i in range(30):
+        p.log.append(p.log_id, SetCell(row=2, col=1, value=i))
+        p.drain()
+    p.now += 20
+    apply_retention(p.store, p.blobs, p.log_id, RetentionPolicy(keep=2, min_age=10.0), clock=lambda: p.now)
+    kept = next(s.num for s in p.store.segments(p.log_id) if s.archive is None)
+    assert kept >= 2
+    appended = idle.append(p.log_id, SetCell(row=1, col=1, value="after the pause"))
+    assert appended.entry.segment >= kept
+    assert [] == _entries_after_retention(p, kept)
+
+
+def test_a_tail_ttl_longer_than_the_retry_horizon_it_is_given_with_is_refused() -> None:
+    """Both given and contradicting each other: the writer says so at once, naming what to give instead, rather
+    than pick one (the horizon is what retention keeps; the ttl, how long the writer would trust its tail)."""
+    p = MemoryPipeline(edits=0)
+    with pytest.raises(ValueError, match=r"tail_ttl=60 s is longer than retry_horizon=10 s.*at most 10 s"):
+        _writer(p, retry_horizon=10.0, tail_ttl=60.0)
+    assert [10.0, 60.0, 0.0, 5.0] == [_writer(p, retry_horizon=10.0).tail_ttl,
+                                      _writer(p, retry_horizon=604_800.0).tail_ttl,
+                                      _writer(p).tail_ttl, _writer(p, tail_ttl=5.0).tail_ttl]
 
 
 def test_a_retry_answered_from_an_archive_leaves_the_next_snapshot_entry_in_the_live_segment() -> None:

@@ -42,17 +42,21 @@ def test_a_value_with_seconds_is_kept() -> None:
 
 
 class CapturingInvoker:
-    """Remembers every event it is given and succeeds at once."""
+    """Remembers every event it is given and ends each invocation with ``outcome`` at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, outcome: Outcome = Outcome.SUCCESS) -> None:
         self.events: list[Mapping[str, Any]] = []
+        self.outcome = outcome
         self._lock = threading.Lock()
 
     def invoke(self, event: Mapping[str, Any], **_: Any) -> InvocationResult:
         with self._lock:
             self.events.append(event)
-        return InvocationResult(outcome=Outcome.SUCCESS, function="fake", request_id="r", pid=0, duration_ms=0.0,
+        return InvocationResult(outcome=self.outcome, function="fake", request_id="r", pid=0, duration_ms=0.0,
                                 cold_start=False)
+
+    def creation_times(self) -> list[int]:
+        return [r["dynamodb"]["ApproximateCreationDateTime"] for event in self.events for r in event["Records"]]
 
 
 def test_stream_record_written_while_the_poller_watches_carries_its_second(tmp_path: Path) -> None:
@@ -75,3 +79,35 @@ def test_stream_record_written_while_the_poller_watches_carries_its_second(tmp_p
 
     ((event_record,),) = [event["Records"] for event in invoker.events]
     assert MINUTE + 20 == event_record["dynamodb"]["ApproximateCreationDateTime"]
+
+
+def test_a_record_delivered_again_after_the_poller_restarts_carries_the_second_of_its_first_delivery(
+        tmp_path: Path) -> None:
+    """ApproximateCreationDateTime is the record's own (DynamoDB Streams API Reference, StreamRecord), so every
+    delivery of a record carries the same value. The first poller raises the stack's whole minute to the second of
+    its last empty read and invokes with the record; the invocation fails, and the poller stops (restarts) before
+    the batch is checkpointed. The new poller reads the record again from the trim horizon, knowing no bound, 75 s
+    later: it must deliver the record with its first value, not the minute."""
+    records: list[dict[str, Any]] = []
+    reader = FakeStreamReader({"shard-live": (None, records, False)})
+    path = tmp_path / "checkpoints.json"
+    clock = Clock(MINUTE + 20.5)
+    first = CapturingInvoker(Outcome.ERROR)
+    with running(stream_poller(reader, first, RecordingCheckpoints(path), clock=clock)):
+        wait_until(lambda: len(reader.reads) >= 2, "the poller to read the empty shard")
+        record = raw_record(1, "late")
+        record["dynamodb"]["ApproximateCreationDateTime"] = datetime.fromtimestamp(MINUTE, UTC)
+        records.append(record)
+        wait_until(lambda: bool(first.events), "the record's first invocation")
+    assert RecordingCheckpoints(path).get("shard-live") is None  # left for the next start, uncheckpointed
+
+    clock.now = MINUTE + 95.0
+    again = CapturingInvoker()
+    restarted = RecordingCheckpoints(path)
+    with running(stream_poller(reader, again, restarted, clock=clock)):
+        wait_until(lambda: bool(again.events), "the record's delivery by the restarted poller")
+        wait_until(lambda: restarted.get("shard-live") is not None, "the checkpoint after it")
+
+    assert {MINUTE + 20} == set(first.creation_times())
+    assert [MINUTE + 20] == again.creation_times()
+    assert {} == restarted.creation_seconds("shard-live")  # the checkpoint passed it: nothing left to remember

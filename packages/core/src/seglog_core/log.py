@@ -1,7 +1,8 @@
 """Writing the log: create, append (optimistic, expected-version, idempotent), large entries, new segment.
 
 DESIGN §3. The normal append costs one eventually consistent Query (Limit 1) and one conditional PutItem;
-with a cached tail it costs the PutItem alone. Every storage failure is retried with backoff or surfaced.
+with a cached tail it may trust (told the retry horizon: ``EventLog.retry_horizon``) it costs the PutItem alone.
+Every storage failure is retried with backoff or surfaced.
 
 Idempotence, timing diagram of a lost response (the write happened, the client saw an error)::
 
@@ -22,6 +23,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 import structlog
 
@@ -46,6 +48,10 @@ from seglog_core.turns import Tail, Turns
 
 log = structlog.get_logger("seglog.log")
 
+#: How long a writer told a longer retry horizon trusts a known tail without a read (EventLog.tail_ttl).
+DEFAULT_TAIL_TTL: Final = 60.0
+
+
 @dataclass(frozen=True, kw_only=True)
 class Appended:
     """The outcome of an append: the stored entry and how it got there."""
@@ -66,9 +72,16 @@ class EventLog:
         retry: attempts and backoff for contention, throttling and transient errors.
         clock: seconds since the epoch.
         large_threshold: bodies above this many bytes go to S3.
-        cache_tail: try ``tail + 1`` first (one PutItem, no Query) when this client knows the tail.
-        tail_ttl: seconds a known tail is trusted without a read (None: for ever). Keep it at most the
-            retention horizon (the stack's RetentionMinAgeSeconds) when retention runs: see :meth:`_fresh`.
+        cache_tail: try ``tail + 1`` first (one PutItem, no Query) when this client knows the tail and may
+            still trust it (``tail_ttl``).
+        retry_horizon: the retry horizon of the deployment written to, in seconds: its RetentionMinAgeSeconds,
+            the least time retention keeps a segment after it closed (``math.inf``: nothing retires this log's
+            segments). A cached tail is never trusted longer (:meth:`_fresh`). None: not known.
+        tail_ttl: seconds a known tail is trusted without a read. By default :data:`DEFAULT_TAIL_TTL`, or
+            ``retry_horizon`` if shorter; with no ``retry_horizon``, 0: RetentionMinAgeSeconds may be 0, so a writer
+            not told it reads the tail before every write (and after a lost put) rather than write into a retired
+            segment. Given, it is taken as is (``math.inf``: for ever); longer than a ``retry_horizon`` given with
+            it, refused (ValueError).
         turns: where writers of this process take turns on a log (:mod:`seglog_core.turns`; the process's by
             default, so threads never meet at the store).
         rebases_before_backoff: the conflict lost in a row that backs off (and reads the tail again); those
@@ -77,7 +90,7 @@ class EventLog:
             puts per append (the losers of each round all meet again at the next num) and 0.11x goodput; one
             rebase, then a pause and a read: 2.4 puts per append, goodput as with none (116-124 against
             107-111 appends/s, within the noise). A rebase still saves the read and the pause where two
-            writers meet.
+            writers meet; it needs a tail still trusted (``tail_ttl``).
     """
 
     store: LogStore
@@ -87,7 +100,9 @@ class EventLog:
     id_factory: Callable[[], uuid.UUID] = uuid.uuid4
     large_threshold: int = DEFAULT_LARGE_THRESHOLD
     cache_tail: bool = True
-    tail_ttl: float | None = 60.0
+    retry_horizon: float | None = None
+    #: None only until built: ``__post_init__`` derives it (see the class's Args).
+    tail_ttl: float | None = None
     rebases_before_backoff: int = 2
     #: Checks a document body before anything is written (rows and columns in range, values not too large).
     validate: Callable[[Body], None] = validate_body
@@ -99,6 +114,19 @@ class EventLog:
     #: Where writers of this process take turns on a log and hand each other the tail (:mod:`seglog_core.turns`).
     turns: Turns = field(default_factory=lambda: PROCESS_TURNS, repr=False)
     _tails: dict[uuid.UUID, Tail] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        horizon = self.retry_horizon
+        if horizon is not None and not horizon >= 0:
+            raise ValueError(f"retry_horizon={horizon} s: give the deployment's RetentionMinAgeSeconds (0 or more), "
+                             "or leave it out when it is not known")
+        if self.tail_ttl is None:
+            self.tail_ttl = 0.0 if horizon is None else min(DEFAULT_TAIL_TTL, horizon)
+        elif horizon is not None and self.tail_ttl > horizon:
+            raise ValueError(
+                f"tail_ttl={self.tail_ttl:g} s is longer than retry_horizon={horizon:g} s: a put after a tail that old "
+                "may land in a segment retention retired (DESIGN §3). Give a tail_ttl of at most "
+                f"{horizon:g} s, or leave it out (the shorter of {DEFAULT_TAIL_TTL:g} s and the horizon)")
 
     # ----------------------------------------------------------------------------------------- create
 
@@ -297,7 +325,14 @@ class EventLog:
                 return latest
             # The read proves the segment open now: a conflict at the num it gives may rebase (append).
             tail.checked = self.clock()
-            return max(latest.num, tail.taken) + 1
+            return self._num_after(tail, latest)
+
+    @staticmethod
+    def _num_after(tail: Tail, latest: Entry) -> int:
+        """The num to write after ``latest``, read from ``tail``'s segment and not its EndSegment. A tail no longer
+        trusted still names a num taken there (this writer's last write, or one handed over by turns), and so does
+        ``taken``: an eventually consistent read older than either would only cost a conflict."""
+        return max(latest.num, tail.taken, -1 if tail.num is None else tail.num) + 1
 
     def _fresh(self, tail: Tail) -> bool:
         """Whether ``tail.num`` may be written after without a read.
@@ -309,7 +344,7 @@ class EventLog:
         (seed 904: a Snapshot entry at 0/6 of a segment archived 200 s before). A tail proved at ``checked``,
         by a read or by a write at it, is of a segment open then; it closed later, so it is not retired before
         ``checked + horizon``. Trusted for ``tail_ttl`` ≤ horizon, the tail is safe; each write at it proves it
-        again.
+        again. ``tail_ttl`` is never None here once built (``__post_init__``: 0 when the horizon is unknown).
         """
         return self.tail_ttl is None or self.clock() - tail.checked < self.tail_ttl
 
@@ -380,23 +415,31 @@ class EventLog:
                 return
             except errors.SegmentNotReadyError:
                 pass  # the segment's snapshot is not built yet: snapshot now, close the segment later
-        self.append_snapshot(entry.log_id)
+        self.append_snapshot(entry.log_id, after=entry)
 
-    def append_snapshot(self, log_id: uuid.UUID) -> Entry:
-        """Append a Snapshot entry (the pipeline builds it); returns the entry."""
+    def append_snapshot(self, log_id: uuid.UUID, *, after: Entry | None = None) -> Entry:
+        """Append a Snapshot entry (the pipeline builds it); returns the entry.
+
+        Args:
+            after: an entry this writer wrote a moment ago (the snapshot policy's). A known tail at or past it was
+                proved no earlier than that write, as fresh as a read would be: it is written after without one,
+                whatever ``tail_ttl`` says.
+        """
         tail = self._tail(log_id)
         for attempt in range(1, self.retry.max_attempts + 1):
             try:
                 # The read is retried like the write (chaos runs found a single throttled Query skipping the
                 # snapshot).
-                if tail.num is None or not self._fresh(tail):
+                just_proved = (after is not None and tail.num is not None
+                               and (tail.segment, tail.num) >= (after.segment, after.num))
+                if tail.num is None or not (self._fresh(tail) or just_proved):
                     latest = self.store.latest_entry(log_id, tail.segment)
                     if latest is None:
                         raise errors.CorruptLogError(log_id, f"segment {tail.segment} has no entries")
                     if latest.type is EntryType.END_SEGMENT:
                         self._follow_end(tail, latest)
                         continue
-                    num = latest.num + 1
+                    num = self._num_after(tail, latest)
                 else:
                     num = tail.num + 1
                 entry = Entry(log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),

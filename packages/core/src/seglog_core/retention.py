@@ -18,7 +18,8 @@ the delete run read them for the bodies to delete (bodies kept that nothing refe
 anything, a run *claims* the segment with one conditional write: it sets its form's mark (``A`` once the archive
 is written and complete, else ``D``) and ``P`` (retiring), only while the item bears no mark of the other form.
 Of two runs in different forms exactly one wins; the other leaves the segment alone (an archive it wrote for a
-segment the delete form won is deleted: nothing will ever name it). From the claim on, readers, verify, rebuild
+segment the delete form won is deleted: nothing will ever name it; an archive run that died before deleting it left
+it to the next run, see ``STRAY_ARCHIVE_SECONDS``). From the claim on, readers, verify, rebuild
 and late jobs treat the segment as retired — archived (its archive is complete before the mark) or deleted —
 so nothing reads what is then removed: the delete form's objects (found through its entries), then the entries
 but the EndSegment; ``P`` is cleared last. A run that dies after the claim leaves ``P``, and every later run
@@ -70,10 +71,21 @@ _ARCHIVE_DECODER = msgspec.msgpack.Decoder(list[Entry])
 MIN_KEEP: Final = 2
 #: Where :func:`retain_logs` keeps the last log it finished: ``{"after": "<log id>"}``.
 CURSOR_KEY: Final = "retention/cursor"
+#: How long after a deletion claimed a segment every run still looks for an archive of it. An archive run that read
+#: the segment whole before the claim writes its archive, loses the claim and deletes the archive (nothing will ever
+#: name it) — unless it dies in between (a function timeout, a kill), or its put lands after the deletion finished.
+#: Either happens while that run lives: at most the function's timeout (15 minutes on Lambda), or as long as a
+#: ``seglog log retain`` runs. A day covers both; a run stalled longer leaves its archive to ``log verify``.
+STRAY_ARCHIVE_SECONDS: Final = 86_400.0
+
+
+def archive_prefix(log_id: uuid.UUID) -> str:
+    """Where a log's archives are kept: one object per archived segment under it."""
+    return f"archive/{log_id}/"
 
 
 def archive_key(log_id: uuid.UUID, segment: int) -> str:
-    return f"archive/{log_id}/{segment}"
+    return f"{archive_prefix(log_id)}{segment}"
 
 
 def read_archive(blobs: BlobStore, key: str) -> list[Entry]:
@@ -127,6 +139,12 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
         if segment.retiring and not stop():
             _finish(store, blobs, log_id, segment)
             done.append(segment.num)
+    for segment in segments:
+        # A deletion claimed less than STRAY_ARCHIVE_SECONDS ago: an archive run that lost its claim may have died
+        # before removing the archive it wrote, which nothing will ever name.
+        if (segment.retired is not None and not segment.retiring
+                and clock() - segment.retired < STRAY_ARCHIVE_SECONDS and not stop()):
+            _remove_stray_archive(blobs, log_id, segment.num)
     for segment, following in itertools.pairwise(segments[: max(0, len(segments) - keep) + 1]):
         # ``following.created`` is when this segment was closed (see the module: the retry horizon).
         if is_retired(segment) or clock() - following.created < policy.min_age:
@@ -155,6 +173,17 @@ def _finish(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: Segme
         _delete_objects(store, blobs, log_id, segment.num)
     count = store.delete_segment(log_id, segment.num, archive=segment.archive, retired=segment.retired)
     log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=segment.archive)
+
+
+def _remove_stray_archive(blobs: BlobStore, log_id: uuid.UUID, segment: int) -> None:
+    """Delete the archive of a segment retention deleted, if there is one. Listed first: in the versioned bucket a
+    simple DELETE adds a delete marker (S3 User Guide, "Working with delete markers"), which every run of the day
+    would otherwise add to a key nothing ever wrote."""
+    key = archive_key(log_id, segment)
+    if key in blobs.keys(key):
+        blobs.delete(key)
+        log.warning("archive of a deleted segment removed: an archive run lost its claim and died before removing it",
+                    log_id=str(log_id), segment=segment, key=key)
 
 
 def _archive(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int) -> str | None:

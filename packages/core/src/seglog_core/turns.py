@@ -13,11 +13,13 @@ Timing, two threads of one process on log L::
       | take ------------->  | A holds                    |
       | put #7 ok            |  <------------------ take  | waits
       | leave (tail #7) -->  | B holds, tail #7           |
-      |                      |  ---- tail #7 ----------->  | put #8 ok (no conflict, no read)
+      |                      |  ---- tail #7 ----------->  | put #8 ok (no conflict; no read if B trusts #7)
 
 What is handed over is a hint, never a promise: the tail a writer of the same store object last proved (by its
 own write or read), with the time it proved it, so :meth:`EventLog._fresh` applies to it unchanged. A writer
-that holds a later tail keeps its own. Writers in other processes still meet at the store, as before.
+that may not trust it (``EventLog.tail_ttl``: none when not told the retry horizon) reads the tail first, and
+still writes after the hint's num whatever an eventually consistent read answers. A writer that holds a later
+tail keeps its own. Writers in other processes still meet at the store, as before.
 
 The turn is a re-entrant lock per log id, dropped when no writer of this process holds or awaits it. The
 simulator gives each simulated process turns of its own (its clients are greenlets of one thread, and a

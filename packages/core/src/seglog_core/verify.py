@@ -24,6 +24,11 @@ yet, entries missing: read from its archive when one holds the whole segment, as
 rule does, else listed in ``retiring``). A missing num or a segment with entries missing *after* a live segment,
 or in the two latest segments, is still an I1 violation. The I3 fold restarts after every gone segment, and
 acknowledged ids are declared missing only when the whole history from segment 0 was read.
+
+A segment retention claimed (``P``) reads as retired in the form it was claimed; verify lists it in ``claimed``
+(a run works on it now, or died after its claim: the next run finishes it), a note rather than a violation, as
+retention is no part of the pipeline ``quiescent`` speaks of. An archive of a segment retention deleted is an I6
+orphan (judged when ``quiescent``: an archive run that lost its claim to the deletion removes it a moment later).
 """
 
 from __future__ import annotations
@@ -38,7 +43,14 @@ import msgspec
 
 from seglog_core.errors import BlobNotFoundError, SeglogError
 from seglog_core.ports import BlobStore, LogStore, PendingStore
-from seglog_core.retention import MIN_KEEP, archive_key, is_complete_segment, read_archive
+from seglog_core.retention import (
+    MIN_KEEP,
+    STRAY_ARCHIVE_SECONDS,
+    archive_key,
+    archive_prefix,
+    is_complete_segment,
+    read_archive,
+)
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, Segment
 from seglog_core.sheet import Sheet
 from seglog_core.snapshot import read_sheet, snapshot_keys
@@ -63,6 +75,9 @@ class VerifyReport:
     unaccounted: list[uuid.UUID] = field(default_factory=list)
     #: Segments a retention run left half deleted (entries gone, not yet marked, no whole archive): run it again.
     retiring: list[int] = field(default_factory=list)
+    #: Segments retention claimed (``P``) and has not finished retiring: a run works on them, or died after its
+    #: claim. They read as retired already; any later run finishes them, whatever its policy.
+    claimed: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +88,8 @@ class VerifyReport:
                 "entries": self.entries, "segments": self.segments, "snapshots": self.snapshots,
                 "completed_snapshots": self.completed, "pending": self.pending, "objects": self.objects,
                 "archived_entries": self.archived, "unchecked_snapshots": [list(u) for u in self.unchecked],
-                "unaccounted": [str(u) for u in self.unaccounted], "retiring": self.retiring}
+                "unaccounted": [str(u) for u in self.unaccounted], "retiring": self.retiring,
+                "claimed": self.claimed}
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,7 @@ def _verify(report: VerifyReport, store: LogStore, blobs: BlobStore | None, pend
         report.violations.append(Violation(invariant="I1", message="the log has no segments"))
         return
     reads: list[_Read] = []
+    report.claimed = [s.num for s in segments if s.retiring]
     # Retention removes the oldest segments first: a first segment above 0 means 0..n-1 were deleted.
     whole = segments[0].num == 0
     retired_prefix = True  # every segment so far is retired: retention may still be at work on this one
@@ -176,6 +193,8 @@ def _verify(report: VerifyReport, store: LogStore, blobs: BlobStore | None, pend
         # Deleted segments' objects went first (retention._delete_objects): any left under them are orphans.
         lost = {r.segment.num for r in reads if r.entries is None and r.segment.retired is None}
         _check_objects(report, blobs, log_id, everything, quiescent=quiescent, lost=lost)
+        if quiescent:
+            _check_archives(report, blobs, log_id, segments)
 
 
 def _read_segment(report: VerifyReport, store: LogStore, blobs: BlobStore | None, log_id: uuid.UUID,
@@ -324,6 +343,19 @@ def _check_objects(report: VerifyReport, blobs: BlobStore, log_id: uuid.UUID, en
     for key in blobs.keys(f"entries/{log_id}/") if not lost else ():
         if key not in referenced and not blobs.is_discardable(key):
             report.violations.append(Violation(invariant="I6", message=f"unreferenced body {key} is kept"))
+
+
+def _check_archives(report: VerifyReport, blobs: BlobStore, log_id: uuid.UUID, segments: list[Segment]) -> None:
+    """I6 for archives: a segment retention deleted (``D``, its claim finished) has none — a D never gets an A."""
+    deleted = {archive_key(log_id, s.num): s.num for s in segments if s.retired is not None and not s.retiring}
+    for key in blobs.keys(archive_prefix(log_id)) if deleted else ():
+        if key in deleted:
+            report.violations.append(Violation(
+                invariant="I6", segment=deleted[key],
+                message=f"archive {key} of a segment retention deleted: nothing names it (an archive run lost its "
+                        "claim to the deletion and died before removing it). Any retention run up to "
+                        f"{STRAY_ARCHIVE_SECONDS / 3600:g} h after the deletion removes it (`seglog log retain`, or "
+                        "the schedule); past that, delete the object by hand"))
 
 
 def _check_segment(report: VerifyReport, segment: Segment, entries: list[Entry], *, final: bool) -> None:

@@ -367,8 +367,8 @@ def syncs_are_slices(log_id: uuid.UUID, history: list[list[Entry] | None], syncs
 def retiring(ddb: SimDynamoDB, topology: Topology) -> list[Violation]:
     """Segments retention claimed and never finished (their ``P`` still set) once the world is quiet: every run
     cut short after its claim must be finished by a later one (seglog_core.retention, "Claim first"), or its
-    segment stays half removed — with the finishing reruns done, verify alone cannot tell (a deleted segment's
-    entries are not read)."""
+    segment stays half removed. Verify only lists them (VerifyReport.claimed), as a run may be at work on them;
+    with the finishing reruns done, one left is a violation."""
     found = []
     for item in ddb.items(topology.segments_table, copy=False):
         if "P" in item:

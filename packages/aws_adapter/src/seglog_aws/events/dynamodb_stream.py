@@ -11,7 +11,8 @@ The two local backends differ in what they put in a record, and the event builde
   ``awsRegion`` and in the stream ARN. The event takes ``awsRegion`` from the ``region`` argument, and
   ``eventSourceARN`` gets the ARN with ``ddblocal`` replaced by that region.
 - Both truncate ``ApproximateCreationDateTime`` to the minute (AWS rounds down to the second). Nothing in the
-  record can put the seconds back; a poller that watches the shard can, nearly (:func:`creation_second`).
+  record can put the seconds back; a poller that watches the shard can, nearly (:func:`creation_second`), and must
+  then give a record it delivers again the value it gave it first, which AWS keeps with the record.
 - Both number records ``000000000000000000001``, ``...002``: strings, as on AWS, but of fixed width; and
   both give UUIDs as ``eventID`` where AWS gives 32 hex digits. Both are kept as they come (opaque strings).
 """

@@ -11,7 +11,11 @@ What it reproduces, each from the AWS Lambda Developer Guide:
   (:mod:`seglog_awsmodel.stream_batches`, DESIGN §12), which the simulator runs too; this poller carries its
   steps out (invokes, sleeps, checkpoints, sends the discarded batch's description);
 * FilterCriteria: records no filter matches are never sent, and they advance the checkpoint
-  (invocation-eventfiltering).
+  (invocation-eventfiltering);
+* a record's ApproximateCreationDateTime is to the second and the same on every delivery, as it is one value of
+  the record on AWS (DynamoDB Streams API Reference, StreamRecord), though the local stacks give the minute: the
+  poller raises it to the second it can tell, once, and the checkpoint store keeps that value across restarts
+  (:mod:`seglog_emulator.checkpoints`).
 
 Throttles do not count as retries on AWS; here the invoker queues an invocation for a free worker instead of
 throttling it, so a throttle never happens.
@@ -73,7 +77,8 @@ class StreamPoller:
         mapping: the event source mapping from the template.
         invoker: runs the function.
         reader: reads the stream.
-        checkpoints: where each shard's position is kept across restarts.
+        checkpoints: where each shard's position is kept across restarts, with the creation second given to each
+            record after it.
         region: the region put in event records.
         on_failure: sends a discarded batch's description to the OnFailure destination (None: no destination).
         faults: the seeded schedule, if faults are in play.
@@ -158,7 +163,7 @@ class StreamPoller:
                         records, iterator = self.reader.read_from(iterator, limit=min(1000, self.mapping.BatchSize))
                         if not records:
                             not_before = asked
-                        records = [_created_to_the_second(r, not_before) for r in records]
+                        records = self._to_the_second(shard_id, records, not_before)
                         if records and not buffer:
                             first_buffered = time.monotonic()
                         buffer.extend(records)
@@ -187,6 +192,30 @@ class StreamPoller:
                     self.ages.finished(shard_id, _created(batch[-1]), drained=not buffer)
                     continue
                 self._stop.wait(self.poll_seconds)
+
+    def _to_the_second(self, shard_id: str, records: list[dict[str, Any]], not_before: float | None
+                       ) -> list[dict[str, Any]]:
+        """``records`` with their ApproximateCreationDateTime in seconds, as AWS gives it (:func:`creation_second`:
+        the local stacks give the minute), each with the value it was first given: the checkpoint store keeps
+        them, so a record read again after a failed read, or by a restarted poller, which knows no bound, is
+        delivered as before."""
+        given = self.checkpoints.creation_seconds(shard_id)
+        new: dict[str, int] = {}
+        timed = []
+        for record in records:
+            change = record.get("dynamodb") or {}
+            created = change.get("ApproximateCreationDateTime")
+            if created is None:
+                timed.append(record)
+                continue
+            number = sequence_number(record)
+            second = given.get(number)
+            if second is None:
+                second = new[number] = creation_second(created, not_before=not_before)
+            timed.append({**record, "dynamodb": {**change, "ApproximateCreationDateTime": second}})
+        if new:
+            self.checkpoints.give_creation_seconds(shard_id, new)
+        return timed
 
     def _iterator(self, shard_id: str) -> str:
         position = self.checkpoints.get(shard_id)
@@ -289,18 +318,6 @@ class StreamPoller:
     def _function_arn(self) -> str:
         arn = getattr(self.invoker, "arn", None)
         return str(arn) if arn else f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{self.mapping.function}"
-
-
-def _created_to_the_second(record: dict[str, Any], not_before: float | None) -> dict[str, Any]:
-    """``record`` with its ApproximateCreationDateTime in seconds, as AWS gives it (:func:`creation_second`: the
-    local stacks give the minute). Within this process every delivery of the record carries the same value; a
-    restarted poller reads it again without the bound, and sends the minute."""
-    change = record.get("dynamodb") or {}
-    created = change.get("ApproximateCreationDateTime")
-    if created is None or not_before is None:
-        return record
-    return {**record, "dynamodb": {**change, "ApproximateCreationDateTime": creation_second(
-        created, not_before=not_before)}}
 
 
 def _created(record: Mapping[str, Any]) -> float | None:

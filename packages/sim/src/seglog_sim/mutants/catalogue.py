@@ -68,8 +68,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "        if snapshot.snapshot_root is None:",
            breaks="the message is deleted before the root, segment and pending item are written (step 6 order)"),
     Mutant(name="no_stale_takeover", module=_CLAIMS,
-           old="                item.modified < now - self.takeover_after or (helping and not item.active)):",
-           new="                False):",
+           old="                and item.modified < now - self.takeover_after):",
+           new="                and False):",
            breaks="a stale claim (its holder dead, its message in the DLQ) is never taken over by a new message"),
     Mutant(name="claim_ignores_staleness", module=_PENDING,
            old='ConditionExpression="Q = :q AND (A = :f OR M < :stale)"',
@@ -102,8 +102,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                     "chunk size is pinned): churn, no broken invariant. Handoffs are rare besides (5 per 1,000 "
                     "seeds: builds here finish well within the function timeout)"),
     Mutant(name="takeover_increment", module=_PENDING,
-           old='ConditionExpression=f"Q = :old AND X = :x AND {stale}"',
-           new='ConditionExpression=f"Q = :old AND (X = :x OR attribute_exists(X)) AND {stale}"',
+           old='ConditionExpression="Q = :old AND X = :x AND M < :stale"',
+           new='ConditionExpression="Q = :old AND (X = :x OR attribute_exists(X)) AND M < :stale"',
            breaks="two takers racing on one read may both take a stale claim over",
            survives="of two takers that both take over, only the one named last passes the claim's Q condition, "
                     "and the X fence and the pinned chunk size make a second builder harmless anyway; the increment "
@@ -116,7 +116,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                     "(busy), comes back and is hidden as a duplicate until the snapshot is done; set_claimer's own "
                     "condition saves that round trip"),
     Mutant(name="pin_chunk_size", module=_WORKER,
-           old="takeover_after=self.takeover_after, initial_state=pinned)",
+           old="takeover_after=self.takeover_after, initial_state=self._pinned)",
            new="takeover_after=self.takeover_after, initial_state=None)",
            breaks="the first claim does not pin the chunk size: two code versions cut one snapshot's chunks "
                   "differently (the mixed_version bug)",
@@ -224,8 +224,9 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                   "too: the Snapshot entry after the next append goes after a stale tail, into a segment retention "
                   "retired (seed 904)",
            survives=(
-               "two guards on one path: the API's writer trusts its tail for EventLog.tail_ttl (60 s) only, and "
-               "seed 904's next append came later, so it read the tail again (tail_ttl). "
+               "two guards on one path: the API's writer trusts its tail for EventLog.tail_ttl only (60 s at most, "
+               "the retry horizon if shorter, 0 when not told it), and seed 904's next append came later, so it "
+               "read the tail again (tail_ttl). "
                "tests/test_tail_after_retention.py (a retry answered from an archive) kills it")),
     Mutant(name="rebuild_restores_deleted", module=_FALLBACK,
            old="    if _deleting(run.store, log_id, entry.segment):\n        # Retention claimed",
@@ -344,6 +345,31 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "            self.crash(\"after_root\")\n",
            breaks="completion sets the segment's S before the entry's R: a load between the two finds no completed "
                   "snapshot where S points (CorruptLogError)"),
+    # ---- issue 34: the loose ends of the last issues, reverted where a world can reach them
+    Mutant(name="tail_ttl_untold", module=_LOG,
+           old="            self.tail_ttl = 0.0 if horizon is None else min(DEFAULT_TAIL_TTL, horizon)",
+           new="            self.tail_ttl = DEFAULT_TAIL_TTL",
+           breaks="a library writer on default settings trusts its cached tail for a minute whatever the retry "
+                  "horizon: idle past a shorter one, it writes at tail + 1 in a segment retention retired",
+           survives="the simulator's library clients are told the horizon, and the API's writer trusts only the tail "
+                    "its own append just proved (500 seeds); tests/test_tail_after_retention.py::"
+                    "test_a_writer_on_default_settings_never_trusts_its_tail_past_a_retry_horizon_under_a_minute kills "
+                    "it"),
+    Mutant(name="stray_archive_sweep", module=_RETENTION,
+           old="                and clock() - segment.retired < STRAY_ARCHIVE_SECONDS and not stop()):",
+           new="                and False):",
+           breaks="an archive run that lost its claim to a deletion and died before removing its archive leaves it "
+                  "for ever (I6: nothing names it, and it holds deleted entries)",
+           survives="two guards on one path: the losing run deletes its own archive, and no world kills it between "
+                    "the two (seeds 1-2,000); tests/test_retention.py::"
+                    "test_an_archive_left_by_a_run_that_lost_its_claim_and_died_is_reported_and_removed_by_the_next_run"
+                    " kills it"),
+    Mutant(name="stray_archive_on_loss", module=_RETENTION,
+           old="                blobs.delete(key)  # nothing will ever name it: a segment marked D never gets an A",
+           new="                pass  # nothing will ever name it: a segment marked D never gets an A",
+           breaks="an archive run that loses its claim to a deletion leaves its archive until a later run sweeps it",
+           survives="two guards on one path: the next run's sweep (STRAY_ARCHIVE_SECONDS) removes it (seeds 1-2,000); "
+                    "with both guards gone, seed 181 is caught by verify's archive check"),
     Mutant(name="restart_repeats", module=_POLLERS,
            old='        key = restart_site(shard, f"{sequence_number(part[0])}:{attempt}", incarnation)\n',
            new='        key = restart_site(shard, f"{sequence_number(part[0])}:{attempt}", 0)\n',
