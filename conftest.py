@@ -7,6 +7,7 @@ built once per session, and an unchanged tree is reused from ``.seglog/build`` a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,13 @@ import structlog
 
 from seglog_deploy.build import Builder, host_arch
 from seglog_deploy.manifest import Manifest
+
+# Each pytest-xdist worker (./dev test runs two) starts the local stacks it needs on ports of its own: the tests'
+# port base (SEGLOG_TEST_PORT_BASE, default 4640) moved 100 up per worker, before any test module reads it.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw"):
+    os.environ["SEGLOG_TEST_PORT_BASE"] = str(int(os.environ.get("SEGLOG_TEST_PORT_BASE", "4640"))
+                                              + 100 * int(_WORKER[2:]))
 
 #: tests/browser.py: the `chromium` fixture (a tab of a headless Chromium), for any test directory;
 #: tests/process_leaks.py: a test that drops a process it never waited for fails, naming the command.
