@@ -1,7 +1,8 @@
 """All benchmarks: append cost, latency, contention, load time, the pipeline under the emulator and the steady
-state's price with its MemorySize sweep (per profile, each on its own stack), then the fold rate, what SigV4
-authorization costs a request, and the snapshot builder's peak memory, the deterministic simulation's seeds a
-minute, and the live console's memory over an hour.
+state's price with its MemorySize sweep, a busy sheet's snapshot stalls under the README's faults and how soon the
+API answers after a restart (per profile, each on its own stack), then the fold rate, what SigV4 authorization
+costs a request, the snapshot builder's peak memory, the deterministic simulation's seeds a minute and the
+branches its seeds reach, and the live console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -28,8 +29,11 @@ from bench import (
     bench_latency,
     bench_load,
     bench_pipeline,
+    bench_recovery,
     bench_sim,
+    bench_sim_reach,
     bench_snapshot_rss,
+    bench_stall,
 )
 from bench.support import Headline, local_deployment, options, profiles, quiet_logs
 
@@ -83,6 +87,8 @@ def main() -> None:
                 sys.stdout.flush()
             lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_cost.run(deployment, args.quick)]
+            lines += [h.line(profile) for h in bench_stall.run(deployment, args.quick)]
+            lines += [h.line(profile) for h in bench_recovery.run(deployment, args.quick)]
             sys.stdout.flush()
     lines += [h.line() for h in fold(args.quick)]
     print("\n## SigV4 authorization (bench_auth)")
@@ -90,6 +96,7 @@ def main() -> None:
     lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
     print("\n## deterministic simulation (bench_sim)")
     lines += [h.line() for h in bench_sim.headlines(args.quick)]
+    lines += [h.line() for h in bench_sim_reach.headlines(args.quick)]
     lines += [h.line() for h in bench_console.headlines(args.quick)]  # its --real campaign: bench.bench_console
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "

@@ -89,6 +89,12 @@ def measure(deployment: LocalDeployment, *, times: int, work: Path) -> list[Head
     return headlines
 
 
+def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
+    """For ``./dev bench``: one kill of each part quick, else five."""
+    with tempfile.TemporaryDirectory(prefix="bench-rec-") as work:
+        return measure(deployment, times=1 if quick else 5, work=Path(work))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=("dynamodb-local", "localstack", "both"), default="dynamodb-local")

@@ -106,6 +106,12 @@ def _source(name: str, line: int) -> str:
     return "?"
 
 
+def headlines(quick: bool) -> list[Headline]:
+    """For ``./dev bench``: 100 seeds quick, else 1,000."""
+    found, _ = measure(100 if quick else TARGET_SEEDS, Path(".seglog/bench/sim-reach.md"))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=TARGET_SEEDS)

@@ -76,6 +76,12 @@ def measure(deployment: LocalDeployment, *, minutes: float, seed: int, rate: flo
                      f"{WINDOW_SECONDS:.0f} s", met=longest <= MAX_STALL_TARGET and not still)]
 
 
+def run(deployment: LocalDeployment, quick: bool) -> list[Headline]:
+    """For ``./dev bench``: the README's fault command, 1.5 minutes quick, else 4."""
+    with tempfile.TemporaryDirectory(prefix="bench-stall-") as work:
+        return measure(deployment, minutes=1.5 if quick else 4.0, seed=7, rate=0.05, work=Path(work))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=("dynamodb-local", "localstack", "both"), default="dynamodb-local")
