@@ -19,6 +19,7 @@ lines, :func:`send` sends events made for the console alone: ``"invocation start
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -121,6 +122,7 @@ def _udp() -> socket.socket:
             if _socket is None:
                 made = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 made.setblocking(False)  # a full buffer drops the datagram (BlockingIOError) instead of waiting
+                atexit.register(made.close)  # the process's one socket, closed at exit (no ResourceWarning then)
                 _socket = made
     return _socket
 
