@@ -131,6 +131,53 @@ def test_expected_version_conflict_returns_the_holder(stores: tuple[LogStore, Bl
     assert log.append(log_id, SetCell(row=1, col=1, value=2), expected=2).entry.num == 2
 
 
+def test_an_expected_num_past_the_tail_or_in_an_ended_segment_is_refused_and_leaves_no_gap(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """A conditional put refuses only a taken num: an expected num past the tail, or one the caller meant for a
+    segment that ended since (its own writer started the next one), would have been put there and left a gap
+    (I1; the simulator's optimistic library writers, seed 6). Refused instead, naming the next num."""
+    store = stores[0]
+    log, fresh = _log(stores), _log(stores)
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    for writer in (log, fresh):  # one whose tail is known, one that must read it
+        with pytest.raises(errors.VersionConflictError) as caught:
+            writer.append(log_id, SetCell(row=1, col=1, value="gap"), expected=3)
+        assert (caught.value.segment, caught.value.next_num) == (0, 2)
+    last = log.append(log_id, SetCell(row=1, col=1, value=2), expected=2).entry
+    log.start_segment(log_id)  # this writer's tail is now 1/0; the caller still counts in segment 0
+    with pytest.raises(errors.VersionConflictError) as caught:
+        fresh.append(log_id, SetCell(row=1, col=1, value="late"), expected=last.num + 1)
+    assert (caught.value.segment, caught.value.next_num) == (1, 1)
+    assert [(e.segment, e.num) for e in LogReader(store=store).all_entries(log_id)] == [
+        (0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
+    assert verify_log(store, log_id).ok
+
+
+def test_an_expected_num_held_by_an_end_segment_sends_the_next_append_to_the_next_segment(
+        stores: tuple[LogStore, BlobStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 728 of the simulator's optimistic writers: the conflict at an EndSegment left the writer in the ended
+    segment with the EndSegment's num as taken, and a stale read (one entry short) then had its next append put
+    after the EndSegment. The conflict follows the EndSegment, as a plain append's does."""
+    store = stores[0]
+    log, other = _log(stores, retry_horizon=HORIZON), _log(stores)  # log trusts its tail: no read before its put
+    log_id = log.create()
+    log.append(log_id, SetCell(row=1, col=1, value=1))
+    other.start_segment(log_id)  # EndSegment at 0/2
+    store.complete_snapshot(log_id, 1, 0, "empty")
+    with pytest.raises(errors.VersionConflictError) as caught:
+        log.append(log_id, SetCell(row=1, col=1, value=2), expected=2)
+    assert caught.value.existing is not None and caught.value.existing.type is EntryType.END_SEGMENT
+    latest = store.latest_entry
+    monkeypatch.setattr(store, "latest_entry",  # a stale read of segment 0: the entry before its EndSegment
+                        lambda lid, segment, *a, **k: next(iter(store.entries(lid, 0, 1, 1))) if segment == 0
+                        else latest(lid, segment, *a, **k))
+    done = log.append(log_id, SetCell(row=1, col=1, value=3))
+    assert (done.entry.segment, done.entry.num) == (1, 1)
+    monkeypatch.undo()
+    assert verify_log(store, log_id).ok
+
+
 def test_same_entry_id_twice_is_one_entry(stores: tuple[LogStore, BlobStore]) -> None:
     log = _log(stores)
     log_id = log.create()

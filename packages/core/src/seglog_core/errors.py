@@ -115,16 +115,23 @@ class SegmentNotReadyError(SeglogError):
 
 
 class VersionConflictError(SeglogError):
-    """An expected-version append found its num taken. ``existing`` is the entry that holds it."""
+    """An expected-version append found its num taken (``existing`` is the entry that holds it, when known), or
+    not the next one of the log's current segment ``segment`` (``next_num`` is: past the tail, or of a segment
+    that has ended)."""
 
-    def __init__(self, log_id: uuid.UUID, segment: int, num: int, existing: Entry | None) -> None:
+    def __init__(self, log_id: uuid.UUID, segment: int, num: int, existing: Entry | None, *,
+                 next_num: int | None = None) -> None:
         self.log_id = log_id
         self.segment = segment
         self.num = num
         self.existing = existing
-        super().__init__(
-            f"log {log_id} already has entry {segment}/{num}: reload (or rebase on it) and append again"
-        )
+        self.next_num = next_num
+        if next_num is not None:
+            message = (f"log {log_id}'s next entry is {segment}/{next_num}, not num {num}: reload (or rebase) and "
+                       "append again")
+        else:
+            message = f"log {log_id} already has entry {segment}/{num}: reload (or rebase on it) and append again"
+        super().__init__(message)
 
 
 class UnknownPositionError(SeglogError):

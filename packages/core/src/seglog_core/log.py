@@ -175,8 +175,10 @@ class EventLog:
         Args:
             body: a document body (SetCell, Import, ...). Log-level bodies are written by the log itself.
             entry_id: the client entry id ``K``; a retry with the same id never duplicates. Generated if absent.
-            expected: the num this entry must get (expected-version append: one write, no read). On conflict
-                :class:`~seglog_core.errors.VersionConflictError` carries the entry that holds the num.
+            expected: the num this entry must get in the log's current segment (expected-version append: one
+                write, with no read when this client's own tail is ``expected - 1``). A num that is not the
+                segment's next (taken, past its tail, or of a segment that has ended) raises
+                :class:`~seglog_core.errors.VersionConflictError`, with the entry holding it or the next num.
 
         A retry of the same entry id within this call never duplicates. A caller in another process (an HTTP
         client whose answer was lost) must name where to look: :func:`seglog_core.idempotence.append_after`.
@@ -234,7 +236,12 @@ class EventLog:
                     tail.num = None
                     tail.taken = max(tail.taken, num)
                     if expected is not None:
-                        raise errors.VersionConflictError(log_id, tail.segment, num, existing) from exc
+                        conflict = errors.VersionConflictError(log_id, tail.segment, num, existing)
+                        if existing is not None and existing.type is EntryType.END_SEGMENT:
+                            # The next append goes to the next segment: left at this one's EndSegment as
+                            # ``taken``, a stale read would put it after the end (seed 728, optimistic writers).
+                            self._follow_end(tail, existing)
+                        raise conflict from exc
                     if existing is not None and existing.type is EntryType.END_SEGMENT:
                         self._follow_end(tail, existing)
                         rebases = 0
@@ -306,7 +313,7 @@ class EventLog:
         """The num to write next, or the entry itself when the latest entry already is ours. ``trusted``: the
         known tail may be written after without a read (a first try with ``cache_tail``, or a rebase)."""
         if expected is not None:
-            return expected
+            return self._expected_num(log_id, tail, entry_id, expected)
         if tail.num is not None and trusted and self._fresh(tail):
             return tail.num + 1
         while True:
@@ -326,6 +333,21 @@ class EventLog:
             # The read proves the segment open now: a conflict at the num it gives may rebase (append).
             tail.checked = self.clock()
             return self._num_after(tail, latest)
+
+    def _expected_num(self, log_id: uuid.UUID, tail: Tail, entry_id: uuid.UUID, expected: int) -> int | Entry:
+        """``expected`` unless it is past the next num of the tail's segment (no read when this client's tail
+        proves it next), or the entry when it is ours. A conditional put only refuses a taken num: written past
+        the tail, or after a segment moved on without the caller, an expected num would leave a gap (I1; seed 6
+        of the simulator's optimistic library writers, whose own policy had started a segment since)."""
+        if tail.num is not None and expected == tail.num + 1 and self._fresh(tail):
+            return expected
+        segment = tail.segment
+        nxt = self._next_num(log_id, tail, entry_id, None, trusted=False)
+        if isinstance(nxt, Entry):
+            return nxt
+        if tail.segment == segment and expected <= nxt:
+            return expected  # a taken num is refused by the put, which brings its holder back
+        raise errors.VersionConflictError(log_id, tail.segment, expected, None, next_num=nxt)
 
     @staticmethod
     def _num_after(tail: Tail, latest: Entry) -> int:
