@@ -22,16 +22,17 @@ still writes after the hint's num whatever an eventually consistent read answers
 tail keeps its own. Writers in other processes still meet at the store, as before.
 
 The turn is a re-entrant lock per log id, dropped when no writer of this process holds or awaits it. The
-simulator gives each simulated process turns of its own (its clients are greenlets of one thread, and a
-re-entrant lock would not separate them): :class:`Turns` is per EventLog there, shared here by default.
+simulator gives each simulated process turns of its own, with locks its tasks wait on (its clients are greenlets
+of one thread, which a threading lock would not separate): :class:`Turns` is per simulated process there, shared
+here by default.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +77,7 @@ class Tail:
 class Turn:
     """One log's turn: its lock, how many writers hold or await it, and the tail the last one left."""
 
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    lock: AbstractContextManager[Any] = field(default_factory=threading.RLock)
     waiting: int = 0
     #: The store object the hint was proved against: a hint is handed only to writers of that same object.
     store: Any = None
@@ -94,9 +95,14 @@ class Turn:
 
 
 class Turns:
-    """The turns of one process (or, in the simulator, of one simulated process)."""
+    """The turns of one process (or, in the simulator, of one simulated process).
 
-    def __init__(self) -> None:
+    Args:
+        lock: makes each log's lock, re-entrant (a seam: the simulator's tasks wait on a lock of its world).
+    """
+
+    def __init__(self, lock: Callable[[], AbstractContextManager[Any]] = threading.RLock) -> None:
+        self._lock = lock
         self._guard = threading.Lock()
         self._turns: dict[uuid.UUID, Turn] = {}
 
@@ -106,7 +112,7 @@ class Turns:
         with self._guard:
             turn = self._turns.get(log_id)
             if turn is None:
-                turn = self._turns[log_id] = Turn()
+                turn = self._turns[log_id] = Turn(lock=self._lock())
             turn.waiting += 1
         try:
             with turn.lock:

@@ -32,7 +32,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from seglog_awsmodel.faults import AWS_ERRORS, FaultKind
 from seglog_sim.aws.facade import client_error
-from seglog_sim.faults import CALL_FAULTS, INVOCATIONS, Faults
+from seglog_sim.faults import CALL_FAULTS, INVOCATIONS, SLOW_S3, Faults, Outage
 from seglog_sim.world import Killed, Task, World
 
 #: Seconds a call takes each way: (typical low, typical high). DynamoDB single-digit milliseconds, S3 and SQS
@@ -110,6 +110,8 @@ class Cloud:
     #: Calls per "task kind:call site" and per "service operation".
     sites: Counter[str] = field(default_factory=Counter)
     operations: Counter[str] = field(default_factory=Counter)
+    #: The seed's outage, if it has one (every call it covers is refused while the faults last).
+    outage: Outage | None = None
     #: Called after every applied write: (service, operation, params) -> None (the pollers' wake-ups).
     on_write: Callable[[str, str, dict[str, Any]], None] = lambda service, operation, params: None
 
@@ -130,6 +132,8 @@ class Cloud:
             world.sleep(faults.amount(task, 5.0, 400.0))
         if service == "s3" and faults.decide(task, FaultKind.S3_LATENCY, site):
             world.sleep(faults.amount(task, 0.05, 2.0))
+        if self.outage is not None and faults.active and self.outage.slows(service, world.now):
+            world.sleep(faults.amount(task, *SLOW_S3))
         world.sleep(rng.uniform(low, high))
         crash = invocation and faults.decide(task, FaultKind.CRASH, site)
         crash_after = crash and rng.random() < 0.5
@@ -138,6 +142,9 @@ class Cloud:
             world.kill(task, "crash")
             raise Killed("crash")
         error = self._injected(task, service, operation, params, site)
+        if error is None and self.outage is not None and faults.active:
+            code = self.outage.error(service, operation, params, world.now)
+            error = None if code is None else _error(operation, code)
         if error is not None:
             self._record(task, service, operation, params, f"fault {error.response['Error']['Code']}", site)
             world.sleep(rng.uniform(low, high))

@@ -19,7 +19,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from seglog_awsmodel.fault_sites import fires
 from seglog_awsmodel.faults import FaultKind
@@ -162,3 +162,53 @@ class Faults:
     def amount(self, task: Task, low: float, high: float) -> float:
         """A fault's parameter, from the task's generator."""
         return self.rng(task).uniform(low, high)
+
+
+#: The Entries table's writes (an outage of ``entries``: the writes throttled, the reads answered).
+_WRITES: Final = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+#: The error each outage that refuses calls answers with (seglog_awsmodel.faults.AWS_ERRORS).
+_OUTAGE_ERRORS: Final = {"sqs": "InternalFailure", "s3": "InternalError", "entries": "ThrottlingException"}
+#: Seconds an S3 call takes more during an outage of ``s3-slow`` (a brownout: every call answered, slowly).
+SLOW_S3: Final = (1.0, 4.0)
+
+
+@dataclass(kw_only=True)
+class Outage:
+    """A seed's outage (:attr:`seglog_sim.scenario.Scenario.outage`): from ``start`` to ``end`` (simulated time)
+    every call to ``what`` is refused — or, for ``s3-slow``, every S3 call is slow — whoever makes it. Part of the
+    seed's scenario, not of its fault schedule: a replay of a shrunk schedule has it too."""
+
+    what: str
+    start: float
+    end: float
+    entries_table: str
+    #: Calls refused (or slowed) so far.
+    hit: int = 0
+
+    def error(self, service: str, operation: str, params: dict[str, Any], now: float) -> str | None:
+        """The error code that answers this call instead of the service, or None when the outage spares it."""
+        if self.what not in _OUTAGE_ERRORS or not self.start <= now < self.end:
+            return None
+        if self.what == "entries":
+            if service != "dynamodb" or operation not in _WRITES or self.entries_table not in _tables(params):
+                return None
+        elif service != self.what:
+            return None
+        self.hit += 1
+        return _OUTAGE_ERRORS[self.what]
+
+    def slows(self, service: str, now: float) -> bool:
+        """Whether this call is slowed (by :data:`SLOW_S3`)."""
+        if self.what != "s3-slow" or service != "s3" or not self.start <= now < self.end:
+            return False
+        self.hit += 1
+        return True
+
+
+def _tables(params: dict[str, Any]) -> set[str]:
+    """The tables a DynamoDB call writes (a transaction's condition checks count: they use write capacity)."""
+    if "TableName" in params:
+        return {params["TableName"]}
+    if "RequestItems" in params:
+        return set(params["RequestItems"])
+    return {str(op.get("TableName")) for item in params.get("TransactItems", []) for op in item.values()}

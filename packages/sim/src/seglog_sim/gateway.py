@@ -21,6 +21,10 @@ once, interleaved at every storage call. Powertools keeps the request being answ
 (``BaseRouter.current_event``), so a route must read its event (path, query, body) before its first storage call,
 as every route of ``seglog_services.api.routes`` does; a route that read it later would see another request's.
 
+A PUT to a presigned URL (the bucket's host: an upload's bytes, ``seglog_client``'s ``upload``) is S3's, not the
+API's: it becomes the PutObject the URL signed (its headers: content type, tagging, ``If-None-Match: *``), through
+the same door as every storage call, and S3's answer (an error as S3's XML) or a lost one.
+
 Not done here, as on AWS: the SigV4 signature is not verified (the client still signs every try, as it must for
 API Gateway; the emulator's gateway verifies signatures, and its tests cover that), throttling (429) is not
 simulated, and the event carries no ``requestContext.authorizer`` (no route reads it).
@@ -28,14 +32,20 @@ simulated, and the event carries no ``requestContext.authorizer`` (no route read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
+from urllib.parse import unquote
+from xml.sax.saxutils import escape
+
+from botocore.exceptions import ClientError
 
 from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
 from seglog_awsmodel.config import HttpRoute
 from seglog_awsmodel.faults import FaultKind
 from seglog_client.sigv4 import Credentials
+from seglog_sim.aws.s3 import S3_HOST
 from seglog_sim.faults import Faults
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.world import World
@@ -57,6 +67,8 @@ class Gateway:
     faults: Faults
     lambdas: Lambdas
     routes: tuple[HttpRoute, ...]
+    #: The world's S3 for a PUT to a presigned URL: ``(operation, params) -> answer``, a call through its door.
+    s3: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     requests: int = 0
     #: Tries per client task (the timeline's "try n").
     _tries: dict[str, int] = field(default_factory=dict)
@@ -68,6 +80,9 @@ class Gateway:
         me = world.current
         me.calls += 1  # one decision point per try (fault ids stay apart)
         path = target.partition("?")[0]
+        host = next((value for name, value in headers if name.lower() == "host"), "")
+        if host.endswith("." + S3_HOST) and self.s3 is not None:
+            return self._s3_put(method, host.removesuffix("." + S3_HOST), path, headers, body)
         matched = match_route(self.routes, method, path)
         if matched is None:
             return _NOT_FOUND[0], list(_NOT_FOUND[1]), _NOT_FOUND[2]
@@ -96,3 +111,31 @@ class Gateway:
         elif status < 500:
             task.tags["client_outcome"] = "error"
         return status, answer_headers, payload
+
+    def _s3_put(self, method: str, bucket: str, path: str, headers: list[tuple[str, str]], body: bytes
+                ) -> Answer | None:
+        """A client's PUT to a presigned URL: the PutObject it signed (Amazon S3 API Reference, PutObject: the
+        ``x-amz-tagging`` and ``If-None-Match`` headers); a refusal answered as S3 answers it, in XML."""
+        if method != "PUT":
+            return 405, [("content-type", "application/xml")], _s3_error("MethodNotAllowed",
+                                                                         "The specified method is not allowed")
+        given = {name.lower(): value for name, value in headers}
+        params: dict[str, Any] = {"Bucket": bucket, "Key": unquote(path[1:]), "Body": body,
+                                  "ContentType": given.get("content-type"), "Tagging": given.get("x-amz-tagging", "")}
+        if "if-none-match" in given:
+            params["IfNoneMatch"] = given["if-none-match"]
+        assert self.s3 is not None
+        try:
+            answer = self.s3("PutObject", params)
+        except ClientError as exc:
+            error, status = exc.response["Error"], exc.response["ResponseMetadata"]["HTTPStatusCode"]
+            return status, [("content-type", "application/xml")], _s3_error(error["Code"], error["Message"])
+        if self.faults.decide(self.world.current, FaultKind.LOST_RESPONSE):
+            return None  # stored; the connection dropped before the answer
+        return 200, [("etag", answer.get("ETag", ""))], b""
+
+
+def _s3_error(code: str, message: str) -> bytes:
+    """S3's error document (Amazon S3 API Reference, "Error responses")."""
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{escape(code)}</Code>'
+            f"<Message>{escape(message)}</Message></Error>").encode()

@@ -201,8 +201,9 @@ class Lambdas:
                             snapshot_every=scenario.snapshot_every, segment_entries=scenario.segment_entries,
                             cache_tail=False, large_threshold=large_threshold, turns=Turns())
 
-        # The simulated S3 client cannot presign (no simulated client takes the upload route).
-        uploads = Uploads(s3=self.s3, bucket=self.topology.bucket, blobs=backend.blobs)
+        # Presigned by the simulated S3 client, to a URL the world's gateway takes as S3's (seglog_sim.gateway).
+        uploads = Uploads(s3=self.s3, bucket=self.topology.bucket, blobs=backend.blobs,
+                          new_id=lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
         return Services(backend=backend, log=event_log(scenario.large_threshold), external_log=event_log(0),
                         document=backend.document(), uploads=uploads, page_bytes=scenario.page_bytes,
                         horizon=float(self.topology.api.Environment.get("SEGLOG_RETENTION_MIN_AGE_SECONDS", "604800")))

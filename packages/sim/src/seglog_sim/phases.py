@@ -35,7 +35,7 @@ from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_sim.cloud import Cloud
-from seglog_sim.faults import Faults, Profile
+from seglog_sim.faults import Faults, Outage, Profile
 from seglog_sim.gateway import Gateway
 from seglog_sim.jobs import job_key
 from seglog_sim.lambdas import Lambdas
@@ -102,9 +102,9 @@ class Run:
             log_id = self.logs[index % len(self.logs)]
             count = rng.randint(*scenario.appends)
             api = index < scenario.api_clients
-            fn = self.clients.api_client if api else self.clients.library_client
+            fn, args = (self.clients.api_client, (index,)) if api else (self.clients.library_client, ())
             self.client_tasks.append(world.spawn(f"{'api' if api else 'lib'}-client-{index}", "client", fn, log_id,
-                                                 count, delay=rng.uniform(0.0, 3.0), log_id=str(log_id)))
+                                                 count, *args, delay=rng.uniform(0.0, 3.0), log_id=str(log_id)))
         if scenario.busy:
             self.client_tasks.append(world.spawn("busy-client", "client", self.clients.busy_client, self.logs[0],
                                                  delay=rng.uniform(0.0, 3.0), log_id=str(self.logs[0])))
@@ -301,7 +301,12 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
                                  dead_letter=dlq_name, max_receive_count=receives)
     s3 = SimS3()
     s3.create_bucket(topology.bucket)
-    cloud = Cloud(world=world, faults=faults, ddb=ddb, sqs=sqs, s3=s3)
+    outage = None
+    if scenario.outage is not None:
+        what, start, length = scenario.outage
+        outage = Outage(what=what, start=world.start + start, end=world.start + start + length,
+                        entries_table=topology.entries_table)
+    cloud = Cloud(world=world, faults=faults, ddb=ddb, sqs=sqs, s3=s3, outage=outage)
     clients: dict[str, Any] = {
         "dynamodb": SimDynamoDBClient(lambda op, p: cloud.io("dynamodb", op, p)),
         "s3": SimS3Client(lambda op, p: cloud.io("s3", op, p)),
@@ -312,7 +317,8 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     lambdas.jobs.start = world.start
     pollers = Pollers(world=world, faults=faults, lambdas=lambdas, ddb=ddb, sqs=sqs, queue_url=queue_url)
     routes = tuple(r for r in topology.config.http_routes if r.function == topology.api.logical_id)
-    gateway = Gateway(world=world, faults=faults, lambdas=lambdas, routes=routes)
+    gateway = Gateway(world=world, faults=faults, lambdas=lambdas, routes=routes,
+                      s3=lambda op, p: cloud.io("s3", op, p))
     logs: list[uuid.UUID] = []
     operators = Operators(world=world, faults=faults, scenario=scenario, topology=topology, lambdas=lambdas, ddb=ddb,
                           s3=s3, queue_url=queue_url, dlq_url=dlq_url, logs=logs,

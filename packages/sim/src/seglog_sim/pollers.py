@@ -213,13 +213,13 @@ class Pollers:
         """Lambda's part after the invocation: delete what succeeded (DeleteMessageBatch); nothing on a crash."""
         self.world.join(invocation)
         self.world.notify(self.queue_signal)
-        if invocation.killed is not None or invocation.error is not None:
+        failed = invocation.killed is not None or invocation.error is not None
+        if failed:
             self.lambdas.invocations.add("worker", "crashed" if invocation.killed == "crash" or (
                 invocation.killed or "").startswith("crash") else invocation.killed or "error")
-            return
         done_ids = settled_messages(self.lambdas.topology.jobs, [m["MessageId"] for m in messages],
-                                    invocation.result, failed=False)
-        if done_ids is None:  # the whole batch failed: nothing is deleted
+                                    invocation.result, failed=failed)
+        if done_ids is None:  # the whole batch failed (the invocation, or its response): nothing is deleted
             return
         deleted = set(done_ids)
         done = [m for m in messages if m["MessageId"] in deleted]

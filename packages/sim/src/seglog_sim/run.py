@@ -162,6 +162,8 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
                   "syncs": len(ledger.syncs), "supervisor restarts": run.pollers.restarts,
                   **{f"refused as expected: {code}": n for code, n in ledger.expected_refusals.items()}})
     stats["retention runs finishing one cut short"] = run.finishing
+    if run.cloud.outage is not None:
+        stats[f"calls hit by an outage of {run.cloud.outage.what}"] = run.cloud.outage.hit
     stats.update({f"operator {name}": count for name, count in run.operators.counts.items()})
     waste = waste_counts(run.cloud.history, builds_completed=run.lambdas.invocations.counts.get("worker:completed", 0),
                          receives=jobs.total_receives, jobs=len(jobs.receives), appends=ledger.appends)

@@ -19,9 +19,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from seglog_awsmodel.faults import SIMULATED, FaultKind
+
+#: What an outage (:attr:`Scenario.outage`) takes away: every SQS call, every S3 call, every write to the
+#: Entries table; or S3's speed (every call answered, seconds late).
+OUTAGES: Final = ("sqs", "s3", "entries", "s3-slow")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,6 +155,46 @@ class Scenario:
     #: whole archives only (a run killed between its archive and its deletes leaves a half-retired segment that
     #: only a later run finishes). False only in the test that shows what an unfinished run leaves.
     finish_retention: bool = True
+    # ---- issue 34, point 4: worlds that reach what the guarantees rest on (each drawn per seed, after the above)
+    #: Share of seeds with an outage while clients write: for ``outage_length`` seconds (drawn) one thing the
+    #: functions call refuses every call — SQS or S3 with 5xx (a regional error spike), or the Entries table
+    #: every write (ThrottlingException: a sheet's burst past what on-demand capacity absorbs at once) — or S3
+    #: answers every call seconds late (a brownout). The stream router then fails records past its retries (a
+    #: partial batch response, bisected; DESIGN §9.1, §9.4), the API's appends give up inside its time limit (503
+    #: with Retry-After), library writers run out of tries, workers fail jobs or build slowly (renewing their
+    #: claims, handing off). None: no outage; else (what, seconds into the run it starts, seconds it lasts),
+    #: ``what`` one of :data:`OUTAGES`.
+    outage_share: float = 0.15
+    outage_length: tuple[float, float] = (5.0, 45.0)
+    outage: tuple[str, float, float] | None = None
+    #: Share of seeds deployed with a short SnapshotWorkerTimeout (one of ``worker_timeouts``, the queue's
+    #: visibility timeout 6x it, as the template asks): builds slowed by S3 latency hand off near the time limit
+    #: (DESIGN §5 step 5), a helper's too. None: the template's.
+    short_timeout_share: float = 0.1
+    worker_timeouts: tuple[int, ...] = (3, 5, 10)
+    worker_timeout: int | None = None
+    #: Share of seeds whose library clients each run two writers in one process (a server with a thread per
+    #: request): each its own EventLog on the process's store, taking turns on the log and handing each other the
+    #: tail (seglog_core.turns).
+    library_writers_share: float = 0.3
+    library_writers: int = 1
+    #: Share of seeds whose library writers append with an expected num (optimistic concurrency: their last num
+    #: + 1), appending again without one after a VersionConflictError.
+    optimistic_share: float = 0.2
+    optimistic_library: bool = False
+    #: Share of seeds whose first API client appends with ``expected`` (its latest position + 1): a 409
+    #: version_conflict sends it to sync and try again, as an optimistic editor does.
+    strict_share: float = 0.15
+    strict_client: bool = False
+    #: Share of seeds whose last API client uses seglog_client as its README does: it starts knowing only the sheet's
+    #: id (as text, from a URL), sends no ``since`` (the client's default: the latest position it saw, at first
+    #: looked up with GET /snapshots) and signs its requests (SigV4).
+    fresh_share: float = 0.2
+    fresh_client: bool = False
+    #: Share of seeds whose second API client is impatient (an interactive app: a few tries, 20 s of patience): an
+    #: outage makes it give up (RetriesExhaustedError, nothing owed).
+    impatient_share: float = 0.2
+    impatient_client: bool = False
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
@@ -163,7 +207,7 @@ class Scenario:
             return self
         snapshot_every = rng.randint(3, 5)
         low = rng.randint(4, 7)
-        return dataclasses.replace(
+        drawn = dataclasses.replace(
             self,
             logs=rng.randint(1, 3),
             api_clients=rng.randint(2, 3),
@@ -180,6 +224,28 @@ class Scenario:
             # Last, so every draw above is what it was before busy sheets joined.
             busy=rng.random() < self.busy_share,
         )
+        return drawn.widened(rng)
+
+    def widened(self, rng: random.Random) -> Scenario:
+        """The worlds of issue 34's point 4, drawn after every draw of :meth:`draw` (so those stay as they were):
+        each of them a fixed number of draws, whether it is on or not."""
+        outage = rng.random() < self.outage_share
+        what, start, length = rng.choice(OUTAGES), rng.uniform(0.0, 25.0), rng.uniform(*self.outage_length)
+        short = rng.random() < self.short_timeout_share
+        timeout = rng.choice(self.worker_timeouts)
+        parameters = self.parameters
+        if short:
+            parameters += (("SnapshotWorkerTimeout", timeout), ("SnapshotQueueVisibilityTimeout", 6 * timeout))
+        return dataclasses.replace(
+            # Not in a busy sheet's seed: its snapshot liveness check (seglog_sim.liveness.idle_snapshots) counts jobs
+            # an outage fails before they can help as jobs that left a snapshot idle (seed 3980).
+            self, outage=(what, round(start, 3), round(length, 3)) if outage and not self.busy else None,
+            worker_timeout=timeout if short else None, parameters=parameters,
+            library_writers=2 if rng.random() < self.library_writers_share else 1,
+            optimistic_library=rng.random() < self.optimistic_share,
+            strict_client=rng.random() < self.strict_share,
+            fresh_client=rng.random() < self.fresh_share,
+            impatient_client=rng.random() < self.impatient_share)
 
     def describe(self) -> dict[str, Any]:
         """What a seed's summary shows of its scenario."""
@@ -188,6 +254,9 @@ class Scenario:
                 "segment_entries": self.segment_entries, "large_share": self.large_share,
                 "retention_every": self.retention_every, "operator_every": self.operator_every,
                 "delete_weight": self.delete_weight, "busy": self.busy,
-                "parameters": dict(self.parameters),
+                "parameters": dict(self.parameters), "outage": self.outage,
+                "library_writers": self.library_writers, "optimistic_library": self.optimistic_library,
+                "strict_client": self.strict_client, "fresh_client": self.fresh_client,
+                "impatient_client": self.impatient_client,
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from seglog_client import SeglogClient
 from seglog_client import entries as client_entries
 from seglog_client.errors import ApiError, OutcomeUnknownError, ProtocolError, RetriesExhaustedError
@@ -45,10 +47,15 @@ from seglog_sim.faults import Faults
 from seglog_sim.gateway import BASE_URL, CREDENTIALS, Gateway
 from seglog_sim.lambdas import Lambdas
 from seglog_sim.scenario import Scenario
-from seglog_sim.world import World
+from seglog_sim.world import TaskLock, World
 
 #: Tries of one request before a client gives up on it (an append never acknowledged: nothing is owed).
 MAX_TRIES = 40
+#: An impatient client's tries and patience (seconds) (Scenario.impatient_client).
+IMPATIENT_TRIES = 3
+IMPATIENT_PATIENCE = 20.0
+#: Version conflicts in a row after which a strict client gives its edit up.
+STRICT_REBASES = 4
 #: An API client's acknowledged entry: its id, its body, the position its first try sent, where it was stored.
 _Acked = tuple[uuid.UUID, Body, ClientPosition, tuple[int, int]]
 #: Refusals a client that misbehaves on purpose expects (issue 18): the reuse of an entry id with another body,
@@ -175,10 +182,13 @@ class Clients:
     gateway: Gateway
     ledger: Ledger = field(default_factory=Ledger)
 
-    def client(self, *, max_tries: int = MAX_TRIES, vanish: float = 0.0, pauses: bool = False) -> SeglogClient:
+    def client(self, *, max_tries: int = MAX_TRIES, vanish: float = 0.0, pauses: bool = False,
+               patience: float | None = None, sign: bool | None = None) -> SeglogClient:
         """The running task's SeglogClient: its tries go to the world's gateway, its waits and its timing of a
         first try are simulated, its jitter is the task's; with ``vanish``, the chance that it vanishes instead
-        of waiting to retry; with ``pauses``, a client that sometimes stops for a while between two tries."""
+        of waiting to retry; with ``pauses``, a client that sometimes stops for a while between two tries; with
+        ``patience``, the seconds after which it stops retrying a request; ``sign``: whether it signs its requests
+        (by default as Scenario.sign_requests says)."""
         world, scenario, ledger = self.world, self.scenario, self.ledger
         me = world.current
         rng = self.faults.rng(me)
@@ -191,9 +201,11 @@ class Clients:
                 seconds += rng.uniform(*scenario.pause)
             world.sleep(seconds)
 
-        return SeglogClient(BASE_URL, timeout=scenario.client_timeout, max_tries=max_tries, sleep=wait,
+        return SeglogClient(BASE_URL, timeout=scenario.client_timeout, max_tries=max_tries, patience=patience,
+                            sleep=wait,
                             backoff=Backoff(rng=rng), hooks=ledger.counters, credentials=CREDENTIALS,
-                            sign=scenario.sign_requests, horizon_margin=scenario.horizon_margin,
+                            sign=scenario.sign_requests if sign is None else sign,
+                            horizon_margin=scenario.horizon_margin,
                             clock=lambda: datetime.fromtimestamp(world.now, UTC), monotonic=lambda: world.now,
                             transport=InProcess(self.gateway.serve))
 
@@ -201,13 +213,25 @@ class Clients:
         """Create a log with the client's own id (a retried create is answered 200, not created twice)."""
         self.client(max_tries=1000).create(log_id)
 
-    def api_client(self, log_id: uuid.UUID, count: int) -> None:
+    def api_client(self, log_id: uuid.UUID, count: int, index: int = 0) -> None:
+        """The ``index``-th API client (Scenario.strict_client, fresh_client and impatient_client say which
+        behave so)."""
         world, faults, scenario, ledger = self.world, self.faults, self.scenario, self.ledger
         me = world.current
         rng = faults.rng(me)
+        if scenario.strict_client and index == 0:
+            self.strict_client(log_id, count)
+            return
         stale = rng.random() < scenario.stale_since_share
-        client = self.client(vanish=scenario.vanish_share, pauses=rng.random() < scenario.pause_share)
-        client.note_position(log_id, START)  # the answer of the log's creation
+        impatient = scenario.impatient_client and index == 1
+        # A plain client knows the sheet's id alone (its first append looks the position up: GET /snapshots) and
+        # sends no since; it signs, as on AWS.
+        plain = scenario.fresh_client and index == scenario.api_clients - 1
+        client = self.client(vanish=scenario.vanish_share, pauses=rng.random() < scenario.pause_share,
+                             max_tries=IMPATIENT_TRIES if impatient else MAX_TRIES,
+                             patience=IMPATIENT_PATIENCE if impatient else None, sign=True if plain else None)
+        if not plain:
+            client.note_position(log_id, START)  # the answer of the log's creation
         # Acknowledged entries with the position sent on their first try: a reuse of an id resends that position
         # with another body, as a client whose retry changed its entry would. The API finds an id by reading forward
         # from since (no index of entry ids: README "Appending exactly once"), so a reuse from a later position is
@@ -215,7 +239,7 @@ class Clients:
         mine: list[_Acked] = []
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
-            if not self._api_entry(client, log_id, rng, mine, stale=stale, reuse=False):
+            if not self._api_entry(client, log_id, rng, mine, stale=stale, reuse=False, plain=plain):
                 return
         # Some come back much later, write again, and send old entry ids again with another body (an offline edit
         # replayed, a queue restored from a backup): by then retention may have archived or deleted the segment of
@@ -227,9 +251,48 @@ class Clients:
             world.sleep(rng.uniform(*scenario.return_after))
             for _ in range(rng.randint(*scenario.returns)):
                 if not self._api_entry(client, log_id, rng, mine, stale=stale,
-                                       reuse=rng.random() < scenario.return_reuse_share):
+                                       reuse=rng.random() < scenario.return_reuse_share, plain=plain):
                     return
                 world.sleep(rng.uniform(*scenario.think))
+
+    def strict_client(self, log_id: uuid.UUID, count: int) -> None:
+        """An API client appending with ``expected`` (its latest position + 1): an optimistic editor. A 409
+        version_conflict (another entry took the position; nothing of this entry can land) sends it to sync to the
+        sheet's end and try again, up to STRICT_REBASES times; then it gives the edit up (nothing is owed)."""
+        world, scenario, ledger = self.world, self.scenario, self.ledger
+        me = world.current
+        rng = self.faults.rng(me)
+        client = self.client(vanish=scenario.vanish_share)
+        client.note_position(log_id, START)
+        for _ in range(count):
+            world.sleep(rng.uniform(*scenario.think))
+            body, entry_id = body_of(rng, scenario), new_id(rng)
+            me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
+            try:
+                for _ in range(STRICT_REBASES):
+                    held = client.position(log_id) or START
+                    try:
+                        client.append(log_id, client_entry(body), entry_id=entry_id,
+                                      expected=ClientPosition(segment=held.segment, num=held.num + 1))
+                    except ApiError as exc:
+                        if exc.code != "version_conflict":
+                            raise
+                        ledger.expect(exc.code)
+                        synced = client.sync(log_id, held)
+                        if synced.reload:
+                            client.load(log_id)
+                        continue
+                    ledger.ack(log_id, entry_id, body)
+                    break
+                else:
+                    ledger.gave_up += 1  # conflicts at every try: the edit is given up, nothing is owed
+            except _Vanished:
+                ledger.vanished += 1
+                return
+            except RetriesExhaustedError:
+                ledger.gave_up += 1
+            except ApiError as exc:
+                ledger.refused.append(f"{me.name}: {exc}")
 
     def busy_client(self, log_id: uuid.UUID) -> None:
         """An API client appending all through the fault window, an edit every ``busy_think`` seconds: a busy sheet
@@ -244,13 +307,14 @@ class Clients:
             self._api_entry(client, log_id, rng, mine, stale=False, reuse=False)
 
     def _api_entry(self, client: SeglogClient, log_id: uuid.UUID, rng: random.Random, mine: list[_Acked], *,
-                   stale: bool, reuse: bool) -> bool:
+                   stale: bool, reuse: bool, plain: bool = False) -> bool:
         """One entry of an API client: a new one, or (by chance, or when ``reuse``) an acknowledged entry's id
-        with another body from the position its first try sent. False when the client vanished."""
+        with another body from the position its first try sent. False when the client vanished. A ``plain``
+        client names the sheet by its id's text and sends no since (seglog_client's default)."""
         me, scenario, ledger = self.world.current, self.scenario, self.ledger
         body, entry_id = body_of(rng, scenario), new_id(rng)
         reused = bool(mine) and (reuse or rng.random() < scenario.reuse_share)
-        since = START if stale else client.position(log_id)
+        since = START if stale else None if plain else client.position(log_id)
         if reused:
             entry_id, before, since, stored = mine[rng.randrange(len(mine))]
             if body == before:
@@ -258,7 +322,7 @@ class Clients:
             ledger.reuses.append((log_id, entry_id, stored))
         me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
         try:
-            answer = self._append(client, log_id, body, entry_id, since)
+            answer = self._append(client, str(log_id) if plain else log_id, body, entry_id, since, upload=plain)
         except _Vanished:
             ledger.vanished += 1
             return False
@@ -288,19 +352,26 @@ class Clients:
             mine.append((entry_id, body, since, (answer.segment, answer.num)))
         return True
 
-    def _append(self, client: SeglogClient, log_id: uuid.UUID, body: Body, entry_id: uuid.UUID,
-                since: ClientPosition | None) -> Any:
-        """Append as the client does; a client holding an old ``since`` does what a 409 unknown_position says:
-        load again and send the entry again (with the same entry id) from the position the load answered."""
-        entry = client_entry(body)
+    def _append(self, client: SeglogClient, log_id: uuid.UUID | str, body: Body, entry_id: uuid.UUID,
+                since: ClientPosition | None, *, upload: bool = False) -> Any:
+        """Append as the client does (``upload``: a range as an upload, DESIGN §3 large entries: a presigned PUT of
+        its JSON, then the completion); a client holding an old ``since`` does what a 409 unknown_position says:
+        load again and send the entry again (with the same entry id) from the position the load answered (None:
+        the client's default, which is that position)."""
+        def send(at: ClientPosition | None) -> Any:
+            if upload and isinstance(body, SetRange):
+                data = msgspec.json.encode({"ref": format_ref(body.row, body.col), "values": body.values})
+                return client.upload(log_id, data, "application/json", "setrng", entry_id=entry_id, since=at)
+            return client.append(log_id, client_entry(body), entry_id=entry_id, since=at)
+
         try:
-            return client.append(log_id, entry, entry_id=entry_id, since=since)
+            return send(since)
         except ApiError as exc:
-            if since is None or exc.code != "unknown_position":
+            if exc.code != "unknown_position":
                 raise
         self.ledger.expect("unknown_position")  # what main answers once since's segment is retired
         client.load(log_id)
-        return client.append(log_id, entry, entry_id=entry_id, since=client.position(log_id))
+        return send(None if since is None else client.position(log_id))
 
     def reader(self, log_id: uuid.UUID, count: int) -> None:
         """Load (paged) and sync while others write; what each answered is checked after the run."""
@@ -336,6 +407,18 @@ class Clients:
                 held = None
 
     def library_client(self, log_id: uuid.UUID, count: int) -> None:
+        """A process using the library: one writer, or (Scenario.library_writers) several, each with its EventLog on
+        the process's store, taking turns on the log (seglog_core.turns: a lock its tasks wait on)."""
+        world = self.world
+        me = world.current
+        turns = Turns(lock=lambda: TaskLock(world))  # a simulated process's own
+        others = [world.spawn(f"{me.name}-writer-{k}", "client", self._library_writer, log_id, count, turns)
+                  for k in range(1, self.scenario.library_writers)]
+        self._library_writer(log_id, count, turns)
+        for other in others:
+            world.join(other)
+
+    def _library_writer(self, log_id: uuid.UUID, count: int, turns: Turns) -> None:
         world, faults, scenario = self.world, self.faults, self.scenario
         me = world.current
         rng = faults.rng(me)
@@ -346,16 +429,27 @@ class Clients:
                              retry=RetryPolicy(rng=rng, sleep=world.sleep), clock=world.clock,
                              id_factory=lambda: new_id(rng), snapshot_every=scenario.snapshot_every,
                              segment_entries=scenario.segment_entries, large_threshold=scenario.large_threshold,
-                             turns=Turns())  # a simulated process's own (seglog_core.turns)
+                             turns=turns)
+        # An optimistic writer expects the num after its last append's. It may be wrong: another writer took it, or
+        # this writer's own snapshot policy (or another writer) started a segment since. EventLog refuses what would
+        # leave a gap or land after an EndSegment (seeds 6 and 728 before the fix: mutants expected_past_tail and
+        # expected_end_unfollowed); the writer then appends where the log is now.
+        last: int | None = None  # the num of this writer's last append
         for _ in range(count):
             world.sleep(rng.uniform(*scenario.think))
             body, entry_id = body_of(rng, scenario), new_id(rng)
             self.ledger.tries += 1
             try:
-                event_log.append(log_id, body, entry_id=entry_id)
+                try:
+                    expected = last + 1 if scenario.optimistic_library and last is not None else None
+                    appended = event_log.append(log_id, body, entry_id=entry_id, expected=expected)
+                except errors.VersionConflictError:  # another entry took it, or the segment moved on
+                    appended = event_log.append(log_id, body, entry_id=entry_id)
             except errors.SeglogError:
                 self.ledger.gave_up += 1  # not acknowledged: the library said so
                 event_log.forget(log_id)
+                last = None
                 continue
+            last = appended.entry.num
             self.ledger.ack(log_id, entry_id, body)
 

@@ -263,3 +263,29 @@ class World:
             if not task.done and task.glet is not None and task.glet:
                 task.killed = task.killed or "end of run"
                 task.glet.throw(Killed("end of run"))
+
+
+class TaskLock:
+    """A re-entrant lock of the world's tasks: the tasks are greenlets of one thread, which a threading lock cannot
+    tell apart, so a task that finds it held by another waits here (simulated time passes) until it is released.
+    Given to :class:`seglog_core.turns.Turns` for a simulated process whose writers take turns on a log."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._owner: Task | None = None
+        self._depth = 0
+        self._released = Signal("lock released")
+
+    def __enter__(self) -> None:
+        world = self._world
+        me = world.current
+        while self._owner is not None and self._owner is not me:
+            world.wait(self._released, 600.0)
+        self._owner = me
+        self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+            self._world.notify(self._released)

@@ -68,8 +68,8 @@ class Services:
     uploads: Uploads
     #: The retry horizon retention keeps (RetentionMinAgeSeconds), named in a 410 ``since_retired``.
     horizon: float
-    #: The most a load page's body takes (escaped, as Lambda counts it); the simulator makes it small so that its
-    #: loads take several pages while others write.
+    #: The most a load or sync page's body takes (escaped, as Lambda counts it); the simulator makes it small so
+    #: that its loads and syncs take several pages while others write.
     page_bytes: int = MAX_PAGE_BYTES
 
     @classmethod
@@ -231,7 +231,8 @@ def sync_entries(log_id: str) -> Response[str]:
     # The view stands for what the client holds; LogReader.update swaps its snapshot when it had to reload.
     held = Entry(log_id=lid, segment=segment, num=after, created=0, type=EntryType.SNAPSHOT)
     view = LogView(log_id=lid, snapshot=held, segment=segment, num=after)
-    new = services().document.reader.update(view, limit=limit)
+    svc = services()
+    new = svc.document.reader.update(view, limit=limit)
     if view.snapshot is not held:
         return json_response(200, {"reload": True})
     entries: list[dict[str, Any]] = []
@@ -239,7 +240,7 @@ def sync_entries(log_id: str) -> Response[str]:
     for entry in new:
         item = entry_json(entry, None if entry.external is not None else entry.decoded())
         used += escaped_size(item) + 1
-        if entries and used > MAX_PAGE_BYTES:
+        if entries and used > svc.page_bytes:
             more = True
             break
         entries.append(item)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final
@@ -104,6 +105,8 @@ class Uploads:
     bucket: str
     blobs: BlobStore
     expires_in: int = MAX_EXPIRES_SECONDS
+    #: Makes each upload's id (a seam: the simulator draws them from its seed).
+    new_id: Callable[[], uuid.UUID] = uuid.uuid4
 
     def presign(self, log_id: uuid.UUID, request: UploadRequest) -> dict[str, Any]:
         """Step 1: a presigned PUT for a new upload id, and the headers the PUT must carry."""
@@ -119,7 +122,7 @@ class Uploads:
             raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_content_type",
                            f"content_type {request.content_type!r} is not accepted: use one of "
                            f"{', '.join(CONTENT_TYPES)}")
-        upload_id = uuid.uuid4()
+        upload_id = self.new_id()
         key = upload_key(log_id, upload_id)
         params = {"Bucket": self.bucket, "Key": key, "ContentType": content_type,
                   "ContentLength": request.size, "Tagging": TAGGING, "IfNoneMatch": "*"}

@@ -346,6 +346,17 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            breaks="completion sets the segment's S before the entry's R: a load between the two finds no completed "
                   "snapshot where S points (CorruptLogError)"),
     # ---- issue 34: the loose ends of the last issues, reverted where a world can reach them
+    Mutant(name="expected_past_tail", module=_LOG,
+           old="        if tail.segment == segment and expected <= nxt:\n",
+           new="        if True:\n",
+           breaks="an expected-version append puts its num wherever the caller says: past the tail, or in a segment "
+                  "started since the caller's last append (its own snapshot policy's), it leaves a gap (I1; seed 6 "
+                  "of the optimistic library writers, found when point 4 widened the worlds)"),
+    Mutant(name="expected_end_unfollowed", module=_LOG,
+           old="                            self._follow_end(tail, existing)\n                        raise conflict",
+           new="                            pass\n                        raise conflict",
+           breaks="an expected-version append that meets an EndSegment leaves the writer in the ended segment with the "
+                  "EndSegment's num as taken: after a stale read its next append lands after the end (seed 728)"),
     Mutant(name="tail_ttl_untold", module=_LOG,
            old="            self.tail_ttl = 0.0 if horizon is None else min(DEFAULT_TAIL_TTL, horizon)",
            new="            self.tail_ttl = DEFAULT_TAIL_TTL",
