@@ -20,10 +20,11 @@ from seglog_core.schema import Entry, EntryType, PendingSnapshot
 #: How long an early job waits in its invocation for its predecessors before it defers by visibility (the
 #: function's default, ``SEGLOG_ORDER_WAIT_SECONDS``): about where waiting costs what deferring does (issue 20,
 #: "no paid idling"). Lambda bills the wait; a deferral costs one more receive and invocation of the job. At the
-#: template's 1,024 MB on arm64 in us-east-1 (seglog_report's price table) a second of waiting is $13.3 per
-#: million, a deferral about $3.4 per million: the invocation ($0.20), two SQS requests (the receive and the hide,
-#: $0.80), the re-run's two conditional writes and about four reads ($1.75) and its ~50 ms ($0.67). So waiting
-#: pays up to about 0.26 s; the wait polls at 0.1 and 0.3 s, so it stops after those two. It was 3 s: in the
+#: worker's 768 MB on arm64 in us-east-1 (template.yaml's SnapshotWorkerFunction; seglog_report's price table) a
+#: second of waiting is $10.0 per million, a deferral about $3.3 per million: the invocation ($0.20), two SQS
+#: requests (the receive and the hide, $0.80), the re-run's two conditional writes and about four reads ($1.75)
+#: and its ~50 ms ($0.50). So waiting pays up to about 0.33 s; the wait polls at 0.1 and 0.3 s, so it stops after
+#: those two. It was 3 s: in the
 #: simulator (seeds 20001-20300, under faults) the worker billed 16.5 s per completed build at 3 s, 11.7 s at 0.3 s
 #: and 10.3 s at 0, for 4.10, 4.89 and 5.26 receives per job.
 ORDER_WAIT_SECONDS: Final = 0.3
