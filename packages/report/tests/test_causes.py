@@ -119,3 +119,27 @@ def test_a_snapshot_a_later_job_built_first_is_completed_by_that_job() -> None:
         _edges(run)
     assert run.waits["s0"].endswith("completed by Worker #2 at 2.20 s, after 0.70 s in that invocation")
     assert "crashed at 0.60 s" in run.waits["s0"]
+
+
+
+def test_workers_that_worked_on_two_snapshots_are_on_both_chains() -> None:
+    """One router batch sent both snapshots' jobs, and three invocations helped the earlier one before their own
+    (issue 34's helping): the links router -> first worker -> next worker serve both chains, and each snapshot's
+    chain still has every worker invocation on it (a demo run lost the first two from the later one's)."""
+    spans = [
+        _span(f"snapshot {K1}", "snapshot", 0.5, 3.0, "completed", log_id=LOG, segment=0, entry=4),
+        _span(f"snapshot {K2}", "snapshot", 1.0, 5.0, "completed", log_id=LOG, segment=0, entry=9),
+        _span("Router #1", "function", 1.1, 1.2, "success", task="router-1"),
+        _span("Worker #1", "function", 1.3, 1.5, "busy", task="worker-1", message_id="q2"),
+        _span("Worker #1", "function", 1.6, 1.8, "busy", task="worker-2", message_id="q2"),
+        _span("Worker #1", "function", 1.9, 3.0, "busy", task="worker-3", message_id="q2"),
+        _span("Worker #2", "function", 3.1, 4.0, "completed", task="worker-4", message_id="q2"),
+    ]
+    spans[2].acts = {causes.ROUTED: [K1, K2]}
+    for worker in spans[3:6]:
+        worker.acts = {causes.WORKED: [K1, K2]}
+    spans[5].acts[causes.COMPLETED] = [K1]
+    spans[6].acts = {causes.WORKED: [K2], causes.COMPLETED: [K2]}
+    run = causes.connect(RunData(kind="simulate", title="t", run=1, seed=1, spans=spans, markers=[]))
+    assert {"s3", "s4", "s5"} <= causes.chain(run, "s0")
+    assert {"s3", "s4", "s5", "s6"} <= causes.chain(run, "s1")

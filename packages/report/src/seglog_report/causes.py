@@ -83,11 +83,14 @@ def connect(run: RunData) -> RunData:
 
 
 def _dedupe(links: Iterable[Link]) -> list[Link]:
-    seen: set[tuple[str, str]] = set()
+    """Each link once per chain. Two worker invocations that both worked on two snapshots (a job that helped its
+    predecessor, then its own; issue 34's helping) are linked on each snapshot's chain: kept once for both, the
+    later snapshot's chain lost them (tests/emulator/test_run_report.py, a demo run where helping happened)."""
+    seen: set[tuple[str, str, str | None]] = set()
     found = []
     for link in links:
-        if (link.source, link.target) not in seen and link.source != link.target:
-            seen.add((link.source, link.target))
+        if (link.source, link.target, link.chain) not in seen and link.source != link.target:
+            seen.add((link.source, link.target, link.chain))
             found.append(link)
     return found
 

@@ -66,7 +66,9 @@
     panel.appendChild(text("h3", "Selected: " + (graph.labels[id] || id)));
     why.slice(0, 5).forEach(([c, w]) => panel.appendChild(text("p", (graph.labels[c] || c) + " — " + w, "wait")));
     const list = document.createElement("ol");
-    graph.links.filter(([from, to]) => on.has(from) && on.has(to)).slice(0, 80).forEach(([from, to, reason]) => {
+    const listed = new Set();  // a link serving two snapshots' chains is in the data once per chain: listed once
+    graph.links.filter(([from, to]) => on.has(from) && on.has(to) && !listed.has(from + ">" + to)
+                       && listed.add(from + ">" + to)).slice(0, 80).forEach(([from, to, reason]) => {
       list.appendChild(text("li", (graph.labels[from] || from) + " → " + (graph.labels[to] || to) + ": " + reason));
     });
     panel.appendChild(text("p", on.size + " event(s) on its chain; the rest are dimmed. Press Escape or "
