@@ -1,4 +1,5 @@
-"""Writing the log: create, append (optimistic, expected-version, idempotent), large entries, new segment.
+"""Writing the log: create, append (optimistic, expected-version, idempotent), large entries; the snapshot policy
+and new segments are :mod:`seglog_core.policy`'s.
 
 DESIGN §3. The normal append costs one eventually consistent Query (Limit 1) and one conditional PutItem;
 with a cached tail it may trust (told the retry horizon: ``EventLog.retry_horizon``) it costs the PutItem alone.
@@ -29,6 +30,7 @@ import structlog
 
 from seglog_core import errors
 from seglog_core.bodies import DEFAULT_LARGE_THRESHOLD, Prepared, prepare
+from seglog_core.policy import SnapshotPolicy
 from seglog_core.ports import BlobStore, LogStore
 from seglog_core.retry import RetryPolicy, call_with_retries
 from seglog_core.schema import (
@@ -38,10 +40,7 @@ from seglog_core.schema import (
     Entry,
     EntryType,
     Segment,
-    SnapshotMarker,
-    encode_body,
 )
-from seglog_core.segments import start_segment
 from seglog_core.sheet.validate import validate_body
 from seglog_core.turns import PROCESS as PROCESS_TURNS
 from seglog_core.turns import Tail, Turns
@@ -63,7 +62,7 @@ class Appended:
 
 
 @dataclass(kw_only=True)
-class EventLog:
+class EventLog(SnapshotPolicy):
     """The write side of the log, for one client (it caches each log's current segment and tail).
 
     Args:
@@ -409,92 +408,6 @@ class EventLog:
                   attempts=attempts, deduplicated=deduplicated)
         return Appended(entry=entry, attempts=attempts, deduplicated=deduplicated)
 
-    def apply_policy_after(self, entry: Entry) -> None:
-        """:meth:`_apply_policy` once ``entry`` has landed: its failure must not fail (and so repeat) the append.
-
-        Chaos runs found a client's entry written twice: the Snapshot entry after it failed past its retries,
-        the append loop took that for its own failure and wrote the entry again. Now the snapshot is skipped
-        (the writer of the next multiple decides again, as after a crash) and the append stands.
-        """
-        try:
-            self._apply_policy(entry)
-        except errors.SeglogError as exc:
-            log.warning("snapshot policy failed after the append landed: left to the next multiple",
-                        log_id=str(entry.log_id), segment=entry.segment, entry=entry.num, error=str(exc))
-
-    def _apply_policy(self, entry: Entry) -> None:
-        """After an append: a Snapshot entry every ``snapshot_every`` nums, or a new segment by size.
-
-        No read is spent on the decision: the writer of num k*N decides. A crash between the two appends
-        only skips one snapshot; the writer of the next multiple decides again (DESIGN §3).
-        """
-        every = self.snapshot_every
-        if not every or entry.num % every:
-            return
-        if self.segment_entries and entry.num >= self.segment_entries:
-            try:
-                self.start_segment(entry.log_id)
-                return
-            except errors.SegmentNotReadyError:
-                pass  # the segment's snapshot is not built yet: snapshot now, close the segment later
-        self.append_snapshot(entry.log_id, after=entry)
-
-    def append_snapshot(self, log_id: uuid.UUID, *, after: Entry | None = None) -> Entry:
-        """Append a Snapshot entry (the pipeline builds it); returns the entry.
-
-        Args:
-            after: an entry this writer wrote a moment ago (the snapshot policy's). A known tail at or past it was
-                proved no earlier than that write, as fresh as a read would be: it is written after without one,
-                whatever ``tail_ttl`` says.
-        """
-        tail = self._tail(log_id)
-        for attempt in range(1, self.retry.max_attempts + 1):
-            try:
-                # The read is retried like the write (chaos runs found a single throttled Query skipping the
-                # snapshot).
-                just_proved = (after is not None and tail.num is not None
-                               and (tail.segment, tail.num) >= (after.segment, after.num))
-                if tail.num is None or not (self._fresh(tail) or just_proved):
-                    latest = self.store.latest_entry(log_id, tail.segment)
-                    if latest is None:
-                        raise errors.CorruptLogError(log_id, f"segment {tail.segment} has no entries")
-                    if latest.type is EntryType.END_SEGMENT:
-                        self._follow_end(tail, latest)
-                        continue
-                    num = self._num_after(tail, latest)
-                else:
-                    num = tail.num + 1
-                entry = Entry(log_id=log_id, segment=tail.segment, num=num, created=int(self.clock()),
-                              type=EntryType.SNAPSHOT, body=encode_body(SnapshotMarker()))
-                self.store.put_entry(entry)
-                self.landed(entry, attempt)
-                log.info("snapshot entry appended", log_id=str(log_id), segment=entry.segment, entry=num)
-                return entry
-            except errors.ItemExistsError as exc:
-                tail.num = None
-                if exc.existing is not None and exc.existing.type is EntryType.END_SEGMENT:
-                    self._follow_end(tail, exc.existing)
-            except errors.StoreError as exc:
-                if not exc.retryable:
-                    raise
-                tail.num = None
-            if attempt < self.retry.max_attempts:
-                self.retry.backoff(attempt)
-        raise errors.AppendContentionError(log_id, self.retry.max_attempts)
-
     def forget(self, log_id: uuid.UUID) -> None:
         """Drop what this client cached about a log (its current segment and tail)."""
         self._tails.pop(log_id, None)
-
-    # ----------------------------------------------------------------------------------------- segments
-
-    def start_segment(self, log_id: uuid.UUID) -> Segment:
-        """Start a new segment (:func:`seglog_core.segments.start_segment`); the tail is its Snapshot entry 0.
-
-        Raises:
-            SegmentNotReadyError: the current segment has no completed snapshot yet.
-        """
-        new = start_segment(self.store, log_id, clock=self.clock, retry=self.retry,
-                            latest_segment=self._latest_segment)
-        self._tails[log_id] = Tail(segment=new.num, num=0, checked=self.clock())
-        return new
