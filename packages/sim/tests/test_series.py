@@ -21,7 +21,7 @@ quiet_logs()
 #: Builds snapshots and parks jobs in the DLQ under faults (redriven after them).
 SEED = 4
 #: A stream shard whose oldest record waits half a minute under faults (a router attempt to its timeout).
-STALLED = 54
+STALLED = 83
 
 
 def _at(points: list[tuple[float, float]], t: float) -> float:

@@ -129,7 +129,7 @@ class Cloud:
         invocation = task.kind in INVOCATIONS
         # A stall before the call: the invocation may time out in it, or be overtaken by a duplicate.
         if invocation and faults.decide(task, FaultKind.PAUSE, site):
-            world.sleep(faults.amount(task, 5.0, 400.0))
+            world.sleep(faults.stall(task))
         if service == "s3" and faults.decide(task, FaultKind.S3_LATENCY, site):
             world.sleep(faults.amount(task, 0.05, 2.0))
         if self.outage is not None and faults.active and self.outage.slows(service, world.now):

@@ -14,6 +14,7 @@ shrinker searches for the smallest set that still fails.
 
 from __future__ import annotations
 
+import math
 import random
 import zlib
 from collections import Counter
@@ -162,6 +163,14 @@ class Faults:
     def amount(self, task: Task, low: float, high: float) -> float:
         """A fault's parameter, from the task's generator."""
         return self.rng(task).uniform(low, high)
+
+    def stall(self, task: Task) -> float:
+        """How long a paused invocation stalls before a call (FaultKind.PAUSE): 5-400 s, long enough to time out or be
+        overtaken by a duplicate; an API invocation's, 0.5-400 s log-uniform, so half its stalls end before its
+        timeout and it goes on after its client gave up on it and retried (issue 35: mutant rebase_own_copy)."""
+        if task.kind != "api":
+            return self.amount(task, 5.0, 400.0)
+        return math.exp(self.amount(task, math.log(0.5), math.log(400.0)))
 
 
 #: The Entries table's writes (an outage of ``entries``: the writes throttled, the reads answered).

@@ -195,6 +195,11 @@ class Scenario:
     #: outage makes it give up (RetriesExhaustedError, nothing owed).
     impatient_share: float = 0.2
     impatient_client: bool = False
+    #: Share of seeds whose API clients wait less for an answer than the API function may run (a mobile app's few
+    #: seconds): a retry may land while its first try still runs, so a first try's put can lose to its own retry's
+    #: copy (issue 35: the rebase must answer it, mutant rebase_own_copy). Their timeout is drawn in this range.
+    short_client_share: float = 0.3
+    short_client_timeout: tuple[float, float] = (1.0, 5.0)
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
@@ -245,7 +250,9 @@ class Scenario:
             optimistic_library=rng.random() < self.optimistic_share,
             strict_client=rng.random() < self.strict_share,
             fresh_client=rng.random() < self.fresh_share,
-            impatient_client=rng.random() < self.impatient_share)
+            impatient_client=rng.random() < self.impatient_share,
+            client_timeout=(round(rng.uniform(*self.short_client_timeout), 3)
+                            if rng.random() < self.short_client_share else self.client_timeout))
 
     def describe(self) -> dict[str, Any]:
         """What a seed's summary shows of its scenario."""
@@ -257,6 +264,6 @@ class Scenario:
                 "parameters": dict(self.parameters), "outage": self.outage,
                 "library_writers": self.library_writers, "optimistic_library": self.optimistic_library,
                 "strict_client": self.strict_client, "fresh_client": self.fresh_client,
-                "impatient_client": self.impatient_client,
+                "impatient_client": self.impatient_client, "client_timeout": self.client_timeout,
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

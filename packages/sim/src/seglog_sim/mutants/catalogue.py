@@ -152,7 +152,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="",
            breaks="the API's append, its put lost to its own first try, rebases past it and stores the entry twice "
                   "(issue 35's rebase: the winner's item is the read of that num). It takes a first try stalled "
-                  "between its read and its put while the client's retry lands: pauses armed",
+                  "between its read and its put while its client, timing out sooner, retries (seed 354)",
            arms=("pause",)),
     Mutant(name="rebase_ignores_horizon", module=_IDEMPOTENCE,
            old="            and now - read_at < horizon)",
@@ -222,9 +222,9 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="        if False:",
            breaks="the forward read does not notice entries retention removed under it and answers from a hole"),
     Mutant(name="since_retired_lookup", module=_IDEMPOTENCE,
-           old="                    found = _after_deleted(store, event_log.blobs, log_id, entry_id, since, "
-               "lost.segment, horizon)",
-           new="                    raise errors.UnknownPositionError(log_id, since.segment, since.num) from None",
+           old="                        found = _after_deleted(store, event_log.blobs, log_id, entry_id, since, "
+               "lost.segment,\n                                               horizon)",
+           new="                        raise errors.UnknownPositionError(log_id, since.segment, since.num) from None",
            breaks="a retry whose since retention deleted is answered 409 unknown_position again (the dead end: load "
                   "and resend stores the entry twice; killed since clients pause mid-retry and the history check "
                   "sees an entry id inserted twice across deleted segments)"),
@@ -259,8 +259,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "storage calls. tests/test_verify_retention.py::"
                "test_rebuild_writes_no_snapshot_of_a_segment_retention_deletes_meanwhile[memory-put] kills it")),
     Mutant(name="deleted_since_judged", module=_IDEMPOTENCE,
-           old="                    return event_log.deduplicated(prepared, found, attempt)",
-           new="                    return event_log.landed(found, attempt, deduplicated=True)",
+           old="                        return event_log.deduplicated(prepared, found, tries)",
+           new="                        return event_log.landed(found, tries, deduplicated=True)",
            breaks="a retry whose since retention deleted answers the entry id it finds as stored without judging "
                   "it: an id reused with another body is answered deduplicated (seeds 1031, 2095, 3474; since "
                   "clients come back later to reuse ids, seed 51)"),
