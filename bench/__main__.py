@@ -1,8 +1,8 @@
 """All benchmarks: append cost, latency, contention, load time, the pipeline under the emulator and the steady
-state's price with its MemorySize sweep, a busy sheet's snapshot stalls under the README's faults and how soon the
-API answers after a restart (per profile, each on its own stack), then the fold rate, what SigV4 authorization
-costs a request, the snapshot builder's peak memory, the deterministic simulation's seeds a minute and the
-branches its seeds reach, and the live console's memory over an hour.
+state's price with its MemorySize sweep, 16 HTTP clients on one sheet, a busy sheet's snapshot stalls under the
+README's faults and how soon the API answers after a restart (per profile, each on its own stack), then the fold
+rate, what SigV4 authorization costs a request, the snapshot builder's peak memory, the deterministic simulation's
+seeds a minute and the branches its seeds reach, and the live console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -26,6 +26,7 @@ from bench import (
     bench_contention,
     bench_cost,
     bench_fold,
+    bench_hot_http,
     bench_latency,
     bench_load,
     bench_pipeline,
@@ -87,6 +88,7 @@ def main() -> None:
                 sys.stdout.flush()
             lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_cost.run(deployment, args.quick)]
+            lines += [h.line(profile) for h in bench_hot_http.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_stall.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_recovery.run(deployment, args.quick)]
             sys.stdout.flush()

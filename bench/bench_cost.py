@@ -25,16 +25,13 @@ invocations.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from bench import bench_memory
 from bench.bench_pipeline import Measured, drain, edit_concurrently, emulated, read_log, wall
-from bench.support import Headline, deployed
+from bench.support import Headline, deployed, scratch
 from seglog_awsmodel.template import default_template_path, load_template
 from seglog_client import SeglogClient
 from seglog_emulator.chaos.watch import SnapshotWatcher
@@ -101,13 +98,11 @@ def run(deployment: LocalDeployment, quick: bool, *, snapshot_every: int | None 
     template = default_template_path()
     every = snapshot_every or int(load_template(template).body["Parameters"]["SnapshotEvery"]["Default"])
     parameters = {"SnapshotEvery": every} if snapshot_every else {}
-    work = Path(tempfile.mkdtemp(prefix="seglog-bench-cost-"))
-    log_path = work / "emulator.log"
     print(f"\n## steady state through the HTTP API, priced ({appends:,} appends on {CLIENTS} sheets, "
           f"SnapshotEvery={every}, no faults)", flush=True)
     measured = Measured()
-    keep = True
-    try:
+    with scratch("seglog-bench-cost-") as work:
+        log_path = work / "emulator.log"
         with emulated(deployment, prefix="bench-cost", parameters=parameters, work=work,
                       log_path=log_path) as (pipe, supervisor, _):
             url, credentials = supervisor.api_url, supervisor.settings.api_credentials[0]
@@ -129,12 +124,6 @@ def run(deployment: LocalDeployment, quick: bool, *, snapshot_every: int | None 
         records = [r for r in read_log(log_path) if wall(r) >= measured.since]
         priced = price(records, measured.since)
         sizes = bench_memory.sweep(r for r in records if r.get("event") == "invocation")
-        keep = False
-    finally:
-        if keep:
-            print(f"emulator logs kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     headlines = report(priced, measured, every=None if snapshot_every is None else every)
     return headlines + bench_memory.report(sizes, priced.appends)
 

@@ -92,6 +92,8 @@ class Measured:
     ready_seconds: float = 0.0
     warm_latency: list[float] = field(default_factory=list)
     latency: list[float] = field(default_factory=list)
+    #: Seconds from each acknowledged append's send to its answer (the client's view, its retries included).
+    answers: list[float] = field(default_factory=list)
     expected: int = 0  # Snapshot entries the steady state's appends made
     acks: Acks = field(default_factory=dict)
     appends: int = 0
@@ -192,7 +194,8 @@ def measure(backend: Backend, url: str, credentials: Credentials, load: Load, me
 
 def edit_concurrently(url: str, credentials: Credentials, sheets: list[uuid.UUID], measured: Measured, *,
                       rate: float, count: int | None = None, until: float = float("inf")) -> None:
-    """One client per sheet, each sending an edit every 1/rate s (``count`` edits, or until ``until``)."""
+    """One client per sheet, each sending an edit every 1/rate s (``count`` edits, or until ``until``). A sheet named
+    more than once gets as many clients (bench_hot_http: many editors on one sheet)."""
     lock = threading.Lock()
 
     def client(log_id: uuid.UUID) -> None:
@@ -201,6 +204,7 @@ def edit_concurrently(url: str, credentials: Credentials, sheets: list[uuid.UUID
         due, n = time.monotonic(), 0
         while (count is None or n < count) and due < until:
             time.sleep(max(0.0, due - time.monotonic()))
+            sent = time.monotonic()
             try:
                 answer = api.append(log_id, set_cell(f"{'ABCD'[n % 4]}{n % 20 + 1}", n))
             except Exception as exc:  # reported with the figures: a client that gave up is a finding
@@ -210,6 +214,7 @@ def edit_concurrently(url: str, credentials: Credentials, sheets: list[uuid.UUID
             answered = time.time()
             with lock:
                 measured.acks[(str(log_id), answer.segment, answer.num)] = answered
+                measured.answers.append(time.monotonic() - sent)
             n += 1
             due = max(due + 1 / rate, time.monotonic())  # a late edit does not make the next ones burst
 

@@ -62,6 +62,19 @@ def local_deployment(profile: str) -> Iterator[LocalDeployment]:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+@contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temporary directory for a benchmark's emulator logs: removed when the block ends normally, kept (and its
+    place printed) when it raised."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    except BaseException:
+        print(f"emulator logs kept in {work}")
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def quiet_logs() -> None:
     """Warnings and errors only, on stderr: the library's debug lines would cost time and clutter the tables."""
     logs.configure(level=logging.WARNING)
