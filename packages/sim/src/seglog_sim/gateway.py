@@ -69,6 +69,8 @@ class Gateway:
     routes: tuple[HttpRoute, ...]
     #: The world's S3 for a PUT to a presigned URL: ``(operation, params) -> answer``, a call through its door.
     s3: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    #: Seconds each way between the client and the API function, drawn per try (Scenario.api_latency).
+    latency: tuple[float, float] = (0.0, 0.0)
     requests: int = 0
     #: Tries per client task (the timeline's "try n").
     _tries: dict[str, int] = field(default_factory=dict)
@@ -94,12 +96,17 @@ class Gateway:
         if method == "POST":  # a client's try of a write (the report's client lanes and append latencies)
             tries = self._tries[me.name] = self._tries.get(me.name, 0) + 1
             tags.update(client=me.name, attempt=tries, asked=world.now)
+        low, high = self.latency
+        if high > 0.0:
+            world.sleep(faults.rng(me).uniform(low, high))
         task = self.lambdas.api(event, **tags)
         answered = world.join(task, timeout=timeout)
         task.tags["answered"] = world.now
         task.tags.setdefault("client_outcome", "retried")
         if not answered:
             return None
+        if high > 0.0:
+            world.sleep(faults.rng(me).uniform(low, high))
         if task.killed is not None or task.error is not None:
             return function_failure(timed_out=task.killed == "timeout")
         if faults.decide(me, FaultKind.LOST_RESPONSE):

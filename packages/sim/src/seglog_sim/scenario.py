@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from seglog_awsmodel.faults import SIMULATED, FaultKind
+from seglog_sim.aws.dynamodb_throughput import PARTITION_READ_UNITS, PARTITION_WRITE_UNITS
 
 #: What an outage (:attr:`Scenario.outage`) takes away: every SQS call, every S3 call, every write to the
 #: Entries table; or S3's speed (every call answered, seconds late).
@@ -195,6 +196,19 @@ class Scenario:
     #: outage makes it give up (RetriesExhaustedError, nothing owed).
     impatient_share: float = 0.2
     impatient_client: bool = False
+    # ---- issue 35: a hot sheet
+    #: Each partition key's (read, write) units a second (seglog_sim.aws.dynamodb_throughput): DynamoDB's 3,000 and
+    #: 1,000, which a world of a few clients never reaches.
+    partition_units: tuple[float, float] = (PARTITION_READ_UNITS, PARTITION_WRITE_UNITS)
+    #: Share of seeds whose partitions take a few write units a second (``tight_write_units``, drawn; reads three
+    #: times that, as on AWS): a sheet as hot for a world of a few clients as for DynamoDB one of hundreds, so its
+    #: appends, loads, snapshot builds and retention meet throttles that come from load, not from a fault's draw.
+    tight_partition_share: float = 0.1
+    tight_write_units: tuple[float, float] = (2.0, 8.0)
+    #: Seconds each way between an API client and the API function (the internet, API Gateway, Lambda's invoke),
+    #: drawn per try; (0, 0) in the seeds: their clients' timing stays as it was. AWS publishes no figure (API
+    #: Gateway's ``Latency`` metric is the integration's plus its own overhead): the hot-sheet benchmark chooses.
+    api_latency: tuple[float, float] = (0.0, 0.0)
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
@@ -245,7 +259,13 @@ class Scenario:
             optimistic_library=rng.random() < self.optimistic_share,
             strict_client=rng.random() < self.strict_share,
             fresh_client=rng.random() < self.fresh_share,
-            impatient_client=rng.random() < self.impatient_share)
+            impatient_client=rng.random() < self.impatient_share,
+            partition_units=self._partition_units(rng))
+
+    def _partition_units(self, rng: random.Random) -> tuple[float, float]:
+        """The seed's partition limit (two draws, whether tight or not)."""
+        tight, write = rng.random() < self.tight_partition_share, round(rng.uniform(*self.tight_write_units), 2)
+        return (round(3 * write, 2), write) if tight else self.partition_units
 
     def describe(self) -> dict[str, Any]:
         """What a seed's summary shows of its scenario."""
@@ -257,6 +277,6 @@ class Scenario:
                 "parameters": dict(self.parameters), "outage": self.outage,
                 "library_writers": self.library_writers, "optimistic_library": self.optimistic_library,
                 "strict_client": self.strict_client, "fresh_client": self.fresh_client,
-                "impatient_client": self.impatient_client,
+                "impatient_client": self.impatient_client, "partition_units": list(self.partition_units),
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}
