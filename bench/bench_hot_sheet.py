@@ -14,8 +14,8 @@ Latencies, each way: DynamoDB 1-6 ms and S3 5-30 ms as every seed draws them (se
 editor and the API function :data:`API_LATENCY` (the internet, API Gateway, Lambda's invoke; AWS publishes no
 figure, so this is the benchmark's choice).
 
-Editors: 1, 4, 16, 64, 100, 128 and 256 on one sheet (``--quick``: 1, 16, 64 and 100, for a third of the time), each
-for :data:`SECONDS` simulated seconds,
+Editors: 1, 4, 16, 64, 100, 128 and 256 on one sheet (``--quick``: 1, 16, 64 and 100, for a third of the time),
+each for :data:`SECONDS` simulated seconds,
 
 * at a person's pace: an edit about every second (exponential gaps), and one time in ten a burst of 3-6 edits a
   tenth of a second apart (a paste, a fill-down);
