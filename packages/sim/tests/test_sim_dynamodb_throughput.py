@@ -13,6 +13,8 @@ from seglog_aws.errors import translate
 from seglog_core import errors
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient
 from seglog_sim.aws.dynamodb_throughput import PartitionThroughput
+from seglog_sim.run import run_seed
+from seglog_sim.scenario import Scenario
 
 G = b"\x01" * 24
 H = b"\x02" * 24
@@ -96,3 +98,12 @@ def test_without_a_limit_nothing_is_throttled() -> None:
     _, client, _ = world(clock=Clock())
     for num in range(2_000):
         client.put_item(TableName="Entries", Item=entry(G, num))
+
+
+def test_a_world_whose_partitions_are_tight_meets_throttles_from_load_and_its_checks_pass() -> None:
+    # Scenario.tight_partition_share: the seeds' clients, builds and retention on 2 write units a second.
+    result = run_seed(1, Scenario(tight_partition_share=1.0, tight_write_units=(2.0, 2.0), faults=()))
+    throttles = [c for c in result.history if c.outcome == "error ProvisionedThroughputExceededException"]
+    assert result.scenario["partition_units"] == [6.0, 2.0]
+    assert throttles, "no request met its partition's limit"
+    assert [] == result.violations
