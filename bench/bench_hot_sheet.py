@@ -59,7 +59,7 @@ from seglog_sim.world import Task, World
 EDITORS: Final = (1, 4, 16, 64, 100, 128, 256)
 QUICK_EDITORS: Final = (1, 16, 64, 100)
 #: Simulated seconds the editors edit (each finishes the edit under way).
-SECONDS: Final = 60.0
+SECONDS: Final = 30.0
 QUICK_SECONDS: Final = 20.0
 #: Seconds each way between an editor and the API function (see the module docstring).
 API_LATENCY: Final = (0.01, 0.04)
