@@ -390,3 +390,79 @@ def test_a_since_an_older_version_deleted_with_its_item_is_treated_as_deleted() 
 
     assert (True, Position.of(landed.entry)) == (again.deduplicated, Position.of(again.entry))
     assert (1, 0) == refused.value.resend
+
+
+# ------------------------------------------------------------------------------------------------ rebase (issue 35)
+
+
+class CountingStore:
+    """A LogStore that counts reads of entries and puts; its first put of ``entry_id`` runs ``before`` first."""
+
+    def __init__(self, inner: LogStore, entry_id: uuid.UUID, before: Callable[[], None]) -> None:
+        self._inner, self._entry_id, self._before = inner, entry_id, before
+        self.reads = self.puts = 0
+
+    def entries(self, *args: Any, **kw: Any) -> Iterator[Entry]:
+        self.reads += 1
+        return self._inner.entries(*args, **kw)
+
+    def put_entry(self, entry: Entry) -> None:
+        self.puts += 1
+        if entry.entry_id == self._entry_id and self._before is not None:
+            before, self._before = self._before, None  # type: ignore[assignment]
+            before()
+        self._inner.put_entry(entry)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize(("others", "horizon", "reads", "pauses"), [
+    (1, 3600.0, 1, 0),  # lost once: the next num at once, no read, no pause
+    (2, 3600.0, 2, 1),  # lost twice in a row (EventLog.rebases_before_backoff): a pause, then a read
+    (1, None, 2, 1),  # no horizon known: a rebase could land in a segment retention retired, so it reads
+    (1, 0.0, 2, 1),   # a horizon of 0 s: likewise
+], ids=["once", "twice", "no-horizon", "zero-horizon"])
+def test_a_lost_put_rebases_on_the_winner_without_a_read_or_a_pause(
+        stores: tuple[LogStore, BlobStore], others: int, horizon: float | None, reads: int, pauses: int) -> None:
+    """Issue 35: the API's append read again and slept inside a billed invocation after every lost put. Now it
+    writes right after the winner the lost put brought back, and still stores the entry once, in order."""
+    store, blobs = stores
+    log_id = _log(store, blobs).create()
+    entry_id = uuid.uuid4()
+    slept: list[float] = []
+    other_ids = [uuid.uuid4() for _ in range(others)]
+
+    def meanwhile() -> None:  # other writers take the num this try read as next (and, for "twice", the one after)
+        for n, other in enumerate(other_ids):
+            store.put_entry(_log(store, blobs).prepare(log_id, SetCell(row=2, col=1, value=n), other).at(0, n + 1, 0))
+
+    counting = CountingStore(store, entry_id, meanwhile)
+    writer = EventLog(store=counting, blobs=blobs, cache_tail=False,  # type: ignore[arg-type]
+                      retry=RetryPolicy(base=0.001, cap=0.01, sleep=slept.append))
+    done = append_after(writer, log_id, SetCell(row=1, col=1, value="mine"), entry_id=entry_id, since=START,
+                        horizon=horizon)
+
+    assert (done.entry.num, done.deduplicated) == (others + 1, False)
+    assert (counting.reads, len(slept)) == (reads, pauses)
+    assert [None, *other_ids, entry_id] == _ids(store, log_id)
+
+
+def test_a_rebase_that_meets_its_own_first_try_answers_it(stores: tuple[LogStore, BlobStore]) -> None:
+    """A rebased retry whose next num holds its own first try answers it, deduplicated: the winner's item is read
+    like any other (the argument of seglog_core.idempotence, with rebases)."""
+    store, blobs = stores
+    log_id = _log(store, blobs).create()
+    entry_id, other = uuid.uuid4(), uuid.uuid4()
+    body = SetCell(row=1, col=1, value="mine")
+
+    def meanwhile() -> None:  # another writer at 1, and the first try of our entry at 2
+        store.put_entry(_log(store, blobs).prepare(log_id, SetCell(row=2, col=1, value=0), other).at(0, 1, 0))
+        store.put_entry(_log(store, blobs).prepare(log_id, body, entry_id).at(0, 2, 0))
+
+    counting = CountingStore(store, entry_id, meanwhile)
+    retry = append_after(_log(counting, blobs), log_id, body, entry_id=entry_id, since=START,  # type: ignore[arg-type]
+                         horizon=3600.0)
+
+    assert (retry.entry.num, retry.deduplicated, counting.reads) == (2, True, 1)
+    assert [None, other, entry_id] == _ids(store, log_id)

@@ -9,22 +9,28 @@ and the server, on every try:
    consistent** reads, following EndSegment into the next segment, and returns the entry if its entry id is there
    (if it is the same entry: an entry id stored with another body is refused, ``EntryIdReusedError``);
 2. otherwise writes at the num right after the last entry it read, with a conditional put;
-3. on a taken num, reads on from where it stopped and decides again.
+3. on a taken num, writes at once at the next num when the lost put brought the winner's item back (a *rebase*:
+   no read, no pause); after ``EventLog.rebases_before_backoff`` lost in a row, or with no winner to go by, pauses,
+   reads on from where it stopped and decides again.
 
 Why two tries of one entry id can never both land, whatever their timing (the first may still be running when
 the retry arrives): say try A lands at ``a`` and try B at ``b > a``. B wrote at ``b`` because its consistent read
 saw every num up to ``b - 1`` occupied, ``a`` included — and ``a`` can only have held A's entry, which sits after
 ``since``, so B's read returned it and B never wrote. Nums are written once (conditional put), so ``a == b`` means
-one of them lost the race, re-read, and found the other. No wait and no clock are involved::
+one of them lost the race, and found the other in the winner's item or by reading on. A rebase is a read of one
+num: the item a lost conditional put returns (ALL_OLD) is the num's only holder for ever, so a put right after a
+winner that is not ours still follows every num from ``since`` on. No wait is involved, and the clock only keeps a
+rebase out of a retired segment (``_may_rebase``)::
 
     try A (since=7)                   entries            try B (same entry id, since=7)
       read 7..   -> tail 9              7 8 9             read 7..   -> tail 9
       put #10 K ----------------->   7 8 9 10(K)          put #10 K  -> taken
-                                                          read 10..  -> 10 holds K: answer "deduplicated"
+                                                          the winner (ALL_OLD) is K: answer "deduplicated"
 
 A read that is only eventually consistent, or a num skipped because a failed put "proved" it taken, would break
 the argument: both are avoided here. Cost on the normal path (the client sends the position of its previous
-answer): one consistent Query that returns that entry (1 RRU for up to 4 KB) and one PutItem.
+answer): one consistent Query that returns that entry (1 RRU for up to 4 KB) and one PutItem; a lost put, one
+more PutItem (rebased), not a pause and a Query, until rebases keep losing.
 
 The strict variant (``expected``) writes only at ``since + 1`` and answers a conflict with the entry that took it.
 
@@ -264,45 +270,85 @@ def append_after(
     """
     prepared = event_log.prepare(log_id, body, entry_id)
     store, retry = event_log.store, event_log.retry
-    # Entries up to ``tail`` are read and do not hold our id; None until the first read succeeds.
+    # Entries up to ``tail`` are read (or were brought back by a lost put) and do not hold our id; None until the
+    # first read succeeds. ``read_at``: when a read last proved ``tail``'s segment open.
     tail: Entry | None = None
+    read_at = 0.0
+    rebase = False  # the next put goes right after ``tail`` without a read (step 3's rebase)
+    rebases = 0  # puts lost in a row and rebased at once
     bound = structlog.contextvars.bound_contextvars
-    for attempt in range(1, retry.max_attempts + 1):
-        with bound(log_id=str(log_id), attempt=attempt):
+    attempt, tries = 1, 0  # the retry policy's count (a rebase spends none), and every try
+    while True:
+        tries += 1
+        with bound(log_id=str(log_id), attempt=tries):
             try:
-                try:
-                    scan = _scan(store, event_log.blobs, log_id, since if tail is None else Position.of(tail),
-                                 entry_id, tail)
-                except _Deleted as lost:
-                    if strict:
-                        raise errors.VersionConflictError(log_id, since.segment, since.num + 1, None) from None
-                    found = _after_deleted(store, event_log.blobs, log_id, entry_id, since, lost.segment, horizon)
-                    # The same judgement as every found entry: another body under this id is refused (seed 3474).
-                    return event_log.deduplicated(prepared, found, attempt)
-                if scan.found is not None:
-                    return event_log.deduplicated(prepared, scan.found, attempt)
-                tail = scan.last
-                if strict and Position.of(tail) != since:
-                    holder = next(iter(store.entries(log_id, since.segment, since.num + 1, since.num + 1)), None)
-                    raise errors.VersionConflictError(log_id, since.segment, since.num + 1, holder or tail)
+                if not rebase:
+                    try:
+                        scan = _scan(store, event_log.blobs, log_id, since if tail is None else Position.of(tail),
+                                     entry_id, tail)
+                    except _Deleted as lost:
+                        if strict:
+                            raise errors.VersionConflictError(log_id, since.segment, since.num + 1, None) from None
+                        found = _after_deleted(store, event_log.blobs, log_id, entry_id, since, lost.segment,
+                                               horizon)
+                        # The same judgement as every found entry: another body under this id is refused (seed 3474).
+                        return event_log.deduplicated(prepared, found, tries)
+                    if scan.found is not None:
+                        return event_log.deduplicated(prepared, scan.found, tries)
+                    tail, read_at = scan.last, event_log.clock()
+                    if strict and Position.of(tail) != since:
+                        holder = next(iter(store.entries(log_id, since.segment, since.num + 1, since.num + 1)), None)
+                        raise errors.VersionConflictError(log_id, since.segment, since.num + 1, holder or tail)
+                assert tail is not None
+                rebase = False
                 entry = prepared.at(tail.segment, tail.num + 1, int(event_log.clock()))
                 store.put_entry(entry)
-                appended = event_log.landed(entry, attempt)
+                appended = event_log.landed(entry, tries)
                 event_log.apply_policy_after(entry)
                 return appended
             except errors.ItemExistsError as exc:
-                # The next read starts after our tail and sees who took the num.
                 assert tail is not None
-                if exc.existing is not None and exc.existing.entry_id == entry_id:
-                    return event_log.deduplicated(prepared, exc.existing, attempt)
-                if strict and exc.existing is not None:
-                    raise errors.VersionConflictError(log_id, tail.segment, tail.num + 1, exc.existing) from exc
-                log.debug("append conflict", segment=tail.segment, entry=tail.num + 1)
+                existing = exc.existing
+                if existing is not None and existing.entry_id == entry_id:
+                    return event_log.deduplicated(prepared, existing, tries)
+                if strict and existing is not None:
+                    raise errors.VersionConflictError(log_id, tail.segment, tail.num + 1, existing) from exc
+                rebases += 1
+                if existing is not None:
+                    tail = existing  # read on after the winner (a scan starting at an EndSegment follows it)
+                if rebases < event_log.rebases_before_backoff and _may_rebase(existing, read_at, event_log.clock(),
+                                                                              horizon):
+                    # Step 3 without a read (issue 35): the lost put brought the winner back (ALL_OLD). It is not
+                    # ours, so every num from ``since`` to it is known and none holds our id: the argument above
+                    # holds for a put right after it, as for one after a read. No num is skipped.
+                    log.debug("append conflict, rebased", segment=tail.segment, entry=tail.num,
+                              rebases=rebases)
+                    rebase = True
+                    continue
+                # Lost repeatedly (others are writing too), or nothing to rebase on: pause, then read on from the
+                # tail (a rebase after the pause would walk up one num per conflict: bench_contention).
+                rebases = 0
+                log.debug("append conflict", segment=tail.segment, entry=tail.num)
             except errors.StoreError as exc:
                 if not exc.retryable:
                     raise
                 # A write whose outcome is unknown is found (or not) by the next consistent read.
+                rebase, rebases = False, 0
                 log.info("append retry", error=type(exc).__name__, code=exc.code)
-            if attempt < retry.max_attempts:
-                retry.backoff(attempt)
+        if attempt >= retry.max_attempts:
+            break
+        retry.backoff(attempt)
+        attempt += 1
     raise errors.AppendContentionError(log_id, retry.max_attempts)
+
+
+def _may_rebase(existing: Entry | None, read_at: float, now: float, horizon: float | None) -> bool:
+    """Whether a put lost to ``existing`` may be retried right after it, without a read.
+
+    Not after an EndSegment (the scan follows it into the next segment), nor without the winner's item. And only
+    while the segment is surely not retired: a read at ``read_at`` proved it open then, so retention, which keeps a
+    closed segment ``horizon`` seconds, has not deleted its nums before ``read_at + horizon`` (the argument of
+    :meth:`EventLog._fresh`); a put at a deleted num would succeed, into retired history.
+    """
+    return (existing is not None and existing.type is not EntryType.END_SEGMENT and horizon is not None
+            and now - read_at < horizon)

@@ -50,6 +50,8 @@ class JobRun:
     start: float
     end: float
     outcome: str
+    #: The invocation's task (its calls in the history are its own).
+    task: str = ""
 
 
 @dataclass(kw_only=True)
@@ -79,7 +81,8 @@ class Jobs:
         job may have been received meanwhile: each receive keeps its own start)."""
         if receive is not None:
             receive.outcome = outcome
-            self.runs.append(JobRun(key=receive.key, start=receive.at, end=at, outcome=outcome))
+            self.runs.append(JobRun(key=receive.key, start=receive.at, end=at, outcome=outcome,
+                                     task=receive.task.name))
 
     @property
     def total_receives(self) -> int:

@@ -147,7 +147,9 @@ def _stalled(shard: str, age: float, arrived: float, seen: float, record: Mappin
 # while the faults last: no buildable snapshot stays idle (no live claim) through the whole runs of IDLE_RUNS later
 # jobs of its sheet that ended normally (an invocation killed mid-run is no such job; one more than the first
 # allows for a job that looked just before the claim it saw went stale). A duplicate or a job already done does
-# not reach the order step and is not counted.
+# not reach the order step and is not counted, nor is a job that never made the order step's read (the pending
+# items of its sheet before it): one whose storage failed earlier, in its pending upsert, can help nobody (seed
+# 655: a table's outage throttled eight later jobs at step 2 while a router pause had held their snapshot back).
 
 #: Later jobs of a sheet that may run, each start to end, within one idle stretch of its buildable snapshot.
 IDLE_RUNS: Final = 2
@@ -232,9 +234,10 @@ def idle_snapshots(history: list[Call], topology: Topology, runs: Sequence[JobRu
     by_log: dict[str, list[SnapshotKey]] = {}
     for key in sorted(times):
         by_log.setdefault(key[0], []).append(key)
+    ordered = _order_reads(history, topology.pending_table)
     later: dict[str, list[JobRun]] = {}
     for run in runs:
-        if run.outcome not in _NO_ORDER_STEP:
+        if run.outcome not in _NO_ORDER_STEP and any(run.start <= at <= run.end for at in ordered.get(run.task, ())):
             later.setdefault(run.key[0], []).append(run)
     found = []
     for log_id, keys in by_log.items():
@@ -255,6 +258,16 @@ def idle_snapshots(history: list[Call], topology: Topology, runs: Sequence[JobRu
                     found.append(_idle(key, u, v, ran, start=start))
                     break
     return found
+
+
+def _order_reads(history: Iterable[Call], pending_table: str) -> dict[str, list[float]]:
+    """When each task read the pending items of a sheet (the order step's read, PendingStore.for_log) and got them."""
+    reads: dict[str, list[float]] = {}
+    for call in history:
+        if (call.operation == "Query" and call.service == "dynamodb" and call.outcome.startswith("ok")
+                and call.params.get("TableName") == pending_table):
+            reads.setdefault(call.task, []).append(call.at)
+    return reads
 
 
 def _idle(key: SnapshotKey, since: float, to: float, ran: list[JobRun], *, start: float) -> Violation:

@@ -141,6 +141,26 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            old="                if scan.found is not None:\n",
            new="                if False:\n",
            breaks="the API's append does not look for its entry id after since: a retry writes a second copy"),
+    Mutant(name="rebase_past_end", module=_IDEMPOTENCE,
+           old="existing is not None and existing.type is not EntryType.END_SEGMENT and horizon",
+           new="existing is not None and horizon",
+           breaks="the API's append, its put lost to an EndSegment, writes right after it: an entry past the end of "
+                  "a closed segment, which no reader follows (issue 35's rebase)"),
+    Mutant(name="rebase_own_copy", module=_IDEMPOTENCE,
+           old="                if existing is not None and existing.entry_id == entry_id:\n"
+               "                    return event_log.deduplicated(prepared, existing, tries)\n",
+           new="",
+           breaks="the API's append, its put lost to its own first try, rebases past it and stores the entry twice "
+                  "(issue 35's rebase: the winner's item is the read of that num). It takes a first try stalled "
+                  "between its read and its put while the client's retry lands: pauses armed",
+           arms=("pause",)),
+    Mutant(name="rebase_ignores_horizon", module=_IDEMPOTENCE,
+           old="            and now - read_at < horizon)",
+           new="            )",
+           breaks="the API's append rebases however long ago its read proved the segment open: a put may land at a "
+                  "num retention deleted (issue 35's rebase, the argument of EventLog._fresh)",
+           survives="a rebase follows its read within one invocation, milliseconds, and no world retires a segment "
+                    "that fast after it closed while a put to it is in flight; kept as defence in depth"),
     Mutant(name="lost_answer_lookback", module=_LOG,
            old='                    if num >= 0 and getattr(exc, "outcome_unknown", False):',
            new="                    if False:",
