@@ -26,7 +26,8 @@ forward past every other editor's entries since then.
 
 Printed per row: goodput (acknowledged appends a simulated second), p50/p99 append latency (first try to answer,
 retries included), refused writes (conditional puts lost to another writer) and throttles (DynamoDB's) per
-acknowledged append, 503s the editors received per append, edits given up, and dollars per million edits priced
+acknowledged append, 503s the editors received per append, edits given up, acknowledged edits the sheet does not
+hold and entry ids it holds twice (both must be 0), Lambda ms billed per append, and dollars per million edits priced
 from the run's own meter (seglog_sim.metering -> seglog_report.cost: API Gateway requests, DynamoDB units, Lambda
 billed duration with the backoff sleeps inside the handler, S3, SQS).
 """
@@ -39,6 +40,7 @@ import os
 import random
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -94,6 +96,9 @@ class Row:
     throttles: int = 0
     unavailable: int = 0
     gave_up: int = 0
+    #: Acknowledged entries the sheet does not hold, and entry ids it holds more than once (both must be 0).
+    lost: int = 0
+    doubled: int = 0
     dollars_per_million: float = math.nan
     api_ms: float = 0.0
 
@@ -111,12 +116,12 @@ class Row:
         return (f"{self.mode:<6} {self.editors:>4} {self.goodput:>9.1f} {1000 * self.p(50):>8.0f} "
                 f"{1000 * self.p(99):>8.0f} {self.per_append(self.refused):>9.2f} "
                 f"{self.per_append(self.throttles):>9.2f} "
-                f"{self.per_append(self.unavailable):>7.2f} {self.gave_up:>6} {self.api_ms:>8.1f} "
-                f"{self.dollars_per_million:>8.2f}")
+                f"{self.per_append(self.unavailable):>7.2f} {self.gave_up:>6} {self.lost:>4}/{self.doubled:<4} "
+                f"{self.api_ms:>8.1f} {self.dollars_per_million:>8.2f}")
 
 
 HEADER: Final = (f"{'mode':<6} {'eds':>4} {'goodput/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'refused/a':>9} "
-                 f"{'thrott/a':>9} {'503/a':>7} {'gaveup':>6} {'apims/a':>8} {'$/M':>8}")
+                 f"{'thrott/a':>9} {'503/a':>7} {'gaveup':>6} {'lost/dup':>9} {'apims/a':>8} {'$/M':>8}")
 
 
 def _editor(run: Run, row: Row, log_id: uuid.UUID, until: float, pace: bool) -> None:
@@ -187,6 +192,9 @@ def measure(mode: str, editors: int, seconds: float, seed: int = 35) -> Row:
               and call.params.get("TableName") == entries):
             row.refused += 1
     row.unavailable = run.clients.ledger.counters.statuses["503"]
+    stored = Counter(bytes(item["K"]["B"]) for item in run.ddb.items(entries, copy=False) if "K" in item)
+    row.doubled = sum(1 for count in stored.values() if count > 1)
+    row.lost = sum(1 for ids in run.clients.ledger.acknowledged.values() for i in ids if i.bytes not in stored)
     meter = meter_of(run)
     priced = ledger(meter)
     row.dollars_per_million = math.nan if priced.per_million_appends is None else priced.per_million_appends
@@ -199,7 +207,7 @@ def _pace_capacity(rows: list[Row]) -> int:
     """The most editors at a person's pace whose p99 stayed within the bound, below the first count that did not."""
     best = 0
     for row in sorted((r for r in rows if r.mode == "pace"), key=lambda r: r.editors):
-        if row.p(99) > P99_BOUND or row.gave_up:
+        if row.p(99) > P99_BOUND or row.gave_up or row.lost or row.doubled:
             break
         best = row.editors
     return best
