@@ -13,6 +13,9 @@ request exactly as it would go out (the encoded body, the signed headers), from 
       |                                   lost_response fault: no answer (the handler's work is done)
       | <------- status, headers, body    http_api_response(result)
 
+A try travels ``latency`` seconds each way (drawn from the client's generator: the internet, API Gateway and
+Lambda's invoke; Scenario.api_latency, none in the seeds, 10-40 ms in bench.bench_hot_sheet).
+
 So the handler's validation and status mapping, and the client's retry decisions (what it resends, when it gives
 up, which refusals it raises), are the code under test, not copies of it.
 
