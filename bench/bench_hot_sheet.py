@@ -1,6 +1,7 @@
 """A hot sheet, in simulated time: N editors on one sheet through the HTTP API (issue 35).
 
-Run: uv run --no-sync python -m bench.bench_hot_sheet [--quick]
+Run: uv run --no-sync python -m bench.bench_hot_sheet [--quick] [--editors N ...] [--mode pace|full ...]
+     [--seconds S] [--rebases K ...]
 
 Why simulated: 16 writer processes on a 2-core machine measure the CPU, not the protocol (bench_contention). Here
 each editor is a :class:`seglog_client.SeglogClient` in a world of its own (seglog_sim): its tries go through the
@@ -35,6 +36,7 @@ billed duration with the backoff sleeps inside the handler, S3, SQS).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import random
@@ -152,9 +154,9 @@ def _editor(run: Run, row: Row, log_id: uuid.UUID, until: float, pace: bool) -> 
         ledger_.acknowledged.setdefault(log_id, []).append(entry_id)
 
 
-def measure(mode: str, editors: int, seconds: float, seed: int = 35) -> Row:
+def measure(mode: str, editors: int, seconds: float, seed: int = 35, scenario: Scenario = SCENARIO) -> Row:
     """One world: ``editors`` on one sheet for ``seconds`` of simulated time."""
-    run = build(seed, SCENARIO)
+    run = build(seed, scenario)
     world = run.world
     row = Row(mode=mode, editors=editors, seconds=seconds)
     span: list[float] = []
@@ -213,10 +215,17 @@ def _pace_capacity(rows: list[Row]) -> int:
     return best
 
 
+def counts_of(quick: bool) -> tuple[int, ...]:
+    return QUICK_EDITORS if quick else EDITORS
+
+
+def seconds_of(quick: bool) -> float:
+    return QUICK_SECONDS if quick else SECONDS
+
+
 def headlines(quick: bool) -> list[Headline]:
     quiet_logs()
-    counts = QUICK_EDITORS if quick else EDITORS
-    seconds = QUICK_SECONDS if quick else SECONDS
+    counts, seconds = counts_of(quick), seconds_of(quick)
     print(f"## a hot sheet, simulated (bench_hot_sheet): {seconds:.0f} simulated s per row; API latency "
           f"{API_LATENCY[0] * 1000:.0f}-{API_LATENCY[1] * 1000:.0f} ms each way; per partition 1,000 WCU/s, "
           f"3,000 RCU/s")
@@ -254,13 +263,18 @@ def main() -> None:
     parser.add_argument("--editors", type=int, nargs="*", help="only these editor counts (both modes)")
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--mode", choices=("pace", "full"), nargs="*", default=["pace", "full"])
+    parser.add_argument("--rebases", type=int, nargs="*", default=[],
+                        help="EventLog.rebases_before_backoff values to sweep (1: append_after as before it rebased)")
     args = parser.parse_args()
-    if args.editors:
+    if args.editors or args.rebases:
         quiet_logs()
-        print(HEADER)
-        for mode in args.mode:
-            for editors in args.editors:
-                print(measure(mode, editors, args.seconds or QUICK_SECONDS).line(), flush=True)
+        print(f"{'rebases':<8}{HEADER}")
+        for rebases in args.rebases or [None]:
+            scenario = dataclasses.replace(SCENARIO, rebases_before_backoff=rebases)
+            for mode in args.mode:
+                for editors in args.editors or counts_of(args.quick):
+                    row = measure(mode, editors, args.seconds or seconds_of(args.quick), scenario=scenario)
+                    print(f"{'default' if rebases is None else rebases:<8}{row.line()}", flush=True)
         return
     for line in headlines(args.quick):
         print(line.line())

@@ -209,6 +209,8 @@ class Scenario:
     #: drawn per try; (0, 0) in the seeds: their clients' timing stays as it was. AWS publishes no figure (API
     #: Gateway's ``Latency`` metric is the integration's plus its own overhead): the hot-sheet benchmark chooses.
     api_latency: tuple[float, float] = (0.0, 0.0)
+    #: The API's EventLog.rebases_before_backoff (None: EventLog's own): a benchmark's knob, 1 rebases never.
+    rebases_before_backoff: int | None = None
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
