@@ -2,7 +2,8 @@
 state's price with its MemorySize sweep, 16 HTTP clients on one sheet, a busy sheet's snapshot stalls under the
 README's faults and how soon the API answers after a restart (per profile, each on its own stack), then the fold
 rate, what SigV4 authorization costs a request, the snapshot builder's peak memory, the deterministic simulation's
-seeds a minute and the branches its seeds reach, and the live console's memory over an hour.
+seeds a minute and the branches its seeds reach, how many editors one hot sheet takes (simulated), and the live
+console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -27,6 +28,7 @@ from bench import (
     bench_cost,
     bench_fold,
     bench_hot_http,
+    bench_hot_sheet,
     bench_latency,
     bench_load,
     bench_pipeline,
@@ -99,6 +101,8 @@ def main() -> None:
     print("\n## deterministic simulation (bench_sim)")
     lines += [h.line() for h in bench_sim.headlines(args.quick)]
     lines += [h.line() for h in bench_sim_reach.headlines(args.quick)]
+    print()
+    lines += [h.line() for h in bench_hot_sheet.headlines(args.quick)]
     lines += [h.line() for h in bench_console.headlines(args.quick)]  # its --real campaign: bench.bench_console
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "

@@ -13,6 +13,9 @@ request exactly as it would go out (the encoded body, the signed headers), from 
       |                                   lost_response fault: no answer (the handler's work is done)
       | <------- status, headers, body    http_api_response(result)
 
+A try travels ``latency`` seconds each way (drawn from the client's generator: the internet, API Gateway and
+Lambda's invoke; Scenario.api_latency, none in the seeds, 10-40 ms in bench.bench_hot_sheet).
+
 So the handler's validation and status mapping, and the client's retry decisions (what it resends, when it gives
 up, which refusals it raises), are the code under test, not copies of it.
 
@@ -69,6 +72,8 @@ class Gateway:
     routes: tuple[HttpRoute, ...]
     #: The world's S3 for a PUT to a presigned URL: ``(operation, params) -> answer``, a call through its door.
     s3: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    #: Seconds each way between the client and the API function, drawn per try (Scenario.api_latency).
+    latency: tuple[float, float] = (0.0, 0.0)
     requests: int = 0
     #: Tries per client task (the timeline's "try n").
     _tries: dict[str, int] = field(default_factory=dict)
@@ -94,12 +99,17 @@ class Gateway:
         if method == "POST":  # a client's try of a write (the report's client lanes and append latencies)
             tries = self._tries[me.name] = self._tries.get(me.name, 0) + 1
             tags.update(client=me.name, attempt=tries, asked=world.now)
+        low, high = self.latency
+        if high > 0.0:
+            world.sleep(faults.rng(me).uniform(low, high))
         task = self.lambdas.api(event, **tags)
         answered = world.join(task, timeout=timeout)
         task.tags["answered"] = world.now
         task.tags.setdefault("client_outcome", "retried")
         if not answered:
             return None
+        if high > 0.0:
+            world.sleep(faults.rng(me).uniform(low, high))
         if task.killed is not None or task.error is not None:
             return function_failure(timed_out=task.killed == "timeout")
         if faults.decide(me, FaultKind.LOST_RESPONSE):

@@ -196,10 +196,13 @@ class Lambdas:
         policy = retry.RetryPolicy(rng=rng, sleep=self.world.sleep)
 
         def event_log(large_threshold: int) -> EventLog:
-            return EventLog(store=backend.append_store, blobs=backend.append_blobs, retry=policy,
+            made = EventLog(store=backend.append_store, blobs=backend.append_blobs, retry=policy,
                             clock=self.world.clock, id_factory=lambda: uuid.UUID(int=rng.getrandbits(128), version=4),
                             snapshot_every=scenario.snapshot_every, segment_entries=scenario.segment_entries,
                             cache_tail=False, large_threshold=large_threshold, turns=Turns())
+            if scenario.rebases_before_backoff is None:
+                return made
+            return dataclasses.replace(made, rebases_before_backoff=scenario.rebases_before_backoff)
 
         # Presigned by the simulated S3 client, to a URL the world's gateway takes as S3's (seglog_sim.gateway).
         uploads = Uploads(s3=self.s3, bucket=self.topology.bucket, blobs=backend.blobs,

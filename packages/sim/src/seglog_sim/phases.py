@@ -32,6 +32,7 @@ from seglog_core import errors
 from seglog_core.retention import MIN_KEEP
 from seglog_core.violations import Violation
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
+from seglog_sim.aws.dynamodb_throughput import PartitionThroughput
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_sim.cloud import Cloud
@@ -292,7 +293,9 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     # time, I4); the router's mapping reads the Entries table's stream, as deployed.
     specs = [TableSpec.from_properties(name, props) for name, props in topology.tables.items()]
     specs = [dataclasses.replace(s, stream=True) if s.name == topology.segments_table else s for s in specs]
-    ddb = SimDynamoDB(specs, clock=lambda: world.now, shards=scenario.shards)
+    read_units, write_units = scenario.partition_units
+    ddb = SimDynamoDB(specs, clock=lambda: world.now, shards=scenario.shards,
+                      throughput=PartitionThroughput(read_units=read_units, write_units=write_units))
     sqs = SimSQS(clock=lambda: world.now, rng=random.Random(rng.getrandbits(64)))
     dlq_name = topology.dead_letter_queue or "SnapshotDeadLetterQueue"
     dlq_url = sqs.create_queue(dlq_name, visibility_timeout=30)
@@ -318,7 +321,7 @@ def build(seed: int, scenario: Scenario, *, only: frozenset[str] | None = None) 
     pollers = Pollers(world=world, faults=faults, lambdas=lambdas, ddb=ddb, sqs=sqs, queue_url=queue_url)
     routes = tuple(r for r in topology.config.http_routes if r.function == topology.api.logical_id)
     gateway = Gateway(world=world, faults=faults, lambdas=lambdas, routes=routes,
-                      s3=lambda op, p: cloud.io("s3", op, p))
+                      s3=lambda op, p: cloud.io("s3", op, p), latency=scenario.api_latency)
     logs: list[uuid.UUID] = []
     operators = Operators(world=world, faults=faults, scenario=scenario, topology=topology, lambdas=lambdas, ddb=ddb,
                           s3=s3, queue_url=queue_url, dlq_url=dlq_url, logs=logs,

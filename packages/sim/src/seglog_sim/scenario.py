@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from seglog_awsmodel.faults import SIMULATED, FaultKind
+from seglog_sim.aws.dynamodb_throughput import PARTITION_READ_UNITS, PARTITION_WRITE_UNITS
 
 #: What an outage (:attr:`Scenario.outage`) takes away: every SQS call, every S3 call, every write to the
 #: Entries table; or S3's speed (every call answered, seconds late).
@@ -200,6 +201,21 @@ class Scenario:
     #: copy (issue 35: the rebase must answer it, mutant rebase_own_copy). Their timeout is drawn in this range.
     short_client_share: float = 0.3
     short_client_timeout: tuple[float, float] = (1.0, 5.0)
+    # ---- issue 35: a hot sheet
+    #: Each partition key's (read, write) units a second (seglog_sim.aws.dynamodb_throughput): DynamoDB's 3,000 and
+    #: 1,000, which a world of a few clients never reaches.
+    partition_units: tuple[float, float] = (PARTITION_READ_UNITS, PARTITION_WRITE_UNITS)
+    #: Share of seeds whose partitions take a few write units a second (``tight_write_units``, drawn; reads three
+    #: times that, as on AWS): a sheet as hot for a world of a few clients as for DynamoDB one of hundreds, so its
+    #: appends, loads, snapshot builds and retention meet throttles that come from load, not from a fault's draw.
+    tight_partition_share: float = 0.1
+    tight_write_units: tuple[float, float] = (2.0, 8.0)
+    #: Seconds each way between an API client and the API function (the internet, API Gateway, Lambda's invoke),
+    #: drawn per try; (0, 0) in the seeds: their clients' timing stays as it was. AWS publishes no figure (API
+    #: Gateway's ``Latency`` metric is the integration's plus its own overhead): the hot-sheet benchmark chooses.
+    api_latency: tuple[float, float] = (0.0, 0.0)
+    #: The API's EventLog.rebases_before_backoff (None: EventLog's own): a benchmark's knob, 1 rebases never.
+    rebases_before_backoff: int | None = None
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
@@ -252,7 +268,13 @@ class Scenario:
             fresh_client=rng.random() < self.fresh_share,
             impatient_client=rng.random() < self.impatient_share,
             client_timeout=(round(rng.uniform(*self.short_client_timeout), 3)
-                            if rng.random() < self.short_client_share else self.client_timeout))
+                            if rng.random() < self.short_client_share else self.client_timeout),
+            partition_units=self._partition_units(rng))
+
+    def _partition_units(self, rng: random.Random) -> tuple[float, float]:
+        """The seed's partition limit (two draws, whether tight or not)."""
+        tight, write = rng.random() < self.tight_partition_share, round(rng.uniform(*self.tight_write_units), 2)
+        return (round(3 * write, 2), write) if tight else self.partition_units
 
     def describe(self) -> dict[str, Any]:
         """What a seed's summary shows of its scenario."""
@@ -265,5 +287,6 @@ class Scenario:
                 "library_writers": self.library_writers, "optimistic_library": self.optimistic_library,
                 "strict_client": self.strict_client, "fresh_client": self.fresh_client,
                 "impatient_client": self.impatient_client, "client_timeout": self.client_timeout,
+                "partition_units": list(self.partition_units),
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

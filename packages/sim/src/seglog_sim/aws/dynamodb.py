@@ -6,7 +6,8 @@ injects no faults and reads no wall clock: time comes from the injected ``clock`
 sees the table as it was at ``as_of`` when the caller (the simulator's world) asks for a stale read.
 
 Operations: GetItem, PutItem, UpdateItem, DeleteItem, Query, Scan (dynamodb_reads), TransactWriteItems and
-BatchWriteItem (dynamodb_transactions). Each cites its page of the DynamoDB API Reference.
+BatchWriteItem (dynamodb_transactions). Each cites its page of the DynamoDB API Reference. With ``throughput``, a
+partition key's reads and writes past DynamoDB's per-partition limit are throttled (dynamodb_throughput).
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from seglog_sim.aws import dynamodb_reads, dynamodb_transactions
-from seglog_sim.aws.dynamodb_errors import ConditionFailed, ValidationError, client_error, not_found, validation
+from seglog_sim.aws.dynamodb_errors import (
+    ConditionFailed,
+    ValidationError,
+    client_error,
+    not_found,
+    throttled,
+    validation,
+)
 from seglog_sim.aws.dynamodb_requests import (
     PARAMETERS,
     Expressions,
@@ -27,6 +35,7 @@ from seglog_sim.aws.dynamodb_requests import (
 )
 from seglog_sim.aws.dynamodb_streams import Change, TableStream, change_size, key_bytes
 from seglog_sim.aws.dynamodb_tables import Table, TableSpec
+from seglog_sim.aws.dynamodb_throughput import PartitionThroughput
 from seglog_sim.aws.dynamodb_values import Item, checked_size, copy_item, items_equal, normalize_item
 from seglog_sim.aws.facade import SimClient
 from seglog_sim.aws.update_expressions import Update, check_update_paths, updated
@@ -45,10 +54,12 @@ class SimDynamoDB:
         clock: simulated time in epoch seconds; read once per write.
         shards: shards per stream (an item's shard is fixed by its partition key).
         history: seconds of item versions kept for eventually consistent reads at an earlier ``as_of``.
+        throughput: each partition key's read and write limit (None: unlimited, as before issue 35).
     """
 
     def __init__(self, tables: Iterable[TableSpec], *, clock: Callable[[], float], shards: int = 4,
-                 region: str = "us-east-1", account: str = "123456789012", history: float = 10.0) -> None:
+                 region: str = "us-east-1", account: str = "123456789012", history: float = 10.0,
+                 throughput: PartitionThroughput | None = None) -> None:
         if shards < 1:
             raise ValueError("a stream has at least one shard")
         self.clock = clock
@@ -67,6 +78,9 @@ class SimDynamoDB:
                                                        shards=shards)
         #: read and write units consumed per table, failed conditional writes included (issue 12 prices them)
         self.units: dict[str, list[float]] = {name: [0.0, 0.0] for name in self._tables}
+        self.throughput = throughput
+        #: The call under way's bucket, table and units before it (set by :meth:`admit`, paid by :meth:`call`).
+        self._charge: tuple[tuple[str, bool, Any], list[float], int, float] | None = None
         self._sequence = 0
         self._requests = 0
         self._tombstones: deque[tuple[float, Table, Any, Any]] = deque()
@@ -94,10 +108,17 @@ class SimDynamoDB:
             raise client_error(operation, "UnknownOperationException",
                                f"the simulator does not model {operation}; it models {', '.join(self._handlers)}")
         check_parameters(operation, params, PARAMETERS[operation])
+        self._charge = None
         try:
             response = handler(params, as_of)
         except ValidationError as exc:
             raise validation(operation, exc.message) from None
+        finally:
+            charge = self._charge
+            if charge is not None:  # what the call consumed, a failed conditional write's units included
+                bucket, units, index, before = charge
+                assert self.throughput is not None
+                self.throughput.pay(bucket, units[index] - before)
         self._requests += 1
         response["ResponseMetadata"] = {"RequestId": f"SIM{self._requests:029d}", "HTTPStatusCode": 200,
                                         "HTTPHeaders": {}, "RetryAttempts": 0}
@@ -138,6 +159,20 @@ class SimDynamoDB:
         if found is None:
             raise not_found(operation)
         return found
+
+    def admit(self, operation: str, table: Table, hk: Any, *, write: bool) -> None:
+        """Let a request on partition key ``hk`` run, or raise the throttle when its partition is over its limit
+        (dynamodb_throughput): a throttled request is not applied and consumes nothing."""
+        throughput = self.throughput
+        if throughput is None:
+            return
+        name = table.spec.name
+        bucket = throughput.admit(name, hk, write=write, now=self.clock())
+        if bucket is None:
+            raise throttled(operation, f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}", write=write)
+        units = self.units[name]
+        index = 1 if write else 0
+        self._charge = (bucket, units, index, units[index])
 
     def _table_named(self, name: str) -> Table:
         found = self._tables.get(name)
@@ -206,6 +241,7 @@ class SimDynamoDB:
         size = checked_size(item)
         expressions = Expressions(params, ("ConditionExpression",))
         returns = _return_values(params, ("NONE", "ALL_OLD"))
+        self.admit("PutItem", table, hk, write=True)
         now = self.now()
         old, old_size = table.get(hk, rk)
         try:
@@ -230,6 +266,7 @@ class SimDynamoDB:
         update: Update | None = expressions.update
         check_update_paths(table.types, update)
         returns = _return_values(params, _UPDATE_RETURN_VALUES)
+        self.admit("UpdateItem", table, hk, write=True)
         now = self.now()
         old, old_size = table.get(hk, rk)
         try:
@@ -260,6 +297,7 @@ class SimDynamoDB:
         hk, rk, key = table.key(params["Key"])
         expressions = Expressions(params, ("ConditionExpression",))
         returns = _return_values(params, ("NONE", "ALL_OLD"))
+        self.admit("DeleteItem", table, hk, write=True)
         now = self.now()
         old, old_size = table.get(hk, rk)
         try:

@@ -11,6 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from seglog_awsmodel.faults import AWS_ERRORS
 from seglog_sim.aws import facade
 
 
@@ -44,3 +45,14 @@ def validation(operation: str, message: str) -> ClientError:
 def not_found(operation: str) -> ClientError:
     # DynamoDB API Reference, "Common Errors" / ResourceNotFoundException: the table does not exist.
     return client_error(operation, "ResourceNotFoundException", "Requested resource not found")
+
+
+def throttled(operation: str, table_arn: str, *, write: bool) -> ClientError:
+    """A partition key's reads or writes past its partition's limit (seglog_sim.aws.dynamodb_throughput): the
+    throttle with its reason, ``Table<Read|Write>KeyRangeThroughputExceeded``, and the table's ARN (API Reference,
+    ThrottlingReason; botocore puts ``ThrottlingReasons`` at the top of the error response)."""
+    code = "ProvisionedThroughputExceededException"
+    status, message = AWS_ERRORS[code]
+    reason = f"Table{'Write' if write else 'Read'}KeyRangeThroughputExceeded"
+    return client_error(operation, code, message, status=status,
+                        ThrottlingReasons=[{"reason": reason, "resource": table_arn}])

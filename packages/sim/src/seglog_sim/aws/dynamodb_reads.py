@@ -46,6 +46,7 @@ def get_item(sim: SimDynamoDB, params: dict[str, Any], as_of: float | None) -> d
     hk, rk, _ = table.key(params["Key"])
     expressions = Expressions(params, ("ProjectionExpression",))
     consistent = bool(params.get("ConsistentRead"))
+    sim.admit("GetItem", table, hk, write=False)
     item, size = table.get(hk, rk, None if consistent else as_of)
     units = read_units(size, consistent=consistent)
     sim.units[table.spec.name][0] += units
@@ -135,6 +136,7 @@ def query(sim: SimDynamoDB, params: dict[str, Any], as_of: float | None) -> dict
         raise ValidationError("Query key condition not supported")
     hk = key_sort_value(table, spec.hash_key, values[hash_terms[0][2][0]])
     bounds = _range_bounds(table, others[0][1], others[0][2], values) if others else {}
+    sim.admit("Query", table, hk, write=False)
     forward = params.get("ScanIndexForward", True) is not False
     consistent = bool(params.get("ConsistentRead"))
     after = None
