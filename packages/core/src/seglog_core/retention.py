@@ -72,6 +72,31 @@ RetentionKeep makes retirable: one pass over every log finds them (:func:`retain
 ``{"pass": "all"}``). Cost: a run with nothing due is one Query (0.5 RRU) whatever the number of logs; a close adds
 two index writes (the mark, its removal) against the segment's SegmentEntries entries.
 
+Why no TTL (issue 35: DynamoDB's TTL deletes for free where a retired entry costs a paid delete, 1 WRU). TTL
+deletes an item once its TTL attribute (a Number, epoch s) is past, "typically within two days", and reads return
+it until then. An entry may go only once it is out of the kept segments and past the retry horizon, archived when
+the policy archives, and neither a Snapshot entry, nor an EndSegment (the tombstone), nor after the latest completed
+snapshot.
+
+1. TTL reads the item alone. An entry gets its expiry either in its append's put (free), or by a later write to it
+   (an UpdateItem: 1 WRU for an item under 1 KB, a delete's price).
+2. At append none of those conditions is known: whether the segment ever closes depends on appends that may never
+   come. An idle sheet's tail (the entries after its last snapshot, in a latest segment retention never touches)
+   is its only copy for ever. With a TTL at append, however far its horizon ``T``, it vanishes between ``t + T``
+   and ``t + T`` + two days: tests/test_retention_ttl.py runs that counterexample on the simulated DynamoDB with
+   TTL modelled (seglog_sim.aws.dynamodb_ttl), the retention run going every day, and three acknowledged edits
+   are gone after a year (I2).
+3. So a TTL at append is safe only with a guard that writes every entry still needed before it expires (extend or
+   remove its TTL, 1 WRU each), and the day the guard stops or falls behind (a disabled schedule, a log whose
+   retention keeps failing, a stack reduced to its retained tables) is a loss, not a bill. A stopped schedule
+   costs today only the storage it keeps.
+4. Setting the TTL when the segment is retired instead of deleting costs the same 1 WRU, and the entries would go
+   at TTL's pace, not between the claim and ``P``'s clearing where readers expect the holes (the scan of
+   seglog_core.idempotence, steps 4-5).
+
+So 0 WRU per retired entry is not safe, and the cheapest safe figure is the paid delete: 1 WRU per retired entry
+(bench_retention measures 1.004 with the segment's own writes), after the archive is written and the claim taken.
+
 :func:`retain_logs` applies a policy to every log, a bounded amount of work per call, and remembers where it
 stopped (``retention/cursor`` in the bucket) so the next call goes on from there.
 """
