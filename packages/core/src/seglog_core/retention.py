@@ -61,7 +61,10 @@ sparse index ``Due`` (partition key ``U``, sort key ``C``, keys only) instead:
 Why nothing retirable goes unlooked-at: segment ``s`` is retired once (a) ``keep`` segments follow it and (b) it
 closed ``min_age`` ago. Let ``m`` be the segment whose creation made (a) true; ``s`` closed no later than ``C_m``,
 so both hold from ``C_m + min_age``, and item ``m`` stays marked until a settled look at or after that time, which
-retires ``s``. A settled look leaves nothing the policy could retire before the log's next close.
+retires ``s``. A settled look leaves nothing the policy could retire before the log's next close. So ``s`` goes at
+``C_m + min_age``, up to ``min_age`` later than a pass over every log retired it (at ``C_(s+1) + min_age`` once
+``m`` existed): history is kept longer, never shorter; the simulator's check ``retention_behind`` holds the
+scheduled run to that time.
 
 What rests on what: no safety property rests on the index; it only names logs to look at, and every decision
 reads the log as :func:`apply_retention` always did. So the index is read eventually consistent (a global

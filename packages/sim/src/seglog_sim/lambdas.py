@@ -176,6 +176,7 @@ class Lambdas:
         def body(task: Task) -> dict[str, Any]:
             policy = retention.policy_from_env(self.topology.retention.Environment)
             policy = dataclasses.replace(policy, min_age=max(policy.min_age, min_age))
+            task.tags.update(keep=policy.keep, min_age=policy.min_age)  # for checks.retention_behind
             deadline = retention.Deadline(self._deadline(task), clock=self.world.clock)
             run = retain_due(self.backend.store, self.backend.blobs, policy, stop=deadline, clock=self.world.clock)
             self.invocations.add("retention", "complete" if run.complete else "partial")
