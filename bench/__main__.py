@@ -2,7 +2,8 @@
 state's price with its MemorySize sweep, a busy sheet's snapshot stalls under the README's faults and how soon the
 API answers after a restart (per profile, each on its own stack), then the fold rate, what SigV4 authorization
 costs a request, the snapshot builder's peak memory, the deterministic simulation's seeds a minute and the
-branches its seeds reach, and the live console's memory over an hour.
+branches its seeds reach, what retention costs a retired entry and an idle sheet, and the live console's memory over
+an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -30,6 +31,7 @@ from bench import (
     bench_load,
     bench_pipeline,
     bench_recovery,
+    bench_retention,
     bench_sim,
     bench_sim_reach,
     bench_snapshot_rss,
@@ -97,6 +99,8 @@ def main() -> None:
     print("\n## deterministic simulation (bench_sim)")
     lines += [h.line() for h in bench_sim.headlines(args.quick)]
     lines += [h.line() for h in bench_sim_reach.headlines(args.quick)]
+    print("\n## retention (bench_retention)")
+    lines += [h.line() for h in bench_retention.main(args.quick)]
     lines += [h.line() for h in bench_console.headlines(args.quick)]  # its --real campaign: bench.bench_console
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "
