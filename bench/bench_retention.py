@@ -155,7 +155,7 @@ def main(quick: bool = False) -> list[Headline]:
                  target="0 by TTL is unsafe (README); <= 1.01, a paid delete", met=wru <= 1.01),
         Headline(name="retention reads per idle sheet per run", figure=f"{per_now:.4f} (before {per_before:.4f})",
                  target="0", met=(now - now_base).calls == 0),
-        Headline(name=f"retention idle cost of {sheets:,} sheets a month", figure=f"${cost_now:.4f} "
+        Headline(name="retention idle cost a month", figure=f"${cost_now:.4f} for {sheets:,} idle sheets "
                  f"(before ${cost_before:.2f})", target="", met=None),
     ]
 

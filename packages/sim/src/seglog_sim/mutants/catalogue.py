@@ -271,12 +271,12 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="        if True:\n            store.clear_due(log_id, segment)",
            breaks="a scheduled run clears the due marks of a log whose look was cut short after a claim (or failed): "
                   "no run looks at the log again until its next close, so its segment stays half removed (P) for "
-                  "as long as the sheet is idle"),
+                  "as long as the sheet is idle (seed 971)"),
     Mutant(name="due_mark_on_close", module=_LOG_STORE,
            old='"Item": {**segment_to_item(segment), "U": _DUE},',
            new='"Item": segment_to_item(segment),',
            breaks="closing a segment puts nothing in the index Due: the scheduled retention function never finds a "
-                  "segment to retire"),
+                  "segment to retire (seed 1, by the check retention_behind)"),
     Mutant(name="late_job_legacy_deleted", module=_WORKER,
            old="        if segments and segment < segments[0].num:",
            new="        if False:",
