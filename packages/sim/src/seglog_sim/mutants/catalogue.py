@@ -271,7 +271,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="        if True:\n            store.clear_due(log_id, segment)",
            breaks="a scheduled run clears the due marks of a log whose look was cut short after a claim (or failed): "
                   "no run looks at the log again until its next close, so its segment stays half removed (P) for "
-                  "as long as the sheet is idle (seed 971)"),
+                  "as long as the sheet is idle (seed 120 with DynamoDB 5xx armed; seed 971 without)",
+           arms=("ddb_5xx",)),
     Mutant(name="due_mark_on_close", module=_LOG_STORE,
            old='"Item": {**segment_to_item(segment), "U": _DUE},',
            new='"Item": segment_to_item(segment),',
