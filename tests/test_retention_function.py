@@ -76,8 +76,8 @@ def test_a_run_stops_when_its_time_is_nearly_up_and_the_next_run_does_what_is_st
 
 
 def test_a_pass_over_every_log_on_request_finds_segments_closed_before_the_index(backend: FakeBackend) -> None:
-    """A segment closed by an older version has no due mark: only ``{"pass": "all"}`` (by hand, once after the
-    upgrade) finds it, walking every log from the cursor as the scheduled run did before."""
+    """A segment closed by an older version has no due mark: only ``{"pass": "all"}`` (by hand, once the horizon
+    after the upgrade) finds it, walking every log from the cursor as the scheduled run did before."""
     logs = make_logs(backend, 2)
     for log_id in logs:
         for segment in (1, 2):

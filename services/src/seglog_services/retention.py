@@ -6,8 +6,8 @@ looks only at the logs with a segment due in the Segments table's index Due
 (:func:`seglog_core.retention.retain_due`), so a run with nothing due is one Query, however many logs there are;
 it works until the function's time is nearly up, leaving room for the slowest segment seen so far twice over, and
 what it leaves stays due for the next run. An event ``{"pass": "all"}`` (an invocation by hand) walks every log
-instead, from a cursor in the bucket (:func:`~seglog_core.retention.retain_logs`): once after upgrading a stack
-whose segments were closed before the index existed, or after lowering RetentionKeep.
+instead, from a cursor in the bucket (:func:`~seglog_core.retention.retain_logs`): once RetentionMinAgeSeconds
+after upgrading a stack whose segments were closed before the index existed, and after lowering RetentionKeep.
 Runs may overlap (EventBridge does not wait for the last one, and Lambda may deliver an event twice,
 invocation-async-error-handling): retention is safe to run twice at once.
 
