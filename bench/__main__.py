@@ -2,8 +2,8 @@
 state's price with its MemorySize sweep, 16 HTTP clients on one sheet, a busy sheet's snapshot stalls under the
 README's faults and how soon the API answers after a restart (per profile, each on its own stack), then the fold
 rate, what SigV4 authorization costs a request, the snapshot builder's peak memory, the deterministic simulation's
-seeds a minute and the branches its seeds reach, how many editors one hot sheet takes (simulated), and the live
-console's memory over an hour.
+seeds a minute and the branches its seeds reach, how many editors one hot sheet takes (simulated), what retention
+costs a retired entry and an idle sheet, and the live console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -33,6 +33,7 @@ from bench import (
     bench_load,
     bench_pipeline,
     bench_recovery,
+    bench_retention,
     bench_sim,
     bench_sim_reach,
     bench_snapshot_rss,
@@ -103,6 +104,8 @@ def main() -> None:
     lines += [h.line() for h in bench_sim_reach.headlines(args.quick)]
     print()
     lines += [h.line() for h in bench_hot_sheet.headlines(args.quick)]
+    print("\n## retention (bench_retention)")
+    lines += [h.line() for h in bench_retention.main(args.quick)]
     lines += [h.line() for h in bench_console.headlines(args.quick)]  # its --real campaign: bench.bench_console
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "

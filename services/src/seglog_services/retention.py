@@ -2,8 +2,12 @@
 
 EventBridge invokes this function asynchronously with a "Scheduled Event" (AWS Lambda Developer Guide,
 with-scheduled-events); nothing in the event matters but its id and time, logged for correlation. Each run
-works until the function's time is nearly up, leaving room for the slowest segment seen so far twice over,
-and the next run goes on from the log where this one stopped (:func:`seglog_core.retention.retain_logs`).
+looks only at the logs with a segment due in the Segments table's index Due
+(:func:`seglog_core.retention.retain_due`), so a run with nothing due is one Query, however many logs there are;
+it works until the function's time is nearly up, leaving room for the slowest segment seen so far twice over, and
+what it leaves stays due for the next run. An event ``{"pass": "all"}`` (an invocation by hand) walks every log
+instead, from a cursor in the bucket (:func:`~seglog_core.retention.retain_logs`): once RetentionMinAgeSeconds
+after upgrading a stack whose segments were closed before the index existed, and after lowering RetentionKeep.
 Runs may overlap (EventBridge does not wait for the last one, and Lambda may deliver an event twice,
 invocation-async-error-handling): retention is safe to run twice at once.
 
@@ -20,7 +24,7 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_core.retention import RetentionPolicy, retain_logs
+from seglog_core.retention import RetentionPolicy, retain_due, retain_logs
 from seglog_services import runtime
 
 log = structlog.get_logger("seglog.retention")
@@ -61,9 +65,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         policy = policy_from_env()
         started = time.monotonic()
         deadline = Deadline(lambda: runtime.remaining_seconds(context))
-        run = retain_logs(backend.store, backend.blobs, policy, stop=deadline)
-    summary = {"logs": run.logs, "segments_archived": run.segments, "failed": len(run.failed),
-               "complete": run.complete, "resumed_after": run.resumed_after}
+        full = event.get("pass") == "all"
+        run = (retain_logs if full else retain_due)(backend.store, backend.blobs, policy, stop=deadline)
+    summary = {"pass": "all" if full else "due", "logs": run.logs, "segments_archived": run.segments,
+               "failed": len(run.failed), "complete": run.complete, "resumed_after": run.resumed_after}
     log.info("retention run", **summary, keep=policy.keep, min_age_seconds=policy.min_age,
              slowest_step_ms=round(deadline.slowest * 1000, 1),
              duration_ms=round((time.monotonic() - started) * 1000, 1))

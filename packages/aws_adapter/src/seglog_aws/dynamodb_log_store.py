@@ -23,6 +23,10 @@ from seglog_core.schema import Entry, EntryType, Segment, segment_key, uuid_from
 
 _NOT_EXISTS_ENTRY = "attribute_not_exists(N)"
 _NOT_EXISTS_SEGMENT = "attribute_not_exists(N)"
+#: The Segments table's sparse index of segments due for a retention look (template.yaml): partition key ``U``,
+#: present (always 1) only on items new_segment wrote and retention has not cleared; sort key ``C``.
+DUE_INDEX = "Due"
+_DUE = {"N": "1"}
 
 
 class DynamoDBLogStore:
@@ -79,6 +83,24 @@ class DynamoDBLogStore:
                 seen.add(log_id)
                 yield log_id
 
+    def due_segments(self, closed_before: int) -> Iterator[tuple[uuid.UUID, int]]:
+        # Eventually consistent (a global secondary index has no other kind): retention decides from a consistent
+        # read of the log's segments, never from the index, so a stale page costs at most a look at a log just
+        # cleared, or leaves a close of the last second to the next run (seglog_core.retention, "Due segments").
+        for item in self._pages(TableName=self.segments_table, IndexName=DUE_INDEX,
+                                KeyConditionExpression="U = :u AND C <= :c",
+                                ExpressionAttributeValues={":u": _DUE, ":c": {"N": str(closed_before)}}):
+            yield uuid_from_bytes(bytes(item["L"]["B"])), int(item["N"]["N"])
+
+    def clear_due(self, log_id: uuid.UUID, segment: int) -> None:
+        # Safe to send again after a lost answer: removing U twice leaves the same item. Only on an existing item
+        # (UpdateItem would create one without C).
+        with contextlib.suppress(errors.ItemExistsError):
+            self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table,
+                       Key={"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}, UpdateExpression="REMOVE U",
+                       ConditionExpression="attribute_exists(N)",
+                       on_condition=lambda _: errors.ItemExistsError(f"segment {segment} (gone)"))
+
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         response = self._call(
             "Query", write=False, TableName=self.entries_table, KeyConditionExpression="G = :g",
@@ -118,10 +140,12 @@ class DynamoDBLogStore:
             yield item_to_entry(item)
 
     def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:
+        # U puts the new item in the index Due in the same transaction that closes the old segment: a close is
+        # never missed by retention, and costs no write of its own.
         self._call("TransactWriteItems", write=True, TransactItems=[
             {"Put": {"TableName": self.entries_table, "Item": entry_to_item(end),
                      "ConditionExpression": _NOT_EXISTS_ENTRY}},
-            {"Put": {"TableName": self.segments_table, "Item": segment_to_item(segment),
+            {"Put": {"TableName": self.segments_table, "Item": {**segment_to_item(segment), "U": _DUE},
                      "ConditionExpression": _NOT_EXISTS_SEGMENT}},
             {"Put": {"TableName": self.entries_table, "Item": entry_to_item(first),
                      "ConditionExpression": _NOT_EXISTS_ENTRY}},

@@ -29,6 +29,8 @@ class InMemoryLogStore:
         self._entries: dict[tuple[uuid.UUID, int], dict[int, Entry]] = {}
         #: Sorted nums per segment, for ordered range reads.
         self._nums: dict[tuple[uuid.UUID, int], list[int]] = {}
+        #: Segments due for a retention look (DynamoDBLogStore's sparse index Due: its ``U``).
+        self._due: set[tuple[uuid.UUID, int]] = set()
 
     # --------------------------------------------------------------------------------- helpers
 
@@ -109,7 +111,19 @@ class InMemoryLogStore:
             start = page[-1].num + 1
 
     def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:
-        self._transact(segment, [(0, end), (2, first)], order=1)
+        with self._lock:
+            self._transact(segment, [(0, end), (2, first)], order=1)
+            self._due.add((segment.log_id, segment.num))
+
+    def due_segments(self, closed_before: int) -> Iterator[tuple[uuid.UUID, int]]:
+        with self._lock:
+            due = sorted((self._segments[log_id][num].created, log_id.bytes, num, log_id)
+                         for log_id, num in self._due if num in self._segments.get(log_id, {}))
+        yield from ((log_id, num) for created, _, num, log_id in due if created <= closed_before)
+
+    def clear_due(self, log_id: uuid.UUID, segment: int) -> None:
+        with self._lock:
+            self._due.discard((log_id, segment))
 
     def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
         self.set_snapshot_root(log_id, segment, num, root)

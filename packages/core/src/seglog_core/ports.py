@@ -45,6 +45,17 @@ class LogStore(Protocol):
         """Every log's id (a paged Scan of the Segments table: for manual fallbacks, not hot paths)."""
         ...
 
+    def due_segments(self, closed_before: int) -> Iterator[tuple[uuid.UUID, int]]:
+        """(log id, segment num) of every segment after the first whose predecessor closed (its ``C``) at or
+        before ``closed_before`` (epoch s) and whose retention look is still due (``U``, set by
+        :meth:`new_segment`, cleared by :meth:`clear_due`), oldest close first: the sparse index ``Due``, read
+        eventually consistent and paged (seglog_core.retention, "Due segments")."""
+        ...
+
+    def clear_due(self, log_id: uuid.UUID, segment: int) -> None:
+        """Take a segment out of :meth:`due_segments` (remove its ``U``; nothing if the item is gone)."""
+        ...
+
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         """The highest-numbered entry of a segment (eventually consistent Query, Limit 1, descending).
 
@@ -73,7 +84,8 @@ class LogStore(Protocol):
 
     def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:
         """One transaction: EndSegment ``end`` into the old segment, the new ``segment`` item and its first
-        (Snapshot) entry, each conditional on not existing.
+        (Snapshot) entry, each conditional on not existing. The new item is due for a retention look
+        (:meth:`due_segments`): the old segment closed at its ``C``.
 
         Raises:
             TransactionCancelledError: with per-item reasons.

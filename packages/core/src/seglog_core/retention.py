@@ -40,6 +40,66 @@ archive is written only from a *complete* segment (nums 0..n without a hole, end
 every segment but the latest has, DESIGN §6 I1); a run that finds entries missing finishes the deletion only
 when the archive already stored holds the complete segment.
 
+Due segments (issue 35: the hourly run used to Scan the Segments table and Query every log, due or not: at 10,000
+idle sheets about 7 million Queries a month). The scheduled run, :func:`retain_due`, reads the Segments table's
+sparse index ``Due`` (partition key ``U``, sort key ``C``, keys only) instead:
+
+1. Closing a segment marks the new segment's item ``U`` = 1 in the transaction that writes the EndSegment
+   (LogStore.new_segment): its ``C`` is the old segment's close. No close goes unmarked, and the mark costs no
+   request of its own.
+2. A run lists the marks with ``C <= now - min_age`` (LogStore.due_segments) and looks at each listed log once:
+   :func:`apply_retention`, which reads the log's segments consistently and decides from them alone.
+3. It clears a log's marks (``REMOVE U``) only once the look left the log *settled*: not stopped, not failed, no
+   claim left open (its own or another run's), no deletion claimed within STRAY_ARCHIVE_SECONDS. Otherwise the
+   marks stay and the next run looks again::
+
+    close of n-1 (new_segment)     a run at C_n + min_age or later      every later run
+      EndSegment into n-1            Query Due: C <= now - min_age        Query Due: (L, n) is not there
+      item n: U = 1, C = C_n  --->   (L, n): apply_retention(L)           L costs nothing until
+                                     settled: REMOVE U on item n          its next close
+
+Why nothing retirable goes unlooked-at: segment ``s`` is retired once (a) ``keep`` segments follow it and (b) it
+closed ``min_age`` ago. Let ``m`` be the segment whose creation made (a) true; ``s`` closed no later than ``C_m``,
+so both hold from ``C_m + min_age``, and item ``m`` stays marked until a settled look at or after that time, which
+retires ``s``. A settled look leaves nothing the policy could retire before the log's next close. So ``s`` goes at
+``C_m + min_age``, up to ``min_age`` later than a pass over every log retired it (at ``C_(s+1) + min_age`` once
+``m`` existed): history is kept longer, never shorter; the simulator's check ``retention_behind`` holds the
+scheduled run to that time.
+
+What rests on what: no safety property rests on the index; it only names logs to look at, and every decision
+reads the log as :func:`apply_retention` always did. So the index is read eventually consistent (a global
+secondary index has no other read): a stale page costs a look at a log already cleared, or leaves a close of the
+last seconds to the next run. Liveness rests on steps 1 and 3 (mutants ``due_mark_on_close`` and
+``due_cleared_unsettled``). Segments closed before the index existed carry no mark, nor do those a lowered
+RetentionKeep makes retirable: one pass over every log finds them (:func:`retain_logs`, the function's event
+``{"pass": "all"}``). Cost: a run with nothing due is one Query (0.5 RRU) whatever the number of logs; a close adds
+two index writes (the mark, its removal) against the segment's SegmentEntries entries.
+
+Why no TTL (issue 35: DynamoDB's TTL deletes for free where a retired entry costs a paid delete, 1 WRU). TTL
+deletes an item once its TTL attribute (a Number, epoch s) is past, "typically within two days", and reads return
+it until then. An entry may go only once it is out of the kept segments and past the retry horizon, archived when
+the policy archives, and neither a Snapshot entry, nor an EndSegment (the tombstone), nor after the latest completed
+snapshot.
+
+1. TTL reads the item alone. An entry gets its expiry either in its append's put (free), or by a later write to it
+   (an UpdateItem: 1 WRU for an item under 1 KB, a delete's price).
+2. At append none of those conditions is known: whether the segment ever closes depends on appends that may never
+   come. An idle sheet's tail (the entries after its last snapshot, in a latest segment retention never touches)
+   is its only copy for ever. With a TTL at append, however far its horizon ``T``, it vanishes between ``t + T``
+   and ``t + T`` + two days: tests/test_retention_ttl.py runs that counterexample on the simulated DynamoDB with
+   TTL modelled (seglog_sim.aws.dynamodb_ttl), the retention run going every day, and three acknowledged edits
+   are gone after a year (I2).
+3. So a TTL at append is safe only with a guard that writes every entry still needed before it expires (extend or
+   remove its TTL, 1 WRU each), and the day the guard stops or falls behind (a disabled schedule, a log whose
+   retention keeps failing, a stack reduced to its retained tables) is a loss, not a bill. A stopped schedule
+   costs today only the storage it keeps.
+4. Setting the TTL when the segment is retired instead of deleting costs the same 1 WRU, and the entries would go
+   at TTL's pace, not between the claim and ``P``'s clearing where readers expect the holes (the scan of
+   seglog_core.idempotence, steps 4-5).
+
+So 0 WRU per retired entry is not safe, and the cheapest safe figure is the paid delete: 1 WRU per retired entry
+(bench_retention measures 1.004 with the segment's own writes), after the archive is written and the claim taken.
+
 :func:`retain_logs` applies a policy to every log, a bounded amount of work per call, and remembers where it
 stopped (``retention/cursor`` in the bucket) so the next call goes on from there.
 """
@@ -130,29 +190,45 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
         CorruptLogError: a segment has lost entries and no complete archive holds them (see the module).
         StoreError: from the stores.
     """
+    return _apply(store, blobs, log_id, policy, clock=clock, stop=stop)[0]
+
+
+def _apply(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy: RetentionPolicy, *,
+           clock: Callable[[], float], stop: Callable[[], bool]) -> tuple[list[int], bool]:
+    """:func:`apply_retention`, and whether the log is *settled*: nothing is left for a later run to do or watch
+    until a new segment is created (no claim left unfinished, by this run or another; no deletion claimed in the
+    last STRAY_ARCHIVE_SECONDS; the call was not stopped)."""
     segments = list(store.segments(log_id))
+    settled = True
     keep = max(policy.keep, MIN_KEEP)
     done: list[int] = []
     # A run cut short after its claim left the mark and P: finish it in the form it was claimed, whatever this
     # run's policy (see the module, "Claim first"); the policy chose the segment once already.
     for segment in segments:
-        if segment.retiring and not stop():
+        if segment.retiring:
+            if stop():
+                settled = False
+                continue
             _finish(store, blobs, log_id, segment)
             done.append(segment.num)
     for segment in segments:
         # A deletion claimed less than STRAY_ARCHIVE_SECONDS ago: an archive run that lost its claim may have died
         # before removing the archive it wrote, which nothing will ever name.
         if (segment.retired is not None and not segment.retiring
-                and clock() - segment.retired < STRAY_ARCHIVE_SECONDS and not stop()):
-            _remove_stray_archive(blobs, log_id, segment.num)
+                and clock() - segment.retired < STRAY_ARCHIVE_SECONDS):
+            settled = False  # watched until the day is over (see "Due segments")
+            if not stop():
+                _remove_stray_archive(blobs, log_id, segment.num)
     for segment, following in itertools.pairwise(segments[: max(0, len(segments) - keep) + 1]):
         # ``following.created`` is when this segment was closed (see the module: the retry horizon).
         if is_retired(segment) or clock() - following.created < policy.min_age:
             continue
         if stop():
+            settled = False
             break
         key = _archive(store, blobs, log_id, segment.num) if policy.archive else None
         if policy.archive and key is None:
+            settled = False
             continue  # another run claimed it for deletion meanwhile
         now = int(clock())
         if not store.mark_retiring(log_id, segment.num, archive=key, retired=now):
@@ -160,10 +236,11 @@ def apply_retention(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, policy
                 blobs.delete(key)  # nothing will ever name it: a segment marked D never gets an A
             log.info("segment claimed by another retention run in the other form: left to it", log_id=str(log_id),
                      segment=segment.num, form="archive" if policy.archive else "delete")
+            settled = False  # that run may die before it finishes: looked at again
             continue
         _finish(store, blobs, log_id, msgspec.structs.replace(segment, archive=key, retired=None if key else now))
         done.append(segment.num)
-    return done
+    return done, settled
 
 
 def _finish(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: Segment) -> None:
@@ -282,6 +359,36 @@ def retain_logs(store: LogStore, blobs: BlobStore, policy: RetentionPolicy, *, s
         last = log_id
     run.complete = True
     _move_cursor(blobs, after, None)
+    return run
+
+
+def retain_due(store: LogStore, blobs: BlobStore, policy: RetentionPolicy, *, stop: Callable[[], bool],
+               clock: Callable[[], float] = time.time) -> RetentionRun:
+    """Apply ``policy`` to the logs with a segment due (see the module, "Due segments"), until ``stop()`` says so.
+
+    Each due log is looked at once per call; its due segments are cleared only once the look left it settled, so
+    a log cut short, failed, or with a claim still open is listed again by the next call. Reads grow with the due
+    segments, not with the logs: with nothing due a call is one Query of the index.
+    """
+    run = RetentionRun()
+    settled: dict[uuid.UUID, bool] = {}
+    for log_id, segment in store.due_segments(int(clock() - policy.min_age)):
+        if stop():
+            return run
+        if log_id not in settled:
+            with structlog.contextvars.bound_contextvars(log_id=str(log_id)):
+                try:
+                    retired, settled[log_id] = _apply(store, blobs, log_id, policy, clock=clock, stop=stop)
+                except errors.SeglogError as exc:
+                    log.error("retention of a log failed: it stays due and is tried again on the next run",
+                              error=str(exc), error_type=type(exc).__name__, segment=segment)
+                    run.failed[str(log_id)] = str(exc)
+                    settled[log_id], retired = False, []
+            run.segments += len(retired)
+            run.logs += 1
+        if settled[log_id]:
+            store.clear_due(log_id, segment)
+    run.complete = True
     return run
 
 

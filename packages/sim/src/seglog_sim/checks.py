@@ -30,7 +30,7 @@ from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore, item_to_pend
 from seglog_aws.s3_blob_store import S3BlobStore
 from seglog_core.errors import BlobNotFoundError, SeglogError
 from seglog_core.ports import BlobStore, LogStore
-from seglog_core.retention import read_archive
+from seglog_core.retention import MIN_KEEP, read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Entry, EntryType, split_segment_key
 from seglog_core.sheet import Sheet
 from seglog_core.snapshot import read_sheet
@@ -376,6 +376,38 @@ def retiring(ddb: SimDynamoDB, topology: Topology) -> list[Violation]:
             found.append(Violation(invariant="I5", log_id=log_id, segment=int(item["N"]["N"]),
                                    message="retention claimed this segment and never finished retiring it (P is "
                                            "still set after the runs that finish retention cut short)"))
+    return found
+
+
+def retention_behind(ddb: SimDynamoDB, topology: Topology, runs: Sequence[Any]) -> list[Violation]:
+    """Segments the scheduled function should have retired and left, once the world is quiet: the last clean run
+    (ended complete, failing on no log, from the first log) that started at ``t`` with policy (keep, min_age) had
+    every segment ``s`` whose segment ``s + keep`` was created before ``t - min_age`` (on the run's clock, less the
+    staleness of an eventually consistent read, the index Due's, and a second) to retire (seglog_core.retention, "Due
+    segments"). One left unretired is a segment no run will look at until its log's next close."""
+    clean = [t for t in runs if t.done and t.killed is None and t.error is None and isinstance(t.result, dict)
+             and t.result.get("complete") and not t.result.get("failed") and t.result.get("resumed_after") is None
+             and "keep" in t.tags]
+    if not clean:
+        return []
+    last = max(clean, key=lambda t: t.started)
+    # The run's own clock (its skew) decides what is old enough; C is the writer's, to the second.
+    keep = max(last.tags["keep"], MIN_KEEP)
+    cutoff = last.started + last.skew - last.tags["min_age"] - ddb.history - 1
+    logs: dict[bytes, list[dict[str, Any]]] = {}
+    for item in ddb.items(topology.segments_table, copy=False):
+        logs.setdefault(bytes(item["L"]["B"]), []).append(item)
+    found = []
+    for log, items in logs.items():
+        items.sort(key=lambda i: int(i["N"]["N"]))
+        # Segment s is due once the segment whose creation left it behind the kept ones, s + keep, is older than
+        # min_age: that segment's item holds the due mark (s itself closed no later).
+        for item, behind in zip(items, items[keep:], strict=False):
+            if "A" not in item and "D" not in item and int(behind["C"]["N"]) < cutoff:
+                found.append(Violation(invariant="I5", log_id=str(uuid.UUID(bytes=log)), segment=int(item["N"]["N"]),
+                                       message=f"the scheduled retention run that started at {last.started:.1f} s left "
+                                               f"this segment unretired, though segment {behind['N']['N']}, {keep} "
+                                               f"after it, was created at {behind['C']['N']} (before {cutoff:.1f} s)"))
     return found
 
 

@@ -26,7 +26,7 @@ from seglog_core import retry
 from seglog_core.log import EventLog
 from seglog_core.pipeline import Outcome
 from seglog_core.ports import QueueMessage
-from seglog_core.retention import retain_logs
+from seglog_core.retention import retain_due
 from seglog_core.turns import Turns
 from seglog_services import api, retention, snapshot_worker, stream_router
 from seglog_services.api.routes import Services
@@ -176,8 +176,9 @@ class Lambdas:
         def body(task: Task) -> dict[str, Any]:
             policy = retention.policy_from_env(self.topology.retention.Environment)
             policy = dataclasses.replace(policy, min_age=max(policy.min_age, min_age))
+            task.tags.update(keep=policy.keep, min_age=policy.min_age)  # for checks.retention_behind
             deadline = retention.Deadline(self._deadline(task), clock=self.world.clock)
-            run = retain_logs(self.backend.store, self.backend.blobs, policy, stop=deadline, clock=self.world.clock)
+            run = retain_due(self.backend.store, self.backend.blobs, policy, stop=deadline, clock=self.world.clock)
             self.invocations.add("retention", "complete" if run.complete else "partial")
             return {"segments_archived": run.segments, "failed": len(run.failed), "complete": run.complete,
                     "resumed_after": run.resumed_after}

@@ -14,7 +14,7 @@ from seglog_core import errors
 from seglog_core.violations import Violation
 from seglog_report.model import Meter, SeedRow
 from seglog_services.api.routes import hosting
-from seglog_sim.checks import check_run, horizon_kept, named, retired, retiring
+from seglog_sim.checks import check_run, horizon_kept, named, retention_behind, retired, retiring
 from seglog_sim.cloud import Call
 from seglog_sim.liveness import idle_snapshots, stalled_shards
 from seglog_sim.metering import meter_of
@@ -135,6 +135,7 @@ def execute(seed: int, scenario: Scenario | None = None, *, only: frozenset[str]
     violations += run.unfinished + run.operators.violations
     if run.quiescent and run.scenario.finish_retention:
         violations += retiring(run.ddb, run.topology)
+        violations += retention_behind(run.ddb, run.topology, run.retention_runs)
     if run.client_tasks and all(t.done for t in run.client_tasks):
         violations += horizon_kept(run.ddb, run.topology, run.horizon(),
                                    max(t.ended or world.now for t in run.client_tasks))

@@ -156,6 +156,8 @@ class Provisioner:
             "AttributeDefinitions": props["AttributeDefinitions"],
             "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
         }
+        if props.get("GlobalSecondaryIndexes"):  # on-demand: no ProvisionedThroughput (CreateTable API Reference)
+            params["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
         stream = props.get("StreamSpecification")
         if stream:
             params["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from typing import TYPE_CHECKING, Any
 
+from seglog_sim.aws import dynamodb_indexes
 from seglog_sim.aws.dynamodb_errors import ValidationError
 from seglog_sim.aws.dynamodb_requests import Expressions, capacity, read_units
 from seglog_sim.aws.dynamodb_tables import Table, key_sort_value, visible
@@ -123,6 +124,8 @@ def _range_bounds(table: Table, op: str, refs: tuple[str, ...], values: dict[str
 
 def query(sim: SimDynamoDB, params: dict[str, Any], as_of: float | None) -> dict[str, Any]:
     table = sim.table("Query", params["TableName"])
+    if "IndexName" in params:
+        return dynamodb_indexes.query_index(sim, table, params, as_of)
     expressions = Expressions(params, ("KeyConditionExpression", "FilterExpression", "ProjectionExpression"))
     if expressions.key is None:
         raise ValidationError("Either the KeyConditions or KeyConditionExpression parameter must be specified in the "

@@ -27,7 +27,7 @@ PARAMETERS: dict[str, frozenset[str]] = {
     "DeleteItem": frozenset({*_COMMON, "Key", "ConditionExpression", "ReturnValues",
                              "ReturnValuesOnConditionCheckFailure", "ReturnItemCollectionMetrics"}),
     "Query": frozenset({*_COMMON, "KeyConditionExpression", "FilterExpression", "ProjectionExpression",
-                        "ScanIndexForward", "Limit", "ExclusiveStartKey", "ConsistentRead", "Select"}),
+                        "ScanIndexForward", "Limit", "ExclusiveStartKey", "ConsistentRead", "Select", "IndexName"}),
     "Scan": frozenset({*_COMMON, "FilterExpression", "ProjectionExpression", "Limit", "ExclusiveStartKey",
                        "ConsistentRead", "Select"}),
     "TransactWriteItems": frozenset({"TransactItems", "ReturnConsumedCapacity", "ReturnItemCollectionMetrics",

@@ -20,6 +20,25 @@ Version = tuple[float, Item | None, int]  # (time written, the item then or None
 
 
 @dataclass(frozen=True)
+class IndexSpec:
+    """A global secondary index: its name and key schema (template.yaml's GlobalSecondaryIndexes); queried in
+    seglog_sim.aws.dynamodb_indexes."""
+
+    name: str
+    hash_key: str
+    range_key: str | None
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, Any]) -> IndexSpec:
+        keys = {k["KeyType"]: k["AttributeName"] for k in properties["KeySchema"]}
+        projection = properties.get("Projection", {}).get("ProjectionType", "KEYS_ONLY")
+        if projection != "KEYS_ONLY":
+            raise ValueError(f"index {properties['IndexName']}: the simulator models KEYS_ONLY projections, "
+                             f"not {projection}")
+        return cls(name=properties["IndexName"], hash_key=keys["HASH"], range_key=keys.get("RANGE"))
+
+
+@dataclass(frozen=True)
 class TableSpec:
     """A table's name and key schema (DESIGN §2), and whether it has a stream (StreamViewType NEW_IMAGE).
 
@@ -34,6 +53,8 @@ class TableSpec:
     stream: bool = False
     hash_type: str | None = None
     range_type: str | None = None
+    #: Global secondary indexes (seglog_sim.aws.dynamodb_indexes).
+    indexes: tuple[IndexSpec, ...] = ()
 
     @classmethod
     def from_properties(cls, name: str, properties: Mapping[str, Any]) -> TableSpec:
@@ -46,7 +67,8 @@ class TableSpec:
         if view not in (None, "NEW_IMAGE"):
             raise ValueError(f"table {name}: the simulator models StreamViewType NEW_IMAGE only, not {view}")
         return cls(name=name, hash_key=keys["HASH"], range_key=range_key, stream=view is not None,
-                   hash_type=types.get(keys["HASH"]), range_type=types.get(range_key) if range_key else None)
+                   hash_type=types.get(keys["HASH"]), range_type=types.get(range_key) if range_key else None,
+                   indexes=tuple(IndexSpec.from_properties(i) for i in properties.get("GlobalSecondaryIndexes", [])))
 
 
 class Partition:
