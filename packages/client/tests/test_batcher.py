@@ -106,13 +106,15 @@ def as_json(edit: Edit) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ gathering
 
 
-def test_edits_within_the_window_share_one_request_and_a_later_one_sends_them() -> None:
+def test_edits_within_the_window_share_one_request_sent_once_the_window_passed() -> None:
     log, now = LogTransport(), [0.0]
     batcher = manual(client_of(log), window=0.05, monotonic=lambda: now[0])
     first = [batcher.add(cell(n)) for n in range(3)]
-    assert [] == log.requests  # within the window: nothing sent yet
-    now[0] = 0.06
-    late = batcher.add(cell(3))  # the window has passed: the four go together
+    now[0] = 0.04
+    late = batcher.add(cell(3))
+    assert ([], []) == (batcher.poll(), log.requests)  # within the window: nothing sent yet
+    now[0] = 0.05
+    assert [1] == [a.num for a in batcher.poll()]  # the window has passed: the four go together
     assert 1 == len(log.requests)
     assert [as_json(cell(n)) for n in range(4)] == log.edits()
     assert [(1, n) for n in range(4)] == [(t.wait(0).num, t.index) for t in [*first, late]]

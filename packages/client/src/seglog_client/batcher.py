@@ -24,7 +24,7 @@ Timing, with the default background timer (``window`` 50 ms, short enough that a
                                                                    <------ 200 position
     add(e3) ---------> open [e3], timer(window) --> ...
 
-``timer=None`` sends only on :meth:`Batcher.flush`, or on an :meth:`Batcher.add` once the oldest waiting edit is
+``timer=None`` sends only on :meth:`Batcher.flush`, or on :meth:`Batcher.poll` once the oldest waiting edit is
 ``window`` old (by ``monotonic``): the simulator drives it so, without threads. A client coming back online with
 200 queued edits sends them in two requests of 100.
 """
@@ -141,7 +141,7 @@ class Batcher:
         window: seconds the first waiting edit waits for others.
         max_edits, max_bytes: a batch's limits (the API's by default).
         timer: schedules the flush a window after the first waiting edit (a daemon thread by default); None:
-            sends only from :meth:`add` and :meth:`flush`.
+            sends only from :meth:`poll` and :meth:`flush`.
         monotonic: the clock of the window.
     """
 
@@ -170,18 +170,23 @@ class Batcher:
             return len(self._open) + sum(len(b.tickets) for b in self._queue)
 
     def add(self, edit: Edit) -> Ticket:
-        """Queue ``edit``; it is sent within ``window`` with the edits added around it, after those added before."""
+        """Queue ``edit``; it is sent within ``window`` with the edits added around it, after those added before.
+        Never sends on the caller's thread: the timer does (or, without one, :meth:`poll` and :meth:`flush`)."""
         ticket = Ticket(edit=edit)
         with self._lock:
             if not self._open:
                 self._opened_at = self._monotonic()
             self._open.append((ticket, stored_size_bound(edit)))
-            due = self._monotonic() - self._opened_at >= self.window
             if self._timer is not None and self._scheduled is None:
                 self._scheduled = self._timer(self.window, self._on_timer)
-        if due and self._timer is None:
-            self.flush()
         return ticket
+
+    def poll(self) -> list[Appended]:
+        """:meth:`flush` once the oldest waiting edit is ``window`` old (else nothing): how a batcher without a timer
+        keeps the window."""
+        with self._lock:
+            due = bool(self._open) and self._monotonic() - self._opened_at >= self.window
+        return self.flush() if due else []
 
     def flush(self) -> list[Appended]:
         """Send every edit added so far, in batches, in order; the answers of the batches this call sent.
