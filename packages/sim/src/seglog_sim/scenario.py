@@ -195,6 +195,14 @@ class Scenario:
     #: outage makes it give up (RetriesExhaustedError, nothing owed).
     impatient_share: float = 0.2
     impatient_client: bool = False
+    #: Share of seeds with a batching client (issue 35): seglog_client's Batcher sends its edits, made in bursts
+    #: within ``batch_window`` seconds of each other and now and then as an offline backlog, as ``edits`` entries.
+    batch_share: float = 0.3
+    batching_client: bool = False
+    batch_window: float = 1.0
+    #: Edits the batching client makes (drawn in this range), and the chance that a burst is queued offline.
+    batch_edits: tuple[int, int] = (10, 40)
+    offline_share: float = 0.15
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
@@ -245,7 +253,9 @@ class Scenario:
             optimistic_library=rng.random() < self.optimistic_share,
             strict_client=rng.random() < self.strict_share,
             fresh_client=rng.random() < self.fresh_share,
-            impatient_client=rng.random() < self.impatient_share)
+            impatient_client=rng.random() < self.impatient_share,
+            # Last, so every draw above is what it was before batching clients joined.
+            batching_client=rng.random() < self.batch_share)
 
     def describe(self) -> dict[str, Any]:
         """What a seed's summary shows of its scenario."""
@@ -257,6 +267,6 @@ class Scenario:
                 "parameters": dict(self.parameters), "outage": self.outage,
                 "library_writers": self.library_writers, "optimistic_library": self.optimistic_library,
                 "strict_client": self.strict_client, "fresh_client": self.fresh_client,
-                "impatient_client": self.impatient_client,
+                "impatient_client": self.impatient_client, "batching_client": self.batching_client,
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}
