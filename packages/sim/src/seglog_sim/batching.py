@@ -23,7 +23,7 @@ from seglog_client import Batcher, Ticket
 from seglog_client.entries import Edit as ClientEdit
 from seglog_client.errors import ApiError, OutcomeUnknownError, RetriesExhaustedError
 from seglog_client.models import START
-from seglog_core.schema import Body, Edit, Edits, InsertRow, SetCell, SetRange, edits_of
+from seglog_core.schema import MAX_EDITS, Body, Edit, Edits, InsertRow, SetCell, SetRange, edits_of
 from seglog_sim.workload import (
     IMPATIENT_PATIENCE,
     IMPATIENT_TRIES,
@@ -107,7 +107,9 @@ def batch_client(clients: Clients, log_id: uuid.UUID, count: int) -> None:
                             max_tries=IMPATIENT_TRIES if impatient else MAX_TRIES,
                             patience=IMPATIENT_PATIENCE if impatient else None)
     client.note_position(log_id, START)
-    batcher = Batcher(client, log_id, window=scenario.batch_window, timer=None, monotonic=lambda: world.now)
+    # Small batches now and then, so a backlog is several batches and a lost one has others queued behind it.
+    batcher = Batcher(client, log_id, window=scenario.batch_window, timer=None, monotonic=lambda: world.now,
+                      max_edits=rng.choice((2, 5, MAX_EDITS)))
     acks = _Acks(ledger, log_id, me.name)
     me.tags.update(log_id=str(log_id), batching=True)
 
