@@ -92,6 +92,7 @@ def main() -> None:
             lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_cost.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_hot_http.run(deployment, args.quick)]
+            lines += [h.line(profile) for h in bench_cost.run_batched(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_stall.run(deployment, args.quick)]
             lines += [h.line(profile) for h in bench_recovery.run(deployment, args.quick)]
             sys.stdout.flush()

@@ -53,7 +53,7 @@ from typing import Any
 from bench.support import Headline, deployed, median, percentile
 from seglog_aws.backend import Backend
 from seglog_awsmodel.template import default_template_path
-from seglog_client import START, Credentials, SeglogClient, set_cell
+from seglog_client import START, Credentials, SeglogClient, edits, set_cell
 from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
 from seglog_emulator.chaos import Campaign, RunReport, Workload
 from seglog_emulator.chaos.watch import SnapshotWatcher
@@ -193,9 +193,10 @@ def measure(backend: Backend, url: str, credentials: Credentials, load: Load, me
 
 
 def edit_concurrently(url: str, credentials: Credentials, sheets: list[uuid.UUID], measured: Measured, *,
-                      rate: float, count: int | None = None, until: float = float("inf")) -> None:
-    """One client per sheet, each sending an edit every 1/rate s (``count`` edits, or until ``until``). A sheet named
-    more than once gets as many clients (bench_hot_http: many editors on one sheet)."""
+                      rate: float, count: int | None = None, until: float = float("inf"), batch: int = 1) -> None:
+    """One client per sheet, each sending an entry every 1/rate s (``count`` entries, or until ``until``); with
+    ``batch`` > 1 each entry is an edits entry of that many cell edits (issue 35). A sheet named more than once gets
+    as many clients (bench_hot_http: many editors on one sheet)."""
     lock = threading.Lock()
 
     def client(log_id: uuid.UUID) -> None:
@@ -206,7 +207,8 @@ def edit_concurrently(url: str, credentials: Credentials, sheets: list[uuid.UUID
             time.sleep(max(0.0, due - time.monotonic()))
             sent = time.monotonic()
             try:
-                answer = api.append(log_id, set_cell(f"{'ABCD'[n % 4]}{n % 20 + 1}", n))
+                cells = [set_cell(f"{'ABCD'[k % 4]}{k % 20 + 1}", k) for k in range(n * batch, (n + 1) * batch)]
+                answer = api.append(log_id, cells[0] if batch == 1 else edits(*cells))
             except Exception as exc:  # reported with the figures: a client that gave up is a finding
                 with lock:
                     measured.failures.append(f"{log_id} edit {n}: {exc}")

@@ -5,21 +5,28 @@
     client = SeglogClient("http://127.0.0.1:4599")   # signs with AWS_ACCESS_KEY_ID/... or botocore's chain
     sheet = client.create()
     client.append(sheet.log_id, set_cell("B2", 5))   # retried safely: stored once
+    with client.batcher(sheet.log_id) as batch:      # edits within 50 ms share one request
+        batch.add(set_cell("A1", 1))
+        batch.add(set_cell("A2", 2))
     print(client.load(sheet.log_id).rows)
 
 Imports no server code: stdlib HTTP and crypto (SigV4 signing), msgspec for typed answers, structlog for its log
 lines; botocore only if installed, for its credential chain.
 """
 
+from seglog_client.batcher import Batcher, Ticket
 from seglog_client.client import SeglogClient
 from seglog_client.credentials import NoCredentialsError
 from seglog_client.entries import (
     DeleteRow,
+    Edit,
+    Edits,
     EntryBody,
     InsertRow,
     SetCell,
     SetRange,
     delete_row,
+    edits,
     insert_row,
     set_cell,
     set_range,
@@ -43,11 +50,14 @@ __all__ = [
     "Appended",
     "Attempt",
     "Backoff",
+    "Batcher",
     "ClientHooks",
     "Counters",
     "Created",
     "Credentials",
     "DeleteRow",
+    "Edit",
+    "Edits",
     "EntryBody",
     "EntryIdReusedError",
     "InsertRow",
@@ -64,7 +74,9 @@ __all__ = [
     "Sheet",
     "Snapshots",
     "Sync",
+    "Ticket",
     "delete_row",
+    "edits",
     "insert_row",
     "set_cell",
     "set_range",

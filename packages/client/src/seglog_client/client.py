@@ -36,6 +36,7 @@ import msgspec
 import structlog
 
 from seglog_client import sigv4
+from seglog_client.batcher import DEFAULT_WINDOW, Batcher
 from seglog_client.credentials import CredentialsProvider, region_for, resolve
 from seglog_client.entries import EntryBody
 from seglog_client.errors import ApiError, EntryIdReusedError, OutcomeUnknownError, ProtocolError, RetriesExhaustedError
@@ -211,6 +212,11 @@ class SeglogClient:
             Appended, "POST", f"/sheets/{lid}/entries", AppendRequest(entry=entry, entry_id=eid, since=at,
                                                                      expected=expected),
             log_id=lid, entry_id=eid, since=at))
+
+    def batcher(self, log_id: uuid.UUID | str, *, window: float = DEFAULT_WINDOW, **options: Any) -> Batcher:
+        """A :class:`~seglog_client.batcher.Batcher` of the sheet: edits made within ``window`` seconds share one
+        request (issue 35); ``options`` as the Batcher takes them."""
+        return Batcher(self, log_id, window=window, **options)
 
     def load(self, log_id: uuid.UUID | str) -> Sheet:
         """The sheet: its latest snapshot folded with the entries after it, every page joined.

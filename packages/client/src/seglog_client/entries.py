@@ -33,7 +33,18 @@ class DeleteRow(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag
     row: int
 
 
-EntryBody = SetCell | SetRange | InsertRow | DeleteRow
+Edit = SetCell | SetRange | InsertRow | DeleteRow
+
+
+class Edits(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="edits"):
+    """Several edits as one entry: applied in order, all or none, under one entry id (issue 35). The API refuses a
+    batch of over 100 edits or 900 bytes stored (422 ``batch_too_large``); :class:`~seglog_client.batcher.Batcher`
+    cuts batches within both."""
+
+    edits: list[Edit]
+
+
+EntryBody = SetCell | SetRange | InsertRow | DeleteRow | Edits
 
 
 def set_cell(ref: str, value: CellValue) -> SetCell:
@@ -54,3 +65,8 @@ def insert_row(after: int, values: Sequence[CellValue] = ()) -> InsertRow:
 def delete_row(row: int) -> DeleteRow:
     """Delete row ``row`` (1-based); the rows below move up."""
     return DeleteRow(row=row)
+
+
+def edits(*items: Edit) -> Edits:
+    """Several edits as one entry, applied in order and atomically: ``edits(set_cell("A1", 1), delete_row(3))``."""
+    return Edits(edits=list(items))

@@ -6,7 +6,7 @@ Adapters translate their backends' failures into these (``raise ... from exc``),
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from seglog_core.schema import Entry
@@ -20,7 +20,17 @@ class SeglogError(Exception):
 
 
 class InvalidInputError(SeglogError, ValueError):
-    """Bad input from a user or client: nothing was written."""
+    """Bad input from a user or client: nothing was written.
+
+    ``edit`` is the 0-based index of the edit a batch (an ``edits`` entry) was refused for, None otherwise.
+    """
+
+    edit: int | None = None
+
+    def at_edit(self, index: int) -> Self:
+        """This error, saying that edit ``index`` of a batch caused it."""
+        self.edit = index
+        return self
 
 
 class UnknownEntryTypeError(InvalidInputError):
@@ -71,6 +81,13 @@ class ValueTooLargeError(InvalidInputError):
         self.limit = limit
         self.unit = unit
         super().__init__(f"{what} is {size} {unit}, the limit is {limit} {unit}: split it into smaller pieces")
+
+
+class BatchTooLargeError(ValueTooLargeError):
+    """An ``edits`` entry over its limits (edits or encoded bytes): split it into smaller batches."""
+
+    def __init__(self, size: int, limit: int, *, unit: str = "bytes") -> None:
+        super().__init__("the batch of edits", size, limit, unit=unit)
 
 
 class ImportFileError(InvalidInputError):

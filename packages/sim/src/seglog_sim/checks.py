@@ -38,6 +38,7 @@ from seglog_core.verify import is_whole_segment, verify_log
 from seglog_core.violations import Violation
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient
 from seglog_sim.aws.s3 import SimS3, SimS3Client
+from seglog_sim.batching import markers
 from seglog_sim.jobs import Jobs, job_key
 from seglog_sim.topology import Topology
 from seglog_sim.workload import Ledger, Load, Synced
@@ -251,6 +252,7 @@ def check_clients(store: LogStore, blobs: BlobStore, logs: list[uuid.UUID], ledg
         except SeglogError:
             continue  # check_run reports a log that cannot be read back
         found += bodies_unchanged(history, blobs, ledger, unseen)
+        found += edits_in_order(log_id, history, blobs, [b for b in ledger.batched if b[0] == log_id])
         found += loads_are_states(log_id, history, blobs, [x for x in ledger.loads if x.log_id == log_id])
         found += syncs_are_slices(log_id, history, [x for x in ledger.syncs if x.log_id == log_id])
     return found
@@ -303,6 +305,36 @@ def bodies_unchanged(history: list[list[Entry] | None], blobs: BlobStore, ledger
                 found.append(Violation(invariant="I3", log_id=str(e.log_id), segment=e.segment, entry=e.num,
                                        message=f"acknowledged entry {e.entry_id} holds {stored!r}, its client sent "
                                                f"{sent!r}: an acknowledged entry's body changed"))
+    return found
+
+
+def edits_in_order(log_id: uuid.UUID, history: list[list[Entry] | None], blobs: BlobStore,
+                   batched: list[tuple[uuid.UUID, str, list[tuple[uuid.UUID, list[int]]]]]) -> list[Violation]:
+    """A batching client's edits (issue 35), followed by the markers in their values whatever entry holds them:
+    each acknowledged edit is in the log exactly once, and the client's edits stand in the order it added them
+    (an edit stored twice, a batch resent under another entry id or behind later ones, breaks one or the other).
+    Segments retention deleted are not seen: the edits of batches the log no longer shows are not expected."""
+    found = []
+    for _, client, acked in batched:
+        shown: dict[uuid.UUID, list[int]] = {}
+        stored: list[int] = []
+        for entries in history:
+            for e in entries or ():
+                if e.type in (EntryType.SNAPSHOT, EntryType.END_SEGMENT) or e.entry_id is None:
+                    continue
+                try:
+                    found_here = markers(_body(e, blobs), client)
+                except SeglogError:
+                    continue  # an object gone is verify's I6
+                shown[e.entry_id] = found_here
+                stored += found_here
+        expected = [k for entry_id, ks in acked if entry_id in shown for k in ks]
+        twice = sorted(k for k in set(stored) if stored.count(k) > 1)
+        missing = sorted(set(expected) - set(stored))
+        if twice or missing or stored != sorted(stored):
+            found.append(Violation(invariant="I2", log_id=str(log_id), message=(
+                f"{client}'s edits stand in the log as {stored}; acknowledged: {expected}; stored twice: {twice}, "
+                f"missing: {missing}: every acknowledged edit is in the log once, in the order its client added it")))
     return found
 
 

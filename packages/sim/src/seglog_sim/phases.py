@@ -35,6 +35,7 @@ from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.dynamodb_throughput import PartitionThroughput
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
+from seglog_sim.batching import batch_client
 from seglog_sim.cloud import Cloud
 from seglog_sim.faults import Faults, Outage, Profile
 from seglog_sim.gateway import Gateway
@@ -109,6 +110,10 @@ class Run:
         if scenario.busy:
             self.client_tasks.append(world.spawn("busy-client", "client", self.clients.busy_client, self.logs[0],
                                                  delay=rng.uniform(0.0, 3.0), log_id=str(self.logs[0])))
+        if scenario.batching_client:
+            self.client_tasks.append(world.spawn("batch-client", "client", batch_client, self.clients, self.logs[-1],
+                                                 rng.randint(*scenario.batch_edits), delay=rng.uniform(0.0, 3.0),
+                                                 log_id=str(self.logs[-1])))
         for index in range(scenario.readers):
             log_id, count = self.logs[index % len(self.logs)], rng.randint(*scenario.reads)
             self.client_tasks.append(world.spawn(f"reader-{index}", "client", self.clients.reader, log_id, count,

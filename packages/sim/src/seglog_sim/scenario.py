@@ -216,6 +216,14 @@ class Scenario:
     api_latency: tuple[float, float] = (0.0, 0.0)
     #: The API's EventLog.rebases_before_backoff (None: EventLog's own): a benchmark's knob, 1 rebases never.
     rebases_before_backoff: int | None = None
+    #: Share of seeds with a batching client (issue 35): seglog_client's Batcher sends its edits, made in bursts
+    #: within ``batch_window`` seconds of each other and now and then as an offline backlog, as ``edits`` entries.
+    batch_share: float = 0.3
+    batching_client: bool = False
+    batch_window: float = 1.0
+    #: Edits the batching client makes (drawn in this range), and the chance that a burst is queued offline.
+    batch_edits: tuple[int, int] = (10, 40)
+    offline_share: float = 0.15
 
     def draw(self, rng: random.Random) -> Scenario:
         """This scenario's variant for one seed (itself when :attr:`vary` is False).
@@ -269,7 +277,8 @@ class Scenario:
             impatient_client=rng.random() < self.impatient_share,
             client_timeout=(round(rng.uniform(*self.short_client_timeout), 3)
                             if rng.random() < self.short_client_share else self.client_timeout),
-            partition_units=self._partition_units(rng))
+            partition_units=self._partition_units(rng),
+            batching_client=rng.random() < self.batch_share)
 
     def _partition_units(self, rng: random.Random) -> tuple[float, float]:
         """The seed's partition limit (two draws, whether tight or not)."""
@@ -288,5 +297,6 @@ class Scenario:
                 "strict_client": self.strict_client, "fresh_client": self.fresh_client,
                 "impatient_client": self.impatient_client, "client_timeout": self.client_timeout,
                 "partition_units": list(self.partition_units),
+                "batching_client": self.batching_client,
                 "operators": [name for name in ("retain", "retain_delete", "rebuild", "reprocess", "redrive")
                               if getattr(self, name)]}

@@ -149,6 +149,9 @@ class Ledger:
     outcome_unknown: int = 0
     #: API clients that came back later to send old entry ids again (Scenario.return_share).
     returns: int = 0
+    #: Batching clients (issue 35): log, client, each acknowledged batch's entry id and its edits' markers, in the
+    #: order the edits were added (seglog_sim.checks.edits_in_order: each in the log once, in that order).
+    batched: list[tuple[uuid.UUID, str, list[tuple[uuid.UUID, list[int]]]]] = field(default_factory=list)
     #: Every try of every API request (seglog_client's own tally).
     counters: Counters = field(default_factory=Counters)
     tries: int = 0
@@ -169,7 +172,7 @@ class Ledger:
         return self.counters.statuses["lost"]
 
 
-class _Vanished(Exception):
+class Vanished(Exception):
     """The client's process ended between two tries (it never learns what became of its request)."""
 
 
@@ -195,7 +198,7 @@ class Clients:
 
         def wait(seconds: float) -> None:
             if vanish and rng.random() < vanish:
-                raise _Vanished
+                raise Vanished
             if pauses and rng.random() < scenario.pause_chance:
                 ledger.pauses += 1
                 seconds += rng.uniform(*scenario.pause)
@@ -286,7 +289,7 @@ class Clients:
                     break
                 else:
                     ledger.gave_up += 1  # conflicts at every try: the edit is given up, nothing is owed
-            except _Vanished:
+            except Vanished:
                 ledger.vanished += 1
                 return
             except RetriesExhaustedError:
@@ -323,7 +326,7 @@ class Clients:
         me.tags.update(log_id=str(log_id), entry_id=str(entry_id))
         try:
             answer = self._append(client, str(log_id) if plain else log_id, body, entry_id, since, upload=plain)
-        except _Vanished:
+        except Vanished:
             ledger.vanished += 1
             return False
         except RetriesExhaustedError:

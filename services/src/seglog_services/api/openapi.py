@@ -11,7 +11,7 @@ from typing import Any, Final
 import msgspec
 
 from seglog_core.bodies import MAX_BODY
-from seglog_core.schema import MAX_NUM
+from seglog_core.schema import MAX_EDITS, MAX_EDITS_BYTES, MAX_NUM
 from seglog_core.sheet import MAX_CELL_BYTES
 from seglog_core.sheet.refs import MAX_COL, MAX_INT, MAX_ROW, MIN_INT, column_letters
 from seglog_services.api.pages import CURSOR_PATTERN
@@ -50,7 +50,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
                  "`entry_id_reused`: the entry id already names another entry (other type, version or body), at "
                  "`error.position`: do not retry, give a new entry a new entry id. `does_not_fit`: the sheet "
                  "cannot take the entry (a range running past column XFD or row 1,048,576, a text over 32 KB of "
-                 "UTF-8): make it smaller or write it in parts. An upload's completion: `content_type_mismatch` "
+                 "UTF-8): make it smaller or write it in parts; in a batch, `error.edit` is the index of the edit "
+                 "that does not fit and none of the batch was written. `batch_too_large`: an `edits` entry "
+                 f"encodes to more than {MAX_EDITS_BYTES} bytes (`error.size`, `error.limit`): split it into "
+                 "smaller batches (each its own entry id). An upload's completion: `content_type_mismatch` "
                  "(the upload's content type cannot become an entry of `type`), `invalid_upload` (the JSON is not "
                  "a range), `invalid_import` (the file does not read as CSV or XLSX): upload the data again",
             503: "Storage unavailable or contended: after `Retry-After` seconds send the identical request again"}
@@ -85,6 +88,15 @@ GATEWAY: Final = {"type": "object", "required": ["message"], "properties": {"mes
 #: A load's ``next`` as the API makes it (seglog_services.api.pages.LoadCursor).
 CURSOR: Final = {"type": "string", "pattern": CURSOR_PATTERN,
                  "description": "Opaque: the `next` of the previous page, as it was given."}
+
+EDITS: Final = (
+    f"Batched edits: up to {MAX_EDITS} edits in one entry, applied in order and atomically (all of them, or, "
+    "refused, none), under one `entry_id`, one `since` and one answered position, with the same exactly-once "
+    "protocol as a single edit: a retry sends the identical batch. A bad edit refuses the whole batch (400, or "
+    "422 `does_not_fit`), with `error.edit` its 0-based index. The batch is stored in msgpack; past "
+    f"{MAX_EDITS_BYTES} bytes encoded it is refused with 422 `batch_too_large`, so every batch stays one "
+    "1 KB write (one WRU): split a refused batch and send each part as an entry of its own (seglog_client's "
+    "batcher does).")
 
 RETRY_PROTOCOL: Final = (
     "Appending exactly once. First try: a new UUID as `entry_id`, and as `since` the `position` of the last "
@@ -129,7 +141,15 @@ SCHEMAS: Final[dict[str, Any]] = {
     "DeleteRow": {"type": "object", "additionalProperties": False, "required": ["type", "row"],
                   "properties": {"type": {"const": "delrow"},
                                  "row": {"type": "integer", "minimum": 1, "maximum": MAX_ROW}}},
-    "EntryBody": {"oneOf": [_ref("SetCell"), _ref("SetRange"), _ref("InsertRow"), _ref("DeleteRow")],
+    "Edit": {"oneOf": [_ref("SetCell"), _ref("SetRange"), _ref("InsertRow"), _ref("DeleteRow")],
+             "discriminator": {"propertyName": "type"}},
+    "Edits": {"type": "object", "additionalProperties": False, "required": ["type", "edits"],
+              "description": EDITS,
+              "properties": {"type": {"const": "edits"},
+                             "edits": {"type": "array", "items": _ref("Edit"), "minItems": 1,
+                                       "maxItems": MAX_EDITS}}},
+    "EntryBody": {"oneOf": [_ref("SetCell"), _ref("SetRange"), _ref("InsertRow"), _ref("DeleteRow"),
+                            _ref("Edits")],
                   "discriminator": {"propertyName": "type"}},
     "AppendRequest": {
         "type": "object", "additionalProperties": False, "required": ["entry", "entry_id"],
@@ -164,10 +184,13 @@ SCHEMAS: Final[dict[str, Any]] = {
         "type": "object", "required": ["segment", "num", "type", "entry_id", "created"],
         "properties": {
             "segment": NUM, "num": NUM,
-            "type": {"type": "string", "enum": ["snap", "end", "imp", "insrow", "delrow", "set", "setrng"]},
+            "type": {"type": "string",
+                     "enum": ["snap", "end", "imp", "insrow", "delrow", "set", "setrng", "edits"]},
             "entry_id": {"type": ["string", "null"], "format": "uuid"},
             "created": {"type": "integer", "description": "Epoch seconds."},
-            "body": {"type": "object", "description": "The body's fields (set/setrng also carry `ref`)."},
+            "body": {"type": "object", "description": "The body's fields (set/setrng also carry `ref`; an `edits` "
+                                                    "entry's body is `{\"edits\": [...]}`, each edit a body with "
+                                                    "its `type`)."},
             "external": {"type": "string", "description": "S3 key of a body too large to send inline; "
                                                           "GET /sheets/{log_id} folds it in."},
             "root": {"type": "string", "description": "Snapshot entries: the root of the completed snapshot."},

@@ -165,10 +165,19 @@ def must_fit() -> Iterator[None]:
         yield
     except errors.InvalidCellRefError as exc:
         raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "does_not_fit",
-                       f"at {exc.ref} {exc.why}: make the range smaller or start it further up or left") from None
+                       f"at {exc.ref} {exc.why}: make the range smaller or start it further up or left",
+                       **_edit_of(exc)) from None
+    except errors.BatchTooLargeError as exc:
+        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "batch_too_large", str(exc), limit=exc.limit,
+                       unit=exc.unit, size=exc.size) from None
     except errors.ValueTooLargeError as exc:
         raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "does_not_fit", str(exc), limit=exc.limit,
-                       unit=exc.unit) from None
+                       unit=exc.unit, **_edit_of(exc)) from None
+
+
+def _edit_of(exc: errors.InvalidInputError) -> dict[str, Any]:
+    """``{"edit": index}`` when the error is about one edit of a batch (the whole batch was refused)."""
+    return {} if exc.edit is None else {"edit": exc.edit}
 
 
 def fitting(body: Body) -> None:
@@ -337,7 +346,7 @@ def failure(exc: Exception) -> Response[str]:
             return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "entry_id_reused", str(exc),
                                   position={"segment": exc.segment, "num": exc.num}, entry_id=str(exc.entry_id))
         case errors.InvalidCellRefError():
-            return error_response(HTTPStatus.BAD_REQUEST, "invalid_cell_ref", str(exc))
+            return error_response(HTTPStatus.BAD_REQUEST, "invalid_cell_ref", str(exc), **_edit_of(exc))
         case errors.ValueTooLargeError():
             return error_response(HTTPStatus.BAD_REQUEST, "value_too_large", str(exc), limit=exc.limit,
                                   unit=exc.unit)
@@ -350,7 +359,7 @@ def failure(exc: Exception) -> Response[str]:
             log.error("log too new", error=str(exc))
             return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "log_too_new", str(exc))
         case errors.InvalidInputError():
-            return error_response(HTTPStatus.BAD_REQUEST, "invalid_input", str(exc))
+            return error_response(HTTPStatus.BAD_REQUEST, "invalid_input", str(exc), **_edit_of(exc))
         case errors.AppendContentionError():
             return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "contention", str(exc))
         case errors.StoreError():

@@ -17,10 +17,13 @@ import msgspec.inspect
 from seglog_core.errors import InvalidCellRefError
 from seglog_core.reader import LogView
 from seglog_core.schema import (
+    MAX_EDITS,
     MAX_NUM,
     Body,
     CellValue,
     DeleteRow,
+    Edit,
+    Edits,
     Entry,
     InsertRow,
     PendingSnapshot,
@@ -70,15 +73,34 @@ class DeleteRowIn(Request, frozen=True, tag_field="type", tag="delrow"):
     row: Annotated[int, msgspec.Meta(ge=1, le=MAX_ROW)]
 
 
-EntryIn = SetCellIn | SetRangeIn | InsertRowIn | DeleteRowIn
+EditIn = SetCellIn | SetRangeIn | InsertRowIn | DeleteRowIn
+
+
+class EditsIn(Request, frozen=True, tag_field="type", tag="edits"):
+    """Several edits as one entry (issue 35): applied in order, all or none, under one entry id and position."""
+
+    edits: Annotated[list[EditIn], msgspec.Meta(min_length=1, max_length=MAX_EDITS)]
+
+
+EntryIn = SetCellIn | SetRangeIn | InsertRowIn | DeleteRowIn | EditsIn
 
 
 def to_body(entry: EntryIn) -> Body:
     """The core body of a request's entry.
 
     Raises:
-        InvalidCellRefError: a bad ``ref``.
+        InvalidCellRefError: a bad ``ref`` (in a batch: naming the edit, ``edit`` set).
     """
+    if isinstance(entry, EditsIn):
+        edits: list[Edit] = []
+        for index, one in enumerate(entry.edits):
+            try:
+                edits.append(to_body(one))  # type: ignore[arg-type]
+            except InvalidCellRefError as exc:
+                raise InvalidCellRefError(exc.ref, f"{exc.why or 'it is not A1..XFD1048576'} (edit {index} of the "
+                                          "batch; nothing of it was written: fix that edit and send the batch "
+                                          "again)").at_edit(index) from None
+        return Edits(edits=edits)
     ref = getattr(entry, "ref", None)
     if ref is not None and ref != ref.strip():  # exactly the OpenAPI document's pattern: nothing around it
         raise InvalidCellRefError(ref, "it has spaces around it")
@@ -259,7 +281,10 @@ class SheetCreated(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def body_json(body: Body) -> dict[str, Any]:
-    """A body as a JSON object of its named fields; cell bodies also carry their A1 ``ref``."""
+    """A body as a JSON object of its named fields; cell bodies also carry their A1 ``ref``; a batch lists its
+    edits, each as a body of its own with its ``type``."""
+    if isinstance(body, Edits):
+        return {"edits": [{"type": str(edit.TYPE), **body_json(edit)} for edit in body.edits]}
     data: dict[str, Any] = msgspec.to_builtins(msgspec.structs.asdict(body))
     if isinstance(body, SetCell | SetRange):
         data["ref"] = format_ref(body.row, body.col)

@@ -21,6 +21,7 @@ from seglog_core.schema import (
     Body,
     CellValue,
     DeleteRow,
+    Edits,
     EndSegment,
     Import,
     InsertRow,
@@ -29,7 +30,7 @@ from seglog_core.schema import (
     SnapshotMarker,
 )
 from seglog_core.sheet.refs import MAX_COL, MAX_ROW, format_ref
-from seglog_core.sheet.validate import out_of_range
+from seglog_core.sheet.validate import check_foldable, out_of_range
 
 Row = dict[int, CellValue]
 
@@ -109,14 +110,8 @@ class Sheet:
         self.apply(SetCell(row=body.row, col=body.col, value=body.value))
 
     def _set_range(self, body: SetRange) -> None:
+        check_foldable(body)  # the bounds, checked where the snapshot build checks them
         top, left = body.row, body.col
-        if not (0 < top <= MAX_ROW and 0 < left <= MAX_COL):
-            raise out_of_range(body, top, left)
-        if top + len(body.values) - 1 > MAX_ROW:
-            raise out_of_range(body, top + len(body.values) - 1, left)
-        for offset, values in enumerate(body.values):
-            if left + len(values) - 1 > MAX_COL:
-                raise out_of_range(body, top + offset, left + len(values) - 1)
         rows = self._rows
         for row, values in enumerate(body.values, top):
             if not values:
@@ -163,6 +158,13 @@ class Sheet:
             if len(values) > MAX_COL:
                 raise out_of_range(body, number, len(values))
         self._rows = [_row_from_values(values) for values in body.rows]
+
+    def _edits(self, body: Edits) -> None:
+        # Atomic: every edit is checked before any applies, so a batch the fold refuses leaves the sheet as it was.
+        check_foldable(body)
+        apply = self.apply
+        for edit in body.edits:
+            apply(edit)
 
     def _ignore(self, body: Body) -> None:
         """Log-level bodies mark the log, not the document."""
@@ -301,6 +303,7 @@ _HANDLERS: Final[dict[type[Body], Callable[[Sheet, Any], None]]] = {
     InsertRow: Sheet._insert_row,
     DeleteRow: Sheet._delete_row,
     Import: Sheet._import,
+    Edits: Sheet._edits,
     SnapshotMarker: Sheet._ignore,
     EndSegment: Sheet._ignore,
 }

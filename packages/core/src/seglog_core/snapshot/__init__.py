@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from seglog_core.snapshot.build import SnapshotBuild, build, check_foldable
+from seglog_core.sheet.validate import check_foldable
+from seglog_core.snapshot.build import SnapshotBuild, build
 from seglog_core.snapshot.errors import SnapshotFormatError, SnapshotVersionError
 from seglog_core.snapshot.format import (
     CHUNK_NAMESPACE,

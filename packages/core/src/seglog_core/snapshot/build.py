@@ -34,77 +34,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Final
 
-from seglog_core.errors import UnknownEntryTypeError
 from seglog_core.ports import BlobStore
 from seglog_core.schema import (
     EMPTY_SNAPSHOT_ROOT,
     Body,
     CellValue,
     DeleteRow,
-    EndSegment,
     Import,
     InsertRow,
     SetCell,
     SetRange,
-    SnapshotMarker,
+    edits_of,
 )
-from seglog_core.sheet.refs import MAX_COL, MAX_ROW
-from seglog_core.sheet.validate import out_of_range
+from seglog_core.sheet.validate import check_foldable
 from seglog_core.snapshot.format import DEFAULT_CHUNK_CELLS, Chunk, RowCells, iter_row_cells, root_key
 from seglog_core.snapshot.rowmap import RowMap
 from seglog_core.snapshot.writer import ChunkWriter
 
 #: Edits of one final row, ``col -> value``; a ``None`` value clears the cell.
 _Edits = dict[int, CellValue]
-
-_LOG_LEVEL_TYPES: Final = (SnapshotMarker, EndSegment)
-
-
-def check_foldable(body: Body) -> None:
-    """Raise what the fold raises on ``body``: a build never succeeds where the fold fails (DESIGN §2).
-
-    Mirrors the bounds checks of :meth:`seglog_core.sheet.Sheet.apply`, without touching a sheet.
-
-    Raises:
-        InvalidCellRefError: a cell or row outside the worksheet.
-        UnknownEntryTypeError: a body type the document model does not know (the snapshot is deferred).
-        TypeError: not an entry body at all.
-    """
-    if isinstance(body, SetCell):
-        if not (0 < body.row <= MAX_ROW and 0 < body.col <= MAX_COL):
-            raise out_of_range(body, body.row, body.col)
-    elif isinstance(body, SetRange):
-        top, left = body.row, body.col
-        if not (0 < top <= MAX_ROW and 0 < left <= MAX_COL):
-            raise out_of_range(body, top, left)
-        if top + len(body.values) - 1 > MAX_ROW:
-            raise out_of_range(body, top + len(body.values) - 1, left)
-        for offset, values in enumerate(body.values):
-            if left + len(values) - 1 > MAX_COL:
-                raise out_of_range(body, top + offset, left + len(values) - 1)
-    elif isinstance(body, InsertRow):
-        if not 0 <= body.after < MAX_ROW:
-            raise out_of_range(body, body.after + 1)
-        if len(body.values) > MAX_COL:
-            raise out_of_range(body, body.after + 1, len(body.values))
-    elif isinstance(body, DeleteRow):
-        if not 0 < body.row <= MAX_ROW:
-            raise out_of_range(body, body.row)
-    elif isinstance(body, Import):
-        if len(body.rows) > MAX_ROW:
-            raise out_of_range(body, len(body.rows))
-        for number, values in enumerate(body.rows, 1):
-            if len(values) > MAX_COL:
-                raise out_of_range(body, number, len(values))
-    elif isinstance(body, _LOG_LEVEL_TYPES):
-        pass
-    elif isinstance(body, Body):
-        raise UnknownEntryTypeError(str(getattr(body, "TYPE", type(body).__name__)))
-    else:
-        raise TypeError(f"cannot fold a {type(body).__name__}: pass entry bodies of seglog_core.schema")
-
 
 def _file_values(edits: _Edits, values: Sequence[CellValue], first_col: int) -> None:
     """File a row's values as edits; cells already filed were written later in the log and win."""
@@ -164,6 +113,8 @@ class SnapshotBuild:
             raise ValueError(f"previous must be a root key or {EMPTY_SNAPSHOT_ROOT!r}, got {previous!r}")
         for body in bodies:
             check_foldable(body)
+        # A batch's edits are planned as the single edits they are, in order (all checked above, so all apply).
+        bodies = list(edits_of(bodies))
         self.blobs = blobs
         self.log_id, self.segment, self.entry = log_id, segment, entry
         self.previous = previous

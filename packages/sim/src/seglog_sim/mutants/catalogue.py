@@ -23,6 +23,10 @@ _FALLBACK: Final = "seglog_core.pipeline.fallback"
 _ROUTES: Final = "seglog_services.api.routes"
 _POLLERS: Final = "seglog_sim.pollers"
 _ROUTER: Final = "seglog_core.pipeline.router"
+_BATCHER: Final = "seglog_client.batcher"
+#: Where the batcher keeps a batch whose answers were lost at the head of its queue, as it was.
+_KEEP_BATCH: Final = ("                batch.since, batch.first_try = exc.since or batch.since, "
+                      "exc.first_try or batch.first_try\n")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +46,16 @@ class Mutant:
 
 
 MUTANTS: Final[tuple[Mutant, ...]] = (
+    Mutant(name="batch_resent_as_new", module=_BATCHER,
+           old=_KEEP_BATCH,
+           new="                with self._lock:\n                    self._queue[0] = _Batch(batch.tickets)\n",
+           breaks="a batch whose answers were lost is sent again under a new entry id: if an earlier try landed, "
+                  "its edits are stored twice (issue 35)"),
+    Mutant(name="batch_requeued_last", module=_BATCHER,
+           old=_KEEP_BATCH,
+           new="                with self._lock:\n                    self._queue.rotate(-1)\n",
+           breaks="a batch whose answers were lost goes to the back of the queue: later edits land before it, out "
+                  "of their caller's order (issue 35)"),
     Mutant(name="claimer_rule", module=_CLAIMS,
            old="        return item.claimer == message.message_id\n",
            new="        return False\n",
