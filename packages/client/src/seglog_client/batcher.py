@@ -122,7 +122,7 @@ class _Batch:
     """Edits cut into one entry: its id and body never change; ``since`` and ``first_try`` once it was tried."""
 
     tickets: list[Ticket]
-    entry_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    entry_id: uuid.UUID
     since: Position | None = None
     first_try: float | None = None
 
@@ -143,19 +143,22 @@ class Batcher:
         timer: schedules the flush a window after the first waiting edit (a daemon thread by default); None:
             sends only from :meth:`poll` and :meth:`flush`.
         monotonic: the clock of the window.
+        ids: makes each batch's entry id when it is cut (random UUIDs; the simulator's are seeded, so a seed's
+            history is the same in every process).
     """
 
     def __init__(self, client: SeglogClient, log_id: uuid.UUID | str, *, window: float = DEFAULT_WINDOW,
                  max_edits: int = MAX_EDITS, max_bytes: int = BATCH_BYTES,
                  timer: Callable[[float, Callable[[], None]], Timer] | None = thread_timer,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 ids: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
         from seglog_client.client import as_uuid
 
         if not 1 <= max_edits <= MAX_EDITS:
             raise ValueError(f"max_edits must be 1..{MAX_EDITS}, got {max_edits}")
         self.client, self.log_id = client, as_uuid(log_id)
         self.window, self.max_edits, self.max_bytes = window, max_edits, max_bytes
-        self._timer, self._monotonic = timer, monotonic
+        self._timer, self._monotonic, self._ids = timer, monotonic, ids
         self._open: list[tuple[Ticket, int]] = []  # edits not yet cut, with their size bound
         self._opened_at = 0.0
         self._scheduled: Timer | None = None
@@ -221,7 +224,8 @@ class Batcher:
                     self._queue.popleft()
                     if refusal.code == "batch_too_large" and len(batch.tickets) > 1:
                         half = len(batch.tickets) // 2  # the refused entry was never stored: new ids are safe
-                        self._queue.extendleft([_Batch(batch.tickets[half:]), _Batch(batch.tickets[:half])])
+                        self._queue.extendleft([_Batch(batch.tickets[half:], self._ids()),
+                                             _Batch(batch.tickets[:half], self._ids())])
                         log.info("batch split", log_id=str(self.log_id), entry_id=str(batch.entry_id),
                                  edits=len(batch.tickets), size=refusal.details.get("size"))
                         batch = self._queue[0]
@@ -257,12 +261,12 @@ class Batcher:
         size = _FRAME
         for ticket, bound in self._open:
             if current and (len(current) == self.max_edits or size + bound > self.max_bytes):
-                self._queue.append(_Batch(current))
+                self._queue.append(_Batch(current, self._ids()))
                 current, size = [], _FRAME
             current.append(ticket)
             size += bound
         if current:
-            self._queue.append(_Batch(current))
+            self._queue.append(_Batch(current, self._ids()))
         self._open = []
         if self._scheduled is not None:
             self._scheduled.cancel()

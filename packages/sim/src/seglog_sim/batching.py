@@ -33,6 +33,7 @@ from seglog_sim.workload import (
     Vanished,
     body_of,
     client_entry,
+    new_id,
 )
 
 #: Flushes a batching client tries at its end before it gives its backlog up (never acknowledged: nothing owed).
@@ -109,7 +110,7 @@ def batch_client(clients: Clients, log_id: uuid.UUID, count: int) -> None:
     client.note_position(log_id, START)
     # Small batches now and then, so a backlog is several batches and a lost one has others queued behind it.
     batcher = Batcher(client, log_id, window=scenario.batch_window, timer=None, monotonic=lambda: world.now,
-                      max_edits=rng.choice((2, 5, MAX_EDITS)))
+                      max_edits=rng.choice((2, 5, MAX_EDITS)), ids=lambda: new_id(rng))
     acks = _Acks(ledger, log_id, me.name)
     me.tags.update(log_id=str(log_id), batching=True)
 
