@@ -1,17 +1,27 @@
 """Reading the log: load from the latest completed snapshot, then incremental update (seed 000, DESIGN §3).
 
 Load cost: one Query for the two latest segments plus paged Queries from the snapshot to the tail, so it does
-not grow with the length of the log once snapshots exist.
+not grow with the length of the log once snapshots exist. Every read is eventually consistent, at half the price
+(seglog_core.reads says why that is safe); each names what it knows the segment holds, so a read that lags is
+read again instead of answered:
+
+    load      segment S (base)   from its completed snapshot: that entry, with its root ............ Known.completed
+                                 on to its EndSegment when a later segment exists ................ Known.closed
+              the tail           nothing known: a lagging answer is the log a moment ago, one state of it
+    page n    up to the position the first page answered ....................................... Known.through
+    sync      the segment held   on to its EndSegment when a later segment exists (else the sync would skip
+                                 its last entries and go on in the next segment) .................. Known.closed
+              the tail           nothing known: the next sync goes on from where this one ended
 """
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from dataclasses import dataclass, field
 
 from seglog_core import errors
 from seglog_core.ports import LogStore
+from seglog_core.reads import Known, read_segment
 from seglog_core.schema import Entry, EntryType, Segment
 
 
@@ -60,7 +70,8 @@ class LogReader:
         base = current if current.last_snapshot is not None else (segments[1] if len(segments) > 1 else None)
         if base is None or base.last_snapshot is None:
             raise errors.CorruptLogError(log_id, "neither of the two latest segments has a completed snapshot")
-        entries = list(self.store.entries(log_id, base.num, base.last_snapshot, page_size=self.page_size))
+        entries = read_segment(self.store, log_id, base.num, base.last_snapshot, page_size=self.page_size,
+                               known=Known(completed=base.last_snapshot, closed=base is not current))
         if not entries or entries[0].type is not EntryType.SNAPSHOT:
             raise errors.CorruptLogError(
                 log_id, f"segment {base.num} says snapshot {base.last_snapshot} but holds no Snapshot entry there"
@@ -92,7 +103,13 @@ class LogReader:
         while segment <= upto[0]:
             end = upto[1] if segment == upto[0] else None
             if end is None or end >= start:  # an empty range is no read (DynamoDB refuses BETWEEN 1 AND 0)
-                view._extend(list(self.store.entries(log_id, segment, start, end, page_size=self.page_size)))
+                # The first page answered ``upto``, so the log holds it, and every segment before upto's is closed.
+                known = Known(closed=True) if end is None else Known(through=end)
+                try:
+                    view._extend(read_segment(self.store, log_id, segment, start, end, known=known,
+                                              page_size=self.page_size))
+                except errors.ShortReadError:  # read consistently: the position was never answered
+                    raise errors.UnknownPositionError(log_id, *upto) from None
             segment, start = segment + 1, 1
         if (view.segment, view.num) != upto:
             raise errors.UnknownPositionError(log_id, *upto)
@@ -121,12 +138,26 @@ class LogReader:
                 start = 1
             else:
                 continue
-            read = self.store.entries(view.log_id, seg.num, start, page_size=min(self.page_size, left or 1 << 30))
-            new += view._extend(list(itertools.islice(read, left)))
+            new += view._extend(self._after(view, seg, start, closed=seg is not segments[0], limit=left))
         return new
 
+    def _after(self, view: LogView, seg: Segment, start: int, *, closed: bool, limit: int | None) -> list[Entry]:
+        """A sync's entries of one segment from ``start``. In a closed segment the read begins at the entry held
+        (``start - 1``), so that an answer without the EndSegment is known short even when the entry held is the
+        EndSegment itself (then the answer is that entry alone, and nothing after it)."""
+        pages = min(self.page_size, limit or 1 << 30)
+        if not closed:
+            return read_segment(self.store, view.log_id, seg.num, start, limit=limit, page_size=pages)
+        held = start - 1
+        try:
+            read = read_segment(self.store, view.log_id, seg.num, held, known=Known(closed=True),
+                                limit=None if limit is None else limit + 1, page_size=pages)
+        except errors.ShortReadError:  # read consistently: the position held was never in the log
+            raise errors.UnknownPositionError(view.log_id, seg.num, held) from None
+        return [e for e in read if e.num >= start]
+
     def _segment_from(self, log_id: uuid.UUID, segment: Segment, start: int) -> list[Entry]:
-        return list(self.store.entries(log_id, segment.num, start, page_size=self.page_size))
+        return read_segment(self.store, log_id, segment.num, start, page_size=self.page_size)
 
     def all_entries(self, log_id: uuid.UUID) -> list[Entry]:
         """Every stored entry of every retained segment, in order (for dump); a retired segment's tombstone
