@@ -109,15 +109,30 @@ def test_a_sync_from_a_position_past_a_closed_segments_end_is_an_unknown_positio
 
 
 def test_a_later_page_of_a_load_reads_on_to_the_position_the_first_page_answered() -> None:
-    """Without reading again, a page whose read lagged refused the position as unknown (409 unknown_position)."""
+    """Without reading again, a page whose read lagged refused the position as unknown (409 unknown_position). The
+    snapshot's entry comes with the entries (one Query, no GetItem), its root checked as a completed one's."""
     memory = InMemoryLogStore()
-    log_id = _log(memory, 20)
-    store = LaggingReads(memory, upto={0: 15}, times=2)
-    view = LogReader(store=store).view_at(log_id, (0, 0), (0, 20))  # type: ignore[arg-type]
-    assert ((0, 20), 20) == ((view.segment, view.num), len(view.entries))
-    assert [(0, 1, False), (0, 16, False), (0, 16, True)] == store.reads
-    with pytest.raises(errors.UnknownPositionError):
-        LogReader(store=memory).view_at(log_id, (0, 0), (0, 25))
+    log_id = _log(memory, 20, snapshots=(4,))
+    memory.complete_snapshot(log_id, 0, 4, "snapshots/r4")
+    store = LaggingReads(memory, upto={0: 15}, rootless=frozenset({(0, 4)}), times=2)
+    view = LogReader(store=store).view_at(log_id, (0, 4), (0, 20))  # type: ignore[arg-type]
+    assert ("snapshots/r4", (0, 20), 16) == (view.snapshot.snapshot_root, (view.segment, view.num), len(view.entries))
+    assert [(0, 4, False), (0, 4, False), (0, 4, True)] == store.reads
+
+
+@pytest.mark.parametrize(("snapshot", "upto", "unknown"), [
+    ((0, 0), (0, 25), (0, 25)),  # past the tail
+    ((0, 3), (0, 10), (0, 3)),  # not a Snapshot entry
+    ((0, 6), (0, 10), (0, 6)),  # a Snapshot entry not complete
+    ((0, 0), (1, 2), (1, 2)),  # past the newest segment
+])
+def test_a_page_at_a_position_never_answered_is_an_unknown_position(
+        snapshot: tuple[int, int], upto: tuple[int, int], unknown: tuple[int, int]) -> None:
+    memory = InMemoryLogStore()
+    log_id = _log(memory, 20, snapshots=(6,))
+    with pytest.raises(errors.UnknownPositionError) as refused:
+        LogReader(store=memory).view_at(log_id, snapshot, upto)
+    assert unknown == (refused.value.segment, refused.value.num)
 
 
 def test_a_fold_plans_from_the_base_a_consistent_read_finds_when_its_read_lags() -> None:

@@ -5,12 +5,14 @@ not grow with the length of the log once snapshots exist. Every read is eventual
 (seglog_core.reads says why that is safe); each names what it knows the segment holds, so a read that lags is
 read again instead of answered:
 
-    load      segment S (base)   from its completed snapshot: that entry, with its root ............ Known.completed
-                                 on to its EndSegment when a later segment exists ................ Known.closed
+    load      the base segment   its completed snapshot's entry, with its root ................. Known.completed
+                                 on to its EndSegment when a later segment exists .............. Known.closed
               the tail           nothing known: a lagging answer is the log a moment ago, one state of it
-    page n    up to the position the first page answered ....................................... Known.through
-    sync      the segment held   on to its EndSegment when a later segment exists (else the sync would skip
-                                 its last entries and go on in the next segment) .................. Known.closed
+    page n    the first page's   snapshot entry, with its root (read with the entries: no GetItem)  Known.completed
+              positions          each segment before the position's, on to its EndSegment ...... Known.closed
+                                 up to the position itself ..................................... Known.through
+    sync      the segment held   on to its EndSegment when a later segment exists (else the sync
+                                 would skip its last entries and go on in the next segment) .... Known.closed
               the tail           nothing known: the next sync goes on from where this one ended
 """
 
@@ -89,31 +91,43 @@ class LogReader:
         Raises:
             UnknownPositionError: no completed Snapshot entry there (retired since), or ``upto`` before it.
         """
-        base = self.store.get_entry(log_id, *snapshot)
-        if base is None or base.type is not EntryType.SNAPSHOT or base.snapshot_root is None or upto < snapshot:
+        if upto < snapshot:
             raise errors.UnknownPositionError(log_id, *snapshot)
-        view = LogView(log_id=log_id, snapshot=base, segment=base.segment, num=base.num)
-        if upto[0] > snapshot[0]:
-            # A position past the log's newest segment was never answered (issue 23: a made-up cursor would have
-            # read every segment number up to it, one empty Query each).
-            latest = self.store.latest_segments(log_id, 1)
-            if not latest or latest[0].num < upto[0]:
-                raise errors.UnknownPositionError(log_id, *upto)
-        segment, start = snapshot[0], snapshot[1] + 1
+        if upto[0] > snapshot[0] and not self._holds_segment(log_id, upto[0]):
+            raise errors.UnknownPositionError(log_id, *upto)
+        # One read per segment, the snapshot's entry included (no GetItem for it): the first page answered both
+        # positions, so the log holds the snapshot, complete, and ``upto``, and every segment before upto's is closed.
+        read: list[Entry] = []
+        segment, start = snapshot
         while segment <= upto[0]:
             end = upto[1] if segment == upto[0] else None
-            if end is None or end >= start:  # an empty range is no read (DynamoDB refuses BETWEEN 1 AND 0)
-                # The first page answered ``upto``, so the log holds it, and every segment before upto's is closed.
-                known = Known(closed=True) if end is None else Known(through=end)
-                try:
-                    view._extend(read_segment(self.store, log_id, segment, start, end, known=known,
-                                              page_size=self.page_size))
-                except errors.ShortReadError:  # read consistently: the position was never answered
-                    raise errors.UnknownPositionError(log_id, *upto) from None
+            completed = snapshot[1] if segment == snapshot[0] else None
+            if end is not None and end < start:  # an empty range is no read (DynamoDB refuses BETWEEN 1 AND 0)
+                break
+            try:
+                read += read_segment(self.store, log_id, segment, start, end, page_size=self.page_size,
+                                     known=Known(through=end, closed=end is None, completed=completed))
+            except errors.ShortReadError as short:  # read consistently: a position the log does not hold
+                raise errors.UnknownPositionError(log_id, *(snapshot if short.at == completed else upto)) from None
             segment, start = segment + 1, 1
+        base = read[0]
+        if base.type is not EntryType.SNAPSHOT:
+            raise errors.UnknownPositionError(log_id, *snapshot)
+        view = LogView(log_id=log_id, snapshot=base, segment=base.segment, num=base.num)
+        view._extend(read[1:])
         if (view.segment, view.num) != upto:
             raise errors.UnknownPositionError(log_id, *upto)
         return view
+
+    def _holds_segment(self, log_id: uuid.UUID, segment: int) -> bool:
+        """Whether the log has reached ``segment``: a position past its newest segment was never answered (issue
+        23: a made-up cursor would have read every segment number up to it, one empty Query each). A lagging read
+        may not show a segment created a moment ago, so "not yet" is confirmed consistently."""
+        for consistent in (False, True):
+            latest = self.store.latest_segments(log_id, 1, consistent=consistent)
+            if latest and latest[0].num >= segment:
+                return True
+        return False
 
     def update(self, view: LogView, *, limit: int | None = None) -> list[Entry]:
         """Bring a view up to date (at most ``limit`` entries further); returns the new entries. Reloads if the
@@ -166,5 +180,6 @@ class LogReader:
         for seg in self.store.segments(log_id):
             if seg.archive is not None or seg.retired is not None:
                 continue
+            # Strong: a dump shows what the table holds, and knows nothing that would tell a short read.
             out.extend(self.store.entries(log_id, seg.num, page_size=self.page_size))
         return out

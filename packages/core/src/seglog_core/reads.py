@@ -92,7 +92,7 @@ def read_segment(store: LogStore, log_id: uuid.UUID, segment: int, start: int = 
         log.info("short read", segment=segment, read_to=got[-1].num if got else None, again_from=short.num,
                  wanted=short.wanted, attempt=attempt, consistent=consistent)
         got, at, wanted = [e for e in got if e.num < short.num], short.num, short.wanted
-    raise errors.ShortReadError(log_id, segment, wanted=wanted, read_to=got[-1].num if got else None)
+    raise errors.ShortReadError(log_id, segment, at=at, wanted=wanted, read_to=got[-1].num if got else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,8 +109,8 @@ def shortfall(got: list[Entry], start: int, end: int | None, known: Known, limit
     completed = known.completed
     if completed is not None and start <= completed <= last:
         entry = next((e for e in got if e.num == completed), None)
-        if entry is not None and entry.snapshot_root is None:
-            return Shortfall(num=completed, wanted=f"the root of completed snapshot {completed}")
+        if entry is None or entry.snapshot_root is None:
+            return Shortfall(num=completed, wanted=f"completed snapshot {completed} with its root")
     if limit is not None and len(got) >= limit:
         return None  # the reader asked for no more
     through = known.through if end is None or known.through is None else min(known.through, end)
