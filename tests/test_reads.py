@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.faults import LaggingReads
 
 from seglog_core import errors
@@ -147,3 +149,29 @@ def test_a_fold_plans_from_the_base_a_consistent_read_finds_when_its_read_lags()
     plan = order.plan(_snapshot(log_id, 0, 13))
     assert (9, [10, 11, 12], []) == (plan.base.num, [e.num for e in plan.between], plan.incomplete)
     assert [(0, 5, False), (0, 11, False), (0, 9, True)] == store.reads
+
+
+_TWO_SEGMENTS = [(0, n) for n in range(11)] + [(1, n) for n in range(4)]
+#: What readers answer of them: a segment's Snapshot entry 0 is where a view starts, never an entry it is told.
+_READ = [p for p in _TWO_SEGMENTS if p != (1, 0)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(held=st.sampled_from(_TWO_SEGMENTS), lag=st.tuples(st.integers(0, 10), st.integers(0, 3)),
+       times=st.integers(0, 3), limit=st.none() | st.integers(1, 16))
+def test_whatever_reads_lag_a_sync_and_a_load_answer_the_log_without_a_hole(
+        held: tuple[int, int], lag: tuple[int, int], times: int, limit: int | None) -> None:
+    """Each answers the entries after its start in order up to some point — one state of the log — never one
+    after a missing one, however far and however often its eventually consistent reads lag."""
+    memory = InMemoryLogStore()
+    log_id = _two_segments(memory)
+    store = LaggingReads(memory, upto={0: lag[0], 1: lag[1]}, times=times)
+    view = LogView(log_id=log_id, snapshot=_snapshot(log_id, 0, 0), segment=held[0], num=held[1])
+    synced = _nums(LogReader(store=store).update(view, limit=limit))  # type: ignore[arg-type]
+    after = [p for p in _READ if p > held]
+    assert after[: len(synced)] == synced
+    assert limit is None or len(synced) <= limit
+    store.times = times
+    loaded = LogReader(store=store).load(log_id)  # type: ignore[arg-type]
+    assert _READ[1: len(loaded.entries) + 1] == _nums(loaded.entries)
+    assert (0, 10) in _nums(loaded.entries)  # the base segment is closed: its end is never skipped
