@@ -80,7 +80,7 @@ def read_segment(store: LogStore, log_id: uuid.UUID, segment: int, start: int = 
         ShortReadError: a consistent read still fell short.
     """
     got: list[Entry] = []
-    at, wanted = start, ""
+    at, wanted, read_to = start, "", None
     for attempt, consistent in enumerate([False] * EVENTUAL_TRIES + [True], 1):
         left = None if limit is None else limit - len(got)
         pages = min(page_size, left) if left else page_size
@@ -89,10 +89,11 @@ def read_segment(store: LogStore, log_id: uuid.UUID, segment: int, start: int = 
         short = shortfall(got, start, end, known, limit)
         if short is None:
             return got
-        log.info("short read", segment=segment, read_to=got[-1].num if got else None, again_from=short.num,
-                 wanted=short.wanted, attempt=attempt, consistent=consistent)
+        read_to = got[-1].num if got else None
+        log.info("short read", segment=segment, read_to=read_to, again_from=short.num, wanted=short.wanted,
+                 attempt=attempt, consistent=consistent)
         got, at, wanted = [e for e in got if e.num < short.num], short.num, short.wanted
-    raise errors.ShortReadError(log_id, segment, at=at, wanted=wanted, read_to=got[-1].num if got else None)
+    raise errors.ShortReadError(log_id, segment, at=at, wanted=wanted, read_to=read_to)
 
 
 @dataclass(frozen=True, kw_only=True)
