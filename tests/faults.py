@@ -15,7 +15,7 @@ import msgspec
 
 from seglog_core import errors
 from seglog_core.ports import LogStore
-from seglog_core.schema import Entry
+from seglog_core.schema import Entry, Segment
 
 
 class FaultyLogStore:
@@ -61,13 +61,22 @@ class FaultyLogStore:
 class LaggingReads:
     """A LogStore whose next ``times`` eventually consistent reads of entries lag (seglog_core.reads): they answer
     each segment as it was before the entries after ``upto[segment]`` were appended and before the roots of the
-    Snapshot entries in ``rootless`` were set. Consistent reads, and eventual ones after those, are current.
+    Snapshot entries in ``rootless`` were set. Consistent reads, and eventual ones after those, are current; with
+    ``newest``, eventually consistent reads of the newest segments lag too, every one.
     ``reads`` records every entries read as (segment, start, consistent)."""
 
     def __init__(self, inner: LogStore, *, upto: dict[int, int] | None = None,
-                 rootless: frozenset[tuple[int, int]] = frozenset(), times: int = 1) -> None:
+                 rootless: frozenset[tuple[int, int]] = frozenset(), times: int = 1, newest: int | None = None) -> None:
         self.inner, self.upto, self.rootless, self.times = inner, upto or {}, rootless, times
+        #: Eventually consistent reads of the newest segments show none after this one (-1: no segment at all).
+        self.newest = newest
         self.reads: list[tuple[int, int, bool]] = []
+
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2, *, consistent: bool = False) -> list[Segment]:
+        if consistent or self.newest is None:
+            return self.inner.latest_segments(log_id, limit, consistent=consistent)
+        newest = self.newest
+        return [s for s in self.inner.latest_segments(log_id, limit + 8) if s.num <= newest][:limit]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -102,6 +102,21 @@ def test_a_sync_into_the_next_segment_never_skips_the_end_of_the_one_it_holds() 
     assert [(1, 1), (1, 2), (1, 3)] == _nums(LogReader(store=memory).update(held_end, limit=5))
 
 
+def test_a_segment_or_a_log_created_a_moment_ago_is_confirmed_consistently_before_it_is_taken_as_missing() -> None:
+    """A read of the newest segments that lags may show none, or none after segment 0: a load still finds the log
+    (no 404), a sync of a view in segment 1 still reads segment 1, and a later page in it is still answered."""
+    memory = InMemoryLogStore()
+    log_id = _two_segments(memory)
+    memory.complete_snapshot(log_id, 1, 0, "snapshots/r1")
+    nothing = LaggingReads(memory, newest=-1)
+    assert (1, 3) == ((view := LogReader(store=nothing).load(log_id)).segment, view.num)  # type: ignore[arg-type]
+    behind = LaggingReads(memory, newest=0)
+    held = LogView(log_id=log_id, snapshot=_snapshot(log_id, 1, 0), segment=1, num=1)
+    assert [(1, 2), (1, 3)] == _nums(LogReader(store=behind).update(held))  # type: ignore[arg-type]
+    page = LogReader(store=behind).view_at(log_id, (0, 0), (1, 3))  # type: ignore[arg-type]
+    assert (1, 3) == (page.segment, page.num)
+
+
 def test_a_sync_from_a_position_past_a_closed_segments_end_is_an_unknown_position() -> None:
     memory = InMemoryLogStore()
     log_id = _two_segments(memory)

@@ -14,6 +14,7 @@ read again instead of answered:
     sync      the segment held   on to its EndSegment when a later segment exists (else the sync
                                  would skip its last entries and go on in the next segment) .... Known.closed
               the tail           nothing known: the next sync goes on from where this one ended
+    segments  the newest two     a log, or the segment of a position held, not shown: read again consistently
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 from seglog_core import errors
 from seglog_core.ports import LogStore
-from seglog_core.reads import Known, read_segment
+from seglog_core.reads import Known, latest_segments, read_segment
 from seglog_core.schema import Entry, EntryType, Segment
 
 
@@ -64,8 +65,7 @@ class LogReader:
             LogNotFoundError: no such log.
             CorruptLogError: neither of the two latest segments has a completed snapshot.
         """
-        # An eventually consistent read may miss a log created a moment ago: confirm "none" consistently.
-        segments = self.store.latest_segments(log_id, 2) or self.store.latest_segments(log_id, 2, consistent=True)
+        segments = latest_segments(self.store, log_id, 2)
         if not segments:
             raise errors.LogNotFoundError(log_id)
         current = segments[0]
@@ -93,8 +93,12 @@ class LogReader:
         """
         if upto < snapshot:
             raise errors.UnknownPositionError(log_id, *snapshot)
-        if upto[0] > snapshot[0] and not self._holds_segment(log_id, upto[0]):
-            raise errors.UnknownPositionError(log_id, *upto)
+        if upto[0] > snapshot[0]:
+            # A position past the log's newest segment was never answered (issue 23: a made-up cursor would have
+            # read every segment number up to it, one empty Query each).
+            latest = latest_segments(self.store, log_id, 1, reaches=upto[0])
+            if not latest or latest[0].num < upto[0]:
+                raise errors.UnknownPositionError(log_id, *upto)
         # One read per segment, the snapshot's entry included (no GetItem for it): the first page answered both
         # positions, so the log holds the snapshot, complete, and ``upto``, and every segment before upto's is closed.
         read: list[Entry] = []
@@ -119,20 +123,10 @@ class LogReader:
             raise errors.UnknownPositionError(log_id, *upto)
         return view
 
-    def _holds_segment(self, log_id: uuid.UUID, segment: int) -> bool:
-        """Whether the log has reached ``segment``: a position past its newest segment was never answered (issue
-        23: a made-up cursor would have read every segment number up to it, one empty Query each). A lagging read
-        may not show a segment created a moment ago, so "not yet" is confirmed consistently."""
-        for consistent in (False, True):
-            latest = self.store.latest_segments(log_id, 1, consistent=consistent)
-            if latest and latest[0].num >= segment:
-                return True
-        return False
-
     def update(self, view: LogView, *, limit: int | None = None) -> list[Entry]:
         """Bring a view up to date (at most ``limit`` entries further); returns the new entries. Reloads if the
         view fell behind both segments."""
-        segments = self.store.latest_segments(view.log_id, 2)
+        segments = latest_segments(self.store, view.log_id, 2, reaches=view.segment)
         if not segments:
             raise errors.LogNotFoundError(view.log_id)
         if view.segment < segments[-1].num:

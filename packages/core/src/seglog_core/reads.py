@@ -21,6 +21,9 @@ hole. A reader that knows what the segment holds (:class:`Known`) can therefore 
    transaction with that segment) — a load or sync that goes on into the next segment must not skip its end;
 3. a completed snapshot (the segment's ``S``, set only after the entry's ``R``) — its entry must show its root.
 
+The Segments table lags the same way: a read of the newest segments may miss a log or a segment created a moment
+ago, so an answer without one the reader knows of is confirmed consistently (:func:`latest_segments`).
+
 A short answer is read again from where it fell short (the entries before that point are kept: they are right):
 
 4. once more eventually consistent, since most replicas are current and a lag lasts about a second;
@@ -44,7 +47,7 @@ import structlog
 
 from seglog_core import errors
 from seglog_core.ports import LogStore
-from seglog_core.schema import Entry, EntryType
+from seglog_core.schema import Entry, EntryType, Segment
 
 log = structlog.get_logger("seglog.reads")
 
@@ -94,6 +97,16 @@ def read_segment(store: LogStore, log_id: uuid.UUID, segment: int, start: int = 
                  attempt=attempt, consistent=consistent)
         got, at, wanted = [e for e in got if e.num < short.num], short.num, short.wanted
     raise errors.ShortReadError(log_id, segment, at=at, wanted=wanted, read_to=read_to)
+
+
+def latest_segments(store: LogStore, log_id: uuid.UUID, limit: int, *, reaches: int = 0) -> list[Segment]:
+    """The ``limit`` newest segments, newest first, eventually consistent; read again consistently when the answer
+    lacks what the reader knows is there: any segment (a log created a moment ago is no missing log) or segment
+    ``reaches`` (one a position the reader holds is in). Still lacking it, the answer is the consistent one."""
+    segments = store.latest_segments(log_id, limit)
+    if segments and segments[0].num >= reaches:
+        return segments
+    return store.latest_segments(log_id, limit, consistent=True)
 
 
 @dataclass(frozen=True, kw_only=True)
