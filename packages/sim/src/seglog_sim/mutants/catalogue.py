@@ -143,7 +143,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="        if True:\n            return got\n",
            breaks="a read that lags is taken as the answer: a paged load's next page ends before the position the "
                   "first answered (unknown_position), a sync skips the end of a closed segment, a fold misses the "
-                  "entries before its Snapshot entry (issue 35)"),
+                  "entries before its Snapshot entry (issue 35; seed 8: a snapshot folded without its last entries)"),
     Mutant(name="since_scan", module=_IDEMPOTENCE,
            old="                if scan.found is not None:\n",
            new="                if False:\n",
