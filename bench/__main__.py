@@ -1,9 +1,10 @@
 """All benchmarks: append cost, latency, contention, load time, the pipeline under the emulator and the steady
 state's price with its MemorySize sweep, 16 HTTP clients on one sheet, a busy sheet's snapshot stalls under the
 README's faults and how soon the API answers after a restart (per profile, each on its own stack), then the fold
-rate, what SigV4 authorization costs a request, the snapshot builder's peak memory, the deterministic simulation's
-seeds a minute and the branches its seeds reach, how many editors one hot sheet takes (simulated), what retention
-costs a retired entry and an idle sheet, and the live console's memory over an hour.
+rate, the read units a load and a sync pay (strongly and eventually consistent, on the simulator's DynamoDB), what
+SigV4 authorization costs a request, the snapshot builder's peak memory, the deterministic simulation's seeds a
+minute and the branches its seeds reach, how many editors one hot sheet takes (simulated), what retention costs a
+retired entry and an idle sheet, and the live console's memory over an hour.
 
 Run: ./dev bench [--profile dynamodb-local|localstack|both] [--quick]
  or: uv run --no-sync python -m bench [...]
@@ -32,6 +33,7 @@ from bench import (
     bench_latency,
     bench_load,
     bench_pipeline,
+    bench_reads,
     bench_recovery,
     bench_retention,
     bench_sim,
@@ -97,6 +99,7 @@ def main() -> None:
             lines += [h.line(profile) for h in bench_recovery.run(deployment, args.quick)]
             sys.stdout.flush()
     lines += [h.line() for h in fold(args.quick)]
+    lines += [h.line() for h in bench_reads.headlines(args.quick)]
     print("\n## SigV4 authorization (bench_auth)")
     lines += [h.line() for h in bench_auth.headlines(args.quick)]
     lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]

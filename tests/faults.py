@@ -1,6 +1,7 @@
-"""A LogStore wrapper that injects the failures of DESIGN §3 and §7 at the port, decided by a seeded RNG:
-stale results from eventually consistent queries, lost responses (the write happened, the caller saw an
-error) and throttling. Used by the property tests on every backend."""
+"""LogStore wrappers that inject the failures of DESIGN §3 and §7 at the port: FaultyLogStore, decided by a seeded
+RNG (stale results from eventually consistent queries, lost responses — the write happened, the caller saw an
+error — and throttling; used by the property tests on every backend), and LaggingReads, scripted (eventually
+consistent reads of entries that lag)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
+
 from seglog_core import errors
 from seglog_core.ports import LogStore
-from seglog_core.schema import Entry
+from seglog_core.schema import Entry, Segment
 
 
 class FaultyLogStore:
@@ -51,5 +54,40 @@ class FaultyLogStore:
                                              outcome_unknown=True)
 
     def entries(self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *,
-                page_size: int = 500) -> Iterator[Entry]:
-        return self.inner.entries(log_id, segment, start, end, page_size=page_size)
+                page_size: int = 500, consistent: bool = True) -> Iterator[Entry]:
+        return self.inner.entries(log_id, segment, start, end, page_size=page_size, consistent=consistent)
+
+
+class LaggingReads:
+    """A LogStore whose next ``times`` eventually consistent reads of entries lag (seglog_core.reads): they answer
+    each segment as it was before the entries after ``upto[segment]`` were appended and before the roots of the
+    Snapshot entries in ``rootless`` were set. Consistent reads, and eventual ones after those, are current; with
+    ``newest``, eventually consistent reads of the newest segments lag too, every one.
+    ``reads`` records every entries read as (segment, start, consistent)."""
+
+    def __init__(self, inner: LogStore, *, upto: dict[int, int] | None = None,
+                 rootless: frozenset[tuple[int, int]] = frozenset(), times: int = 1, newest: int | None = None) -> None:
+        self.inner, self.upto, self.rootless, self.times = inner, upto or {}, rootless, times
+        #: Eventually consistent reads of the newest segments show none after this one (-1: no segment at all).
+        self.newest = newest
+        self.reads: list[tuple[int, int, bool]] = []
+
+    def latest_segments(self, log_id: uuid.UUID, limit: int = 2, *, consistent: bool = False) -> list[Segment]:
+        if consistent or self.newest is None:
+            return self.inner.latest_segments(log_id, limit, consistent=consistent)
+        newest = self.newest
+        return [s for s in self.inner.latest_segments(log_id, limit + 8) if s.num <= newest][:limit]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def entries(self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *,
+                page_size: int = 500, consistent: bool = True) -> Iterator[Entry]:
+        self.reads.append((segment, start, consistent))
+        current = list(self.inner.entries(log_id, segment, start, end, page_size=page_size))
+        if consistent or self.times == 0:
+            return iter(current)
+        self.times -= 1
+        visible = self.upto.get(segment, 1 << 62)
+        return iter([msgspec.structs.replace(e, snapshot_root=None) if (segment, e.num) in self.rootless else e
+                     for e in current if e.num <= visible])

@@ -254,6 +254,21 @@ def test_sync_asks_a_client_behind_both_latest_segments_to_reload(api: Api, depl
         "snapshot"]
 
 
+@stack
+def test_sync_past_the_end_of_a_closed_segment_is_an_unknown_position(api: Api, deployment: LocalDeployment) -> None:
+    """Segment 0 ends at its EndSegment 0/1 once segment 1 exists: a sync after 0/5 names a position the log never
+    held (it used to answer segment 1's entries as if they followed it). After the EndSegment it goes on at 1/1."""
+    log_id = api.create()
+    deployment.backend().event_log().start_segment(uuid.UUID(log_id))
+    api.append(log_id, {"type": "set", "ref": "A1", "value": 1})
+
+    past = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "5"})
+    at_end = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "1"})
+
+    assert_error(past, 409, "unknown_position")
+    assert [(1, 1)] == [(e["segment"], e["num"]) for e in at_end.json["entries"]]
+
+
 # ----------------------------------------------------------------------------------------- idempotence, conflicts
 
 

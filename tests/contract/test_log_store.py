@@ -77,6 +77,20 @@ def test_entries_reads_ranges_in_order_across_pages(log_store: LogStore) -> None
     assert [e.num for e in log_store.entries(log_id, 0, 30)] == []
 
 
+def test_entries_read_eventually_consistently_answer_a_prefix_of_the_segment(log_store: LogStore) -> None:
+    """An eventually consistent read may lag (seglog_core.reads), but answers the segment as it was: entries from
+    ``start`` in order, without a hole and none past ``end``; a consistent read, the default, answers every entry
+    written before it (read-after-write), as the idempotent scan's proof needs."""
+    log_id = _new_log(log_store)
+    for num in range(1, 12):
+        log_store.put_entry(_entry(log_id, 0, num))
+    assert [e.num for e in log_store.entries(log_id, 0, 3, 9, page_size=4)] == list(range(3, 10))
+    lagging = [e.num for e in log_store.entries(log_id, 0, 3, 9, page_size=4, consistent=False)]
+    assert lagging == list(range(3, 10))[: len(lagging)]
+    whole = [e.num for e in log_store.entries(log_id, 0, page_size=5, consistent=False)]
+    assert whole == list(range(12))[: len(whole)]
+
+
 def test_new_segment_is_one_transaction(log_store: LogStore) -> None:
     log_id = _new_log(log_store)
     end = _entry(log_id, 0, 1, type=EntryType.END_SEGMENT, body=encode_body(EndSegment(next_segment=1)))

@@ -63,6 +63,7 @@ class DynamoDBLogStore:
         ])
 
     def latest_segments(self, log_id: uuid.UUID, limit: int = 2, *, consistent: bool = False) -> list[Segment]:
+        # Strong only when asked: to confirm a log missing before saying so, or where a writer needs the newest.
         params: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
         response = self._call(
             "Query", write=False, TableName=self.segments_table, KeyConditionExpression="L = :l",
@@ -71,6 +72,8 @@ class DynamoDBLogStore:
         return [item_to_segment(i) for i in response.get("Items", [])]
 
     def segments(self, log_id: uuid.UUID) -> Iterator[Segment]:
+        # Strong: every caller (verify, retention, rebuild, the order's look back, the status route) acts on the
+        # marks and S it reads, and none knows what a lagging answer would lack. Segments are few: it costs ~1 RRU.
         for item in self._pages(TableName=self.segments_table, KeyConditionExpression="L = :l",
                                 ExpressionAttributeValues={":l": {"B": log_id.bytes}}, ConsistentRead=True):
             yield item_to_segment(item)
@@ -121,13 +124,16 @@ class DynamoDBLogStore:
                    ReturnValuesOnConditionCheckFailure="ALL_OLD")
 
     def get_entry(self, log_id: uuid.UUID, segment: int, num: int) -> Entry | None:
+        # Strong: its callers ask whether an entry is there or complete *now* (the worker's "done already", a paged
+        # load's base); a lagging "absent" or "no root" would be taken for an answer. One item: 1 RRU.
         response = self._call("GetItem", write=False, TableName=self.entries_table,
                               Key=entry_key(log_id, segment, num), ConsistentRead=True)
         item = response.get("Item")
         return item_to_entry(item) if item else None
 
     def entries(
-        self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *, page_size: int = 500
+        self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *, page_size: int = 500,
+        consistent: bool = True,
     ) -> Iterator[Entry]:
         values: dict[str, Any] = {":g": {"B": segment_key(log_id, segment)}, ":s": {"N": str(start)}}
         if end is None:
@@ -135,8 +141,10 @@ class DynamoDBLogStore:
         else:
             condition = "G = :g AND N BETWEEN :s AND :e"
             values[":e"] = {"N": str(end)}
+        # Strong unless the caller says otherwise: a writer's reads (the idempotent scan, the append's lookback,
+        # retention's) must see the newest entry; readers that can tell a short answer opt out (seglog_core.reads).
         for item in self._pages(TableName=self.entries_table, KeyConditionExpression=condition,
-                                ExpressionAttributeValues=values, ConsistentRead=True, Limit=page_size):
+                                ExpressionAttributeValues=values, ConsistentRead=consistent, Limit=page_size):
             yield item_to_entry(item)
 
     def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:

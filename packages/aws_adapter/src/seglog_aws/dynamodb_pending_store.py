@@ -82,6 +82,8 @@ class DynamoDBPendingStore:
         return self._call("UpdateItem", TableName=self.table, Key=self._key(log_id, segment, entry), **params)
 
     def get(self, log_id: uuid.UUID, segment: int, entry: int) -> PendingSnapshot | None:
+        # Strong: the worker's conditional writes (claim, take over, checkpoint) are decided on the state read here;
+        # a lagging claim or X would only lose every condition, and an absent item would be created again.
         item = self._call("GetItem", TableName=self.table, Key=self._key(log_id, segment, entry),
                           ConsistentRead=True).get("Item")
         return item_to_pending(item) if item else None
@@ -240,10 +242,13 @@ class DynamoDBPendingStore:
         condition, values = "L = :l", {":l": {"B": log_id.bytes}}
         if before is not None:
             condition, values[":p"] = "L = :l AND P < :p", {"B": pending_key(*before)}
+        # Strong: step 3's order check (DESIGN §5, "a consistent Query P <"): a pending predecessor a lagging read
+        # missed would let a snapshot build before an earlier one of its log completes.
         return [item_to_pending(i) for i in self._calls.pages(
             "Query", TableName=self.table, KeyConditionExpression=condition, ExpressionAttributeValues=values,
             ConsistentRead=True)]
 
     def scan(self) -> Iterator[PendingSnapshot]:
+        # Strong: verify and reprocess report and re-enqueue what they see; a manual path, rarely paid.
         for item in self._calls.pages("Scan", TableName=self.table, ConsistentRead=True):
             yield item_to_pending(item)

@@ -119,6 +119,22 @@ class CorruptLogError(SeglogError):
         super().__init__(f"log {log_id} is corrupt: {why}; run seglog log verify {log_id} for details")
 
 
+class ShortReadError(CorruptLogError):
+    """A consistent read of a segment still ended short of what the reader knows it holds (seglog_core.reads):
+    an eventually consistent read may lag, a consistent one may not, so the log lacks an entry it must hold."""
+
+    def __init__(self, log_id: uuid.UUID, segment: int, *, at: int, wanted: str, read_to: int | None) -> None:
+        self.segment = segment
+        #: The num the read fell short at: the first it lacks, or the completed snapshot showing no root.
+        self.at = at
+        #: What the read should have reached: an entry, an EndSegment, a snapshot's root.
+        self.wanted = wanted
+        #: The last num the consistent read answered (None: nothing).
+        self.read_to = read_to
+        super().__init__(log_id, f"a consistent read of segment {segment} ended at "
+                                 f"{'nothing' if read_to is None else read_to}, short of {wanted}")
+
+
 class SegmentNotReadyError(SeglogError):
     """A new segment was refused because the current one has no completed snapshot yet."""
 

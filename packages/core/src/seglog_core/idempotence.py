@@ -135,6 +135,7 @@ def _segment_entries(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segme
         UnknownPositionError: ``must_exist`` and the log holds no entry ``start`` there; LogNotFoundError.
     """
     expect, hole = start, False
+    # Strong (the default), never seglog_core.reads: the proof above needs every num, and none is known to exist.
     for entry in store.entries(log_id, segment, start):
         if entry.num != expect:
             hole = True  # retention removed entries under us (I1 rules out any other cause)

@@ -77,9 +77,12 @@ class LogStore(Protocol):
         ...
 
     def entries(
-        self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *, page_size: int = 500
+        self, log_id: uuid.UUID, segment: int, start: int = 0, end: int | None = None, *, page_size: int = 500,
+        consistent: bool = True,
     ) -> Iterator[Entry]:
-        """Entries ``start <= num <= end`` in order, read a page at a time (consistent reads)."""
+        """Entries ``start <= num <= end`` in order, read a page at a time: strongly consistent reads unless not
+        ``consistent``. An eventually consistent read costs half and may answer less: the segment as it was a
+        moment ago, a prefix of it with roots missing, never more (seglog_core.reads reads on when it is short)."""
         ...
 
     def new_segment(self, end: Entry, segment: Segment, first: Entry) -> None:

@@ -1,17 +1,30 @@
 """Reading the log: load from the latest completed snapshot, then incremental update (seed 000, DESIGN §3).
 
 Load cost: one Query for the two latest segments plus paged Queries from the snapshot to the tail, so it does
-not grow with the length of the log once snapshots exist.
+not grow with the length of the log once snapshots exist. Every read is eventually consistent, at half the price
+(seglog_core.reads says why that is safe); each names what it knows the segment holds, so a read that lags is
+read again instead of answered:
+
+    load      the base segment   its completed snapshot's entry, with its root ................. Known.completed
+                                 on to its EndSegment when a later segment exists .............. Known.closed
+              the tail           nothing known: a lagging answer is the log a moment ago, one state of it
+    page n    the first page's   snapshot entry, with its root (read with the entries: no GetItem)  Known.completed
+              positions          each segment before the position's, on to its EndSegment ...... Known.closed
+                                 up to the position itself ..................................... Known.through
+    sync      the segment held   on to its EndSegment when a later segment exists (else the sync
+                                 would skip its last entries and go on in the next segment) .... Known.closed
+              the tail           nothing known: the next sync goes on from where this one ended
+    segments  the newest two     a log, or the segment of a position held, not shown: read again consistently
 """
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from dataclasses import dataclass, field
 
 from seglog_core import errors
 from seglog_core.ports import LogStore
+from seglog_core.reads import Known, latest_segments, read_segment
 from seglog_core.schema import Entry, EntryType, Segment
 
 
@@ -52,15 +65,15 @@ class LogReader:
             LogNotFoundError: no such log.
             CorruptLogError: neither of the two latest segments has a completed snapshot.
         """
-        # An eventually consistent read may miss a log created a moment ago: confirm "none" consistently.
-        segments = self.store.latest_segments(log_id, 2) or self.store.latest_segments(log_id, 2, consistent=True)
+        segments = latest_segments(self.store, log_id, 2)
         if not segments:
             raise errors.LogNotFoundError(log_id)
         current = segments[0]
         base = current if current.last_snapshot is not None else (segments[1] if len(segments) > 1 else None)
         if base is None or base.last_snapshot is None:
             raise errors.CorruptLogError(log_id, "neither of the two latest segments has a completed snapshot")
-        entries = list(self.store.entries(log_id, base.num, base.last_snapshot, page_size=self.page_size))
+        entries = read_segment(self.store, log_id, base.num, base.last_snapshot, page_size=self.page_size,
+                               known=Known(completed=base.last_snapshot, closed=base is not current))
         if not entries or entries[0].type is not EntryType.SNAPSHOT:
             raise errors.CorruptLogError(
                 log_id, f"segment {base.num} says snapshot {base.last_snapshot} but holds no Snapshot entry there"
@@ -78,22 +91,34 @@ class LogReader:
         Raises:
             UnknownPositionError: no completed Snapshot entry there (retired since), or ``upto`` before it.
         """
-        base = self.store.get_entry(log_id, *snapshot)
-        if base is None or base.type is not EntryType.SNAPSHOT or base.snapshot_root is None or upto < snapshot:
+        if upto < snapshot:
             raise errors.UnknownPositionError(log_id, *snapshot)
-        view = LogView(log_id=log_id, snapshot=base, segment=base.segment, num=base.num)
         if upto[0] > snapshot[0]:
             # A position past the log's newest segment was never answered (issue 23: a made-up cursor would have
             # read every segment number up to it, one empty Query each).
-            latest = self.store.latest_segments(log_id, 1)
+            latest = latest_segments(self.store, log_id, 1, reaches=upto[0])
             if not latest or latest[0].num < upto[0]:
                 raise errors.UnknownPositionError(log_id, *upto)
-        segment, start = snapshot[0], snapshot[1] + 1
+        # One read per segment, the snapshot's entry included (no GetItem for it): the first page answered both
+        # positions, so the log holds the snapshot, complete, and ``upto``, and every segment before upto's is closed.
+        read: list[Entry] = []
+        segment, start = snapshot
         while segment <= upto[0]:
             end = upto[1] if segment == upto[0] else None
-            if end is None or end >= start:  # an empty range is no read (DynamoDB refuses BETWEEN 1 AND 0)
-                view._extend(list(self.store.entries(log_id, segment, start, end, page_size=self.page_size)))
+            completed = snapshot[1] if segment == snapshot[0] else None
+            if end is not None and end < start:  # an empty range is no read (DynamoDB refuses BETWEEN 1 AND 0)
+                break
+            try:
+                read += read_segment(self.store, log_id, segment, start, end, page_size=self.page_size,
+                                     known=Known(through=end, closed=end is None, completed=completed))
+            except errors.ShortReadError as short:  # read consistently: a position the log does not hold
+                raise errors.UnknownPositionError(log_id, *(snapshot if short.at == completed else upto)) from None
             segment, start = segment + 1, 1
+        base = read[0]
+        if base.type is not EntryType.SNAPSHOT:
+            raise errors.UnknownPositionError(log_id, *snapshot)
+        view = LogView(log_id=log_id, snapshot=base, segment=base.segment, num=base.num)
+        view._extend(read[1:])
         if (view.segment, view.num) != upto:
             raise errors.UnknownPositionError(log_id, *upto)
         return view
@@ -101,7 +126,7 @@ class LogReader:
     def update(self, view: LogView, *, limit: int | None = None) -> list[Entry]:
         """Bring a view up to date (at most ``limit`` entries further); returns the new entries. Reloads if the
         view fell behind both segments."""
-        segments = self.store.latest_segments(view.log_id, 2)
+        segments = latest_segments(self.store, view.log_id, 2, reaches=view.segment)
         if not segments:
             raise errors.LogNotFoundError(view.log_id)
         if view.segment < segments[-1].num:
@@ -121,12 +146,26 @@ class LogReader:
                 start = 1
             else:
                 continue
-            read = self.store.entries(view.log_id, seg.num, start, page_size=min(self.page_size, left or 1 << 30))
-            new += view._extend(list(itertools.islice(read, left)))
+            new += view._extend(self._after(view, seg, start, closed=seg is not segments[0], limit=left))
         return new
 
+    def _after(self, view: LogView, seg: Segment, start: int, *, closed: bool, limit: int | None) -> list[Entry]:
+        """A sync's entries of one segment from ``start``. In a closed segment the read begins at the entry held
+        (``start - 1``), so that an answer without the EndSegment is known short even when the entry held is the
+        EndSegment itself (then the answer is that entry alone, and nothing after it)."""
+        pages = min(self.page_size, limit or 1 << 30)
+        if not closed:
+            return read_segment(self.store, view.log_id, seg.num, start, limit=limit, page_size=pages)
+        held = start - 1
+        try:
+            read = read_segment(self.store, view.log_id, seg.num, held, known=Known(closed=True),
+                                limit=None if limit is None else limit + 1, page_size=pages)
+        except errors.ShortReadError:  # read consistently: the position held was never in the log
+            raise errors.UnknownPositionError(view.log_id, seg.num, held) from None
+        return [e for e in read if e.num >= start]
+
     def _segment_from(self, log_id: uuid.UUID, segment: Segment, start: int) -> list[Entry]:
-        return list(self.store.entries(log_id, segment.num, start, page_size=self.page_size))
+        return read_segment(self.store, log_id, segment.num, start, page_size=self.page_size)
 
     def all_entries(self, log_id: uuid.UUID) -> list[Entry]:
         """Every stored entry of every retained segment, in order (for dump); a retired segment's tombstone
@@ -135,5 +174,6 @@ class LogReader:
         for seg in self.store.segments(log_id):
             if seg.archive is not None or seg.retired is not None:
                 continue
+            # Strong: a dump shows what the table holds, and knows nothing that would tell a short read.
             out.extend(self.store.entries(log_id, seg.num, page_size=self.page_size))
         return out

@@ -204,7 +204,7 @@ def _read_segment(report: VerifyReport, store: LogStore, blobs: BlobStore | None
     if segment.retired is not None:
         return _Read(segment, None)
     if segment.archive is None:
-        return _Read(segment, list(store.entries(log_id, segment.num)))
+        return _Read(segment, list(store.entries(log_id, segment.num)))  # strong: verify judges what is there
     if blobs is None:
         return _Read(segment, None)  # archived, and no bucket to read the archive from
     try:

@@ -35,7 +35,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
                  "out of the ranges and patterns given here; `error.message` names the field",
             404: "No such sheet (or upload)",
             409: "`version_conflict`: `error.entry` holds the expected position; `unknown_position`: the log holds "
-                 "no entry at `since` (load again)",
+                 "no entry at `since` (a sync's `segment`/`after`, a page's cursor): load again",
             410: "`since_retired`: `since` is in history retention deleted and the entry is not in the retained "
                  "log. If the entry's first try was less than `error.horizon_seconds` ago, send it again with the "
                  "same `entry_id` and `since` = `error.position`; otherwise do not resend it (its outcome cannot "
@@ -317,7 +317,7 @@ PATHS: Final[dict[str, Any]] = {
                            {"name": "after", "in": "query", "required": True, "schema": NUM},
                            {"name": "limit", "in": "query", "required": False,
                             "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
-            "responses": {"200": _json(_ref("Sync"), "New entries, or reload"), **_errors(400, 404, 503)},
+            "responses": {"200": _json(_ref("Sync"), "New entries, or reload"), **_errors(400, 404, 409, 503)},
         },
     },
     "/sheets/{log_id}/snapshots": {"get": {

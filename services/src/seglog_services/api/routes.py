@@ -262,6 +262,9 @@ def sync_entries(log_id: str) -> Response[str]:
 def snapshot_status(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
     backend = services().backend
+    # Strong (about 1 RRU: a log keeps few segments): a lagging read could answer 404 for a log created a moment
+    # ago, and a plain client takes its first append's position from ``latest``; the load and sync routes are
+    # the ones read in volume, and they read eventually consistently (seglog_core.reader).
     segments = list(backend.store.segments(lid))
     if not segments:
         raise errors.LogNotFoundError(lid)

@@ -99,6 +99,7 @@ def _entries_since(store: LogStore, log_id: uuid.UUID, since: float) -> Iterator
             continue  # retired: a job would find nothing to build
         if following is not None and following.created < since:
             continue  # every entry of this segment predates the next segment's creation
+        # Strong: a hole here means retention is at work (is_whole_segment), which a lagging read would fake.
         entries = list(store.entries(log_id, segment.num))
         if not is_whole_segment(entries, final=following is None):
             # A retention run is deleting it (or died doing so): its snapshots are retired history.
@@ -186,6 +187,7 @@ def _history(store: LogStore, blobs: BlobStore, log_id: uuid.UUID) -> Iterator[_
             except (BlobNotFoundError, msgspec.DecodeError):
                 yield _Span(segment.num, None)  # `seglog log verify` reports the lost archive
         else:
+            # Strong: rebuild compares completed snapshots with this fold, and reports a mismatch (DESIGN §5).
             entries = list(store.entries(log_id, segment.num))
             if is_whole_segment(entries, final=index == len(segments) - 1):
                 yield _Span(segment.num, entries, live=True)

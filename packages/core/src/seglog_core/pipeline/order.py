@@ -15,6 +15,7 @@ from typing import Final
 
 from seglog_core import errors
 from seglog_core.ports import LogStore, PendingStore
+from seglog_core.reads import Known, read_segment
 from seglog_core.schema import Entry, EntryType, PendingSnapshot
 
 #: How long an early job waits in its invocation for its predecessors before it defers by visibility (the
@@ -57,9 +58,12 @@ class Order:
             seg = next((s for s in self.store.latest_segments(log_id, 2) if s.num == segment), None)
             if seg is None:
                 seg = next((s for s in self.store.segments(log_id) if s.num == segment), None)
-            start = seg.last_snapshot if seg and seg.last_snapshot is not None and seg.last_snapshot < entry else 0
+            completed = seg.last_snapshot if seg is not None else None
+            if completed is not None and completed >= entry:
+                completed = None
+            start = 0 if completed is None else completed
             # Only up to ours: an entry after it (perhaps one only newer code reads) is not this snapshot's.
-            run = list(self.store.entries(log_id, segment, start, entry - 1)) if entry > 0 else []
+            run = self._run(snapshot, segment, start, entry - 1, completed) if entry > 0 else []
             for index in range(len(run) - 1, -1, -1):
                 e = run[index]
                 if e.type is EntryType.SNAPSHOT and e.snapshot_root is not None:
@@ -70,6 +74,33 @@ class Order:
             if segment == 0:
                 raise errors.CorruptLogError(log_id, "no completed snapshot before this one")
             segment, entry = segment - 1, 1 << 62
+
+    def _run(self, snapshot: Entry, segment: int, start: int, end: int, completed: int | None) -> list[Entry]:
+        """The entries ``start``..``end`` of ``segment`` that the plan folds and searches for its base.
+
+        In the snapshot's own segment, eventually consistent (seglog_core.reads): the fold knows where it ends.
+
+        1. The Snapshot entry we build is in the log, so every num before it is: the read must reach ``end``.
+        2. The segment's ``S`` names a completed snapshot: the read must show its root (that is the base).
+        3. A lagging read may still show a *later* completed snapshot without its root; the plan would then start
+           from an older base and hold ours back behind a snapshot that is done (help would build it again). So a
+           Snapshot entry without a root after the base is confirmed by a consistent read from it to ``end``: one
+           only when the plan would be held back, which is when the answer matters.
+
+        A short read is read again (seglog_core.reads); with 1-3 the plan is the one a consistent read makes, and a
+        fold of 1,000 entries costs half. An earlier segment is read consistently, as before: retention may have
+        retired it (the job's segment is live, step 1 says so; the one before may not be), and a lagging read
+        could still show entries retention deleted, a base whose objects are gone.
+        """
+        log_id = snapshot.log_id
+        if segment != snapshot.segment:
+            return list(self.store.entries(log_id, segment, start, end))
+        run = read_segment(self.store, log_id, segment, start, end, known=Known(through=end, completed=completed))
+        based = max((i for i, e in enumerate(run) if e.type is EntryType.SNAPSHOT and e.snapshot_root), default=-1)
+        doubt = next((i for i in range(based + 1, len(run)) if run[i].type is EntryType.SNAPSHOT), None)
+        if doubt is None:
+            return run
+        return run[:doubt] + list(self.store.entries(log_id, segment, run[doubt].num, end))
 
     def earlier(self, log_id: uuid.UUID, segment: int, entry: int) -> list[PendingSnapshot]:
         """The log's pending items before ``segment``/``entry``."""
