@@ -41,7 +41,7 @@ def test_the_bound_is_a_few_router_attempts_each_to_its_timeout_and_a_capped_ret
 
 
 #: A seed that restarts one stream poller once, after an invocation and before its checkpoint.
-RESTARTED = 31
+RESTARTED = 3
 
 
 def test_a_poller_restart_redelivers_from_the_checkpoint_once_and_a_replay_of_the_schedule_fires_it_again() -> None:

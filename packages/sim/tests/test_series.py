@@ -21,7 +21,7 @@ quiet_logs()
 #: Builds snapshots and parks jobs in the DLQ under faults (redriven after them).
 SEED = 4
 #: A stream shard whose oldest record waits half a minute under faults (a router attempt to its timeout).
-STALLED = 83
+STALLED = 54
 
 
 def _at(points: list[tuple[float, float]], t: float) -> float:

@@ -49,7 +49,8 @@ class Mutant:
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant(name="batch_resent_as_new", module=_BATCHER,
            old=_KEEP_BATCH,
-           new="                with self._lock:\n                    self._queue[0] = _Batch(batch.tickets, self._ids())\n",
+           new="                with self._lock:\n"
+               "                    self._queue[0] = _Batch(batch.tickets, self._ids())\n",
            breaks="a batch whose answers were lost is sent again under a new entry id: if an earlier try landed, "
                   "its edits are stored twice (issue 35)"),
     Mutant(name="batch_requeued_last", module=_BATCHER,
