@@ -174,7 +174,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new="",
            breaks="the API's append, its put lost to its own first try, rebases past it and stores the entry twice "
                   "(issue 35's rebase: the winner's item is the read of that num). It takes a first try stalled "
-                  "between its read and its put while its client, timing out sooner, retries (seed 354)",
+                  "between its read and its put while its client retries (seed 70: a connection reset in flight)",
            arms=("pause",)),
     Mutant(name="rebase_ignores_horizon", module=_IDEMPOTENCE,
            old="            and now - read_at < horizon)",
