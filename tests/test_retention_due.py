@@ -127,7 +127,29 @@ def test_a_log_whose_look_failed_after_its_claim_stays_due_and_the_next_run_fini
     failed = retain_due(DiesDeleting(store), blobs, policy, stop=NEVER, clock=lambda: 2_000.0)  # type: ignore[arg-type]
     assert [str(log_id)] == list(failed.failed)
     assert [True, False, False] == [s.retiring for s in store.segments(log_id)]
-    assert [(log_id, 1), (log_id, 2)] == sorted(due(store, [log_id]))
+    assert [(log_id, 0), (log_id, 1), (log_id, 2)] == sorted(due(store, [log_id]))  # the claim marks its own
+
+    retain_due(store, blobs, policy, stop=NEVER, clock=lambda: 3_000.0)
+    assert [(True, False)] == [(s.archive is not None, s.retiring) for s in store.segments(log_id)][:1]
+    assert [] == due(store, [log_id])
+
+
+def test_a_claim_left_after_another_run_settled_the_log_is_due_and_finished(
+        stores: tuple[LogStore, BlobStore]) -> None:
+    """Seed 5783: two scheduled runs looked at one log at once; the first retired segment 0 and cleared the log's
+    marks, the second claimed segment 0 again (its archive written again) and died. Nothing marked the log due any
+    more, so its claim (P) stood for ever. The claim now marks its own segment due, a clear leaves a claimed
+    segment's mark, and the next run finishes it."""
+    store, blobs = stores
+    log_id = grow(store, blobs, None, 2, at=1_000.0)
+    policy = RetentionPolicy(keep=2, min_age=100)
+    retain_due(store, blobs, policy, stop=NEVER, clock=lambda: 2_000.0)
+    first = next(iter(store.segments(log_id)))
+    assert first.archive is not None and not first.retiring and [] == due(store, [log_id])
+
+    assert store.mark_retiring(log_id, 0, first.archive)  # the second run's claim; then it dies
+    store.clear_due(log_id, 0)  # a run that read the log before the claim clears what it listed: not this mark
+    assert [(log_id, 0)] == due(store, [log_id])
 
     retain_due(store, blobs, policy, stop=NEVER, clock=lambda: 3_000.0)
     assert [(True, False)] == [(s.archive is not None, s.retiring) for s in store.segments(log_id)][:1]

@@ -97,12 +97,13 @@ class DynamoDBLogStore:
 
     def clear_due(self, log_id: uuid.UUID, segment: int) -> None:
         # Safe to send again after a lost answer: removing U twice leaves the same item. Only on an existing item
-        # (UpdateItem would create one without C).
+        # (UpdateItem would create one without C), and not while retention's claim (P) stands on it: that segment
+        # stays due until a run finishes it (mark_retiring).
         with contextlib.suppress(errors.ItemExistsError):
             self._call("UpdateItem", write=True, retry_unknown=True, TableName=self.segments_table,
                        Key={"L": {"B": log_id.bytes}, "N": {"N": str(segment)}}, UpdateExpression="REMOVE U",
-                       ConditionExpression="attribute_exists(N)",
-                       on_condition=lambda _: errors.ItemExistsError(f"segment {segment} (gone)"))
+                       ConditionExpression="attribute_exists(N) AND attribute_not_exists(P)",
+                       on_condition=lambda _: errors.ItemExistsError(f"segment {segment} (gone, or claimed)"))
 
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
         response = self._call(
@@ -205,10 +206,14 @@ class DynamoDBLogStore:
                       retired: int | None = None) -> bool:
         # The two forms exclude each other: one conditional write per item, so of an archive run and a delete run
         # on the same segment exactly one claims it. A retry after a lost answer meets its own mark: it passes.
+        # The claim marks its own segment due (U): a run that dies holding it leaves it listed, so the next run
+        # finishes it even when a concurrent run already cleared the log's other marks (seed 5783: two scheduled
+        # runs on one log, the second claiming after the first had finished and cleared; it crashed, and no later
+        # run looked at the log again). clear_due leaves a claimed segment's mark alone.
         other = "D" if archive is not None else "A"
         try:
-            self._mark(log_id, segment, archive, retired, "SET P = :p",
-                       f"attribute_exists(N) AND attribute_not_exists({other})", {":p": {"BOOL": True}})
+            self._mark(log_id, segment, archive, retired, "SET P = :p, U = :u",
+                       f"attribute_exists(N) AND attribute_not_exists({other})", {":p": {"BOOL": True}, ":u": _DUE})
         except errors.ItemExistsError:
             return False
         return True

@@ -126,7 +126,9 @@ class InMemoryLogStore:
 
     def clear_due(self, log_id: uuid.UUID, segment: int) -> None:
         with self._lock:
-            self._due.discard((log_id, segment))
+            seg = self._segments.get(log_id, {}).get(segment)
+            if seg is None or not seg.retiring:  # a claimed segment stays due (DynamoDBLogStore's condition)
+                self._due.discard((log_id, segment))
 
     def complete_snapshot(self, log_id: uuid.UUID, segment: int, num: int, root: str) -> None:
         self.set_snapshot_root(log_id, segment, num, root)
@@ -174,6 +176,7 @@ class InMemoryLogStore:
             mark = {"archive": archive} if archive is not None else {
                 "retired": int(time.time()) if retired is None else retired}
             self._segments[log_id][segment] = msgspec.structs.replace(seg, **mark, retiring=True)
+            self._due.add((log_id, segment))  # the claim marks its segment due (DynamoDBLogStore.mark_retiring)
             return True
 
 

@@ -53,7 +53,8 @@ class LogStore(Protocol):
         ...
 
     def clear_due(self, log_id: uuid.UUID, segment: int) -> None:
-        """Take a segment out of :meth:`due_segments` (remove its ``U``; nothing if the item is gone)."""
+        """Take a segment out of :meth:`due_segments` (remove its ``U``; nothing if the item is gone, or while
+        retention's claim ``P`` stands on it: a claimed segment stays due until a run finishes it)."""
         ...
 
     def latest_entry(self, log_id: uuid.UUID, segment: int) -> Entry | None:
@@ -111,7 +112,8 @@ class LogStore(Protocol):
                       retired: int | None = None) -> bool:
         """Claim a segment for retention before anything of it is removed: mark its item ``A`` = ``archive``
         (else ``D`` = ``retired``, epoch s; default now) and ``P`` (retiring), only if the item exists and bears
-        no mark of the other form. True if the segment now bears this form's mark (again, for a rerun); False if
+        no mark of the other form; the claim also marks the segment due (``U``), so a run that dies holding it
+        leaves it to the next run. True if the segment now bears this form's mark (again, for a rerun); False if
         the other form claimed it or the item is gone (then nothing changed)."""
         ...
 

@@ -51,7 +51,12 @@ sparse index ``Due`` (partition key ``U``, sort key ``C``, keys only) instead:
    :func:`apply_retention`, which reads the log's segments consistently and decides from them alone.
 3. It clears a log's marks (``REMOVE U``) only once the look left the log *settled*: not stopped, not failed, no
    claim left open (its own or another run's), no deletion claimed within STRAY_ARCHIVE_SECONDS. Otherwise the
-   marks stay and the next run looks again::
+   marks stay and the next run looks again.
+4. A claim marks its own segment due too (``SET P, U``, LogStore.mark_retiring), a clear leaves a claimed item's
+   mark (``attribute_not_exists(P)``), and a settled look clears the marks of the segments it finished. So a claim
+   left by a run that died is listed whatever a concurrent run cleared (seed 5783: two scheduled runs on one log;
+   the first retired segment 1 and cleared the log's marks, the second claimed segment 1 again and died, and no
+   later run looked at the log)::
 
     close of n-1 (new_segment)     a run at C_n + min_age or later      every later run
       EndSegment into n-1            Query Due: C <= now - min_age        Query Due: (L, n) is not there
@@ -386,6 +391,10 @@ def retain_due(store: LogStore, blobs: BlobStore, policy: RetentionPolicy, *, st
                     settled[log_id], retired = False, []
             run.segments += len(retired)
             run.logs += 1
+            if settled[log_id]:
+                # A claim marks its own segment due (LogStore.mark_retiring): those this look finished are done.
+                for num in retired:
+                    store.clear_due(log_id, num)
         if settled[log_id]:
             store.clear_due(log_id, segment)
     run.complete = True

@@ -300,8 +300,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                   "200)"),
     Mutant(name="retention_one_form", module=_LOG_STORE,
            old='                       f"attribute_exists(N) AND attribute_not_exists({other})", '
-               '{":p": {"BOOL": True}})',
-           new='                       "attribute_exists(N)", {":p": {"BOOL": True}})',
+               '{":p": {"BOOL": True}, ":u": _DUE})',
+           new='                       "attribute_exists(N)", {":p": {"BOOL": True}, ":u": _DUE})',
            breaks="an archive run and a delete run both claim one segment: an archived snapshot's root is deleted, "
                   "or bodies stay kept that nothing references (seeds 356, 170, 96)"),
     Mutant(name="retention_finishes_claims", module=_RETENTION,
