@@ -28,7 +28,7 @@ from typing import Final
 
 import structlog
 
-from seglog_core import errors
+from seglog_core import errors, reads
 from seglog_core.bodies import DEFAULT_LARGE_THRESHOLD, Prepared, prepare
 from seglog_core.policy import SnapshotPolicy
 from seglog_core.ports import BlobStore, LogStore
@@ -293,11 +293,10 @@ class EventLog(SnapshotPolicy):
         Raises:
             LogNotFoundError: no segment, even read consistently.
         """
-        for consistent in (False, True):
-            segments = call_with_retries(self.retry, functools.partial(
-                self.store.latest_segments, log_id, 1, consistent=consistent), what="read segments", retry_unknown=True)
-            if segments:
-                return segments[0]
+        segments = call_with_retries(self.retry, functools.partial(reads.latest_segments, self.store, log_id, 1),
+                                     what="read segments", retry_unknown=True)
+        if segments:
+            return segments[0]
         raise errors.LogNotFoundError(log_id)
 
     def _tail(self, log_id: uuid.UUID) -> Tail:
