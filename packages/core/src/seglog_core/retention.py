@@ -169,6 +169,31 @@ def is_retired(segment: Segment) -> bool:
     return segment.archive is not None or segment.retired is not None
 
 
+def deleting(store: LogStore, log_id: uuid.UUID, segment: int) -> bool:
+    """Whether retention deleted ``segment`` or claimed it for deletion (``D``; its item gone: the legacy form).
+    Its snapshots' objects are then retention's to delete, and nothing may write them again. One consistent
+    Segments Query, made only after a writer lost its claim or wrote late (see :func:`discard_late_snapshot`)."""
+    for found in store.segments(log_id):
+        if found.num == segment:
+            return found.retired is not None
+    return True
+
+
+def discard_late_snapshot(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: int, entry: int) -> bool:
+    """Delete the objects of snapshot ``segment``/``entry`` if retention deleted its segment or claimed it for
+    deletion; whether it did. For a writer that put snapshot objects and then found its claim gone or its work
+    done by another: retention's run may have listed the segment's objects before our puts, and would leave
+    what we wrote orphaned (I6). Either its listing came after our puts and deleted them, or our look (after
+    the puts) sees its claim (made before its listing) and we delete them ourselves. Found by the simulator:
+    a rebuild writing while the deletion ran (seed 801), a worker stalled 45 s before a chunk's put while
+    another completed the snapshot and retention deleted the segment (seed 9345)."""
+    if not deleting(store, log_id, segment):
+        return False
+    for key in list(blobs.keys(f"snapshots/{log_id}/{segment}/{entry}/")):
+        blobs.delete(key)
+    return True
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetentionPolicy:
     """Keep the ``keep`` latest segments and any closed less than ``min_age`` seconds ago (the retry horizon);
@@ -254,7 +279,23 @@ def _finish(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segment: Segme
     if segment.archive is None:
         _delete_objects(store, blobs, log_id, segment.num)
     count = store.delete_segment(log_id, segment.num, archive=segment.archive, retired=segment.retired)
+    if segment.archive is None:
+        _remove_late_snapshot_objects(blobs, log_id, segment.num)
     log.info("segment retired", log_id=str(log_id), segment=segment.num, entries=count, archive=segment.archive)
+
+
+def _remove_late_snapshot_objects(blobs: BlobStore, log_id: uuid.UUID, segment: int) -> None:
+    """A second look at the segment's snapshot objects, once its entries are gone (one LIST a deleted segment). A
+    builder that stalled before a put while another completed its snapshot may put a chunk or the root after our
+    first listing: a chunk's put is followed by a checkpoint that fails and a look that sees our claim, so it
+    deletes its own (discard_late_snapshot); a root's put is followed by setting the entry's R, which fails only
+    once the entry is deleted. A root put before that is found here; one after it, by the builder (seed 9345)."""
+    late = list(blobs.keys(f"snapshots/{log_id}/{segment}/"))
+    for key in late:
+        blobs.delete(key)
+    if late:
+        log.warning("late snapshot objects of a deleted segment removed", log_id=str(log_id), segment=segment,
+                    objects=len(late))
 
 
 def _remove_stray_archive(blobs: BlobStore, log_id: uuid.UUID, segment: int) -> None:

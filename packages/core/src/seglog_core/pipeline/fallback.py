@@ -75,7 +75,8 @@ import structlog
 from seglog_core.errors import BlobNotFoundError, SnapshotCompleteError
 from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS, Checkpoint, PendingClaims
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore
-from seglog_core.retention import read_archive
+from seglog_core.retention import deleting as _deleting
+from seglog_core.retention import discard_late_snapshot, read_archive
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, Body, Entry, EntryType, SnapshotJob
 from seglog_core.snapshot import DEFAULT_CHUNK_CELLS, SnapshotBuild, SnapshotFormatError, iter_row_cells, stray_keys
 from seglog_core.verify import finished_archive, is_whole_segment
@@ -409,23 +410,10 @@ def _snapshot(run: _Rebuild, entry: Entry, previous: str | None, bodies: Sequenc
                 return True, None  # (a later snapshot in a kept segment starts the fold again)
             report.restored.append(at)  # its objects are gone: write them again with the state it was completed with
     built = fold.run()
-    if _deleting(run.store, log_id, entry.segment):
-        # Retention claimed the segment for deletion while we wrote: its run may have listed the snapshot's
-        # objects before our puts, so what we wrote would be orphaned (I6). Either its listing came after our
-        # puts and deleted them, or our look now sees its claim and we delete them ourselves (seed 801).
-        for key in list(blobs.keys(f"snapshots/{log_id}/{entry.segment}/{entry.num}/")):
-            blobs.delete(key)
+    if discard_late_snapshot(run.store, blobs, log_id, entry.segment, entry.num):
+        # Retention claimed the segment for deletion while we wrote (seed 801): what we wrote is gone again.
         report.restored.remove(at)
         report.gone.append(entry.segment)
         return True, None
     report.strays += stray_keys(blobs, built)
     return True, built
-
-
-def _deleting(store: LogStore, log_id: uuid.UUID, segment: int) -> bool:
-    """Whether retention deleted the segment or claimed it for deletion (``D``; an item gone: the legacy form).
-    Its snapshots' objects are then retention's to delete, and nothing may write them again."""
-    for found in store.segments(log_id):
-        if found.num == segment:
-            return found.retired is not None
-    return True

@@ -80,6 +80,7 @@ from seglog_core.pipeline.claims import DEFAULT_TAKEOVER_SECONDS, Checkpoint, Le
 from seglog_core.pipeline.order import Order, Plan
 from seglog_core.pipeline.outcomes import UNREADABLE, InvalidJobError, Outcome, SnapshotBlockedError
 from seglog_core.ports import BlobStore, JobQueue, LogStore, PendingStore, QueueMessage
+from seglog_core.retention import discard_late_snapshot
 from seglog_core.schema import SNAPSHOT_JOB_DECODER, Body, Entry, EntryType, PendingSnapshot, SnapshotJob
 from seglog_core.snapshot import SnapshotBuild
 
@@ -212,11 +213,7 @@ class SnapshotWorker:
             # A late job (a redrive, a reprocess, the sweep) for a segment retention archived or deleted: nothing to
             # build; failing it on every receive would only park it in the DLQ, and a redrive would bring it back to
             # fail again. A pending item left for it would make the sweep send it for ever: it goes too.
-            log.warning("job for a retired segment: nothing to build", retired_segment=segment)
-            self.pending.delete(log_id, segment, entry)
-            if message is not None:
-                self.queue.delete(message)
-            return Outcome.ALREADY_DONE
+            return self._retired_job(message, log_id, segment, entry)
         if snapshot is None or snapshot.type is not EntryType.SNAPSHOT:
             if message is None:
                 return Outcome.BUSY
@@ -328,6 +325,9 @@ class SnapshotWorker:
                 state = Checkpoint(next_chunk=chunk.index + 1, chunk_cells=chunk_cells).encode()
                 if not self.pending.checkpoint(log_id, segment, entry, increment=increment, state=state,
                                                now=int(self.clock())):
+                    # Taken over, or completed by another, since our last write; if retention deleted the segment
+                    # meanwhile, the chunk we just put is ours to delete (seed 9345: a 45 s stall before a put).
+                    discard_late_snapshot(self.store, self.blobs, log_id, segment, entry)
                     return Outcome.TAKEN_OVER
                 lease.checkpointed(state)
                 if remaining() < margin:
@@ -344,7 +344,15 @@ class SnapshotWorker:
         root_key, root_data = build.root()
         self.blobs.put(root_key, root_data)
         # 6. Complete, in order.
-        self._complete(done, snapshot, root_key)
+        try:
+            self._complete(done, snapshot, root_key)
+        except errors.InvalidInputError:
+            # The Snapshot entry is gone: we stalled before the root's put while another builder completed the
+            # snapshot and retention deleted its segment. The root we put is ours to delete (seed 9345's kin; a put
+            # before the deletion removed the entries goes with retention's second look, retention._finish).
+            if not discard_late_snapshot(self.store, self.blobs, log_id, segment, entry):
+                raise
+            return self._retired_job(message if own else None, log_id, segment, entry)
         return Outcome.COMPLETED
 
     # ------------------------------------------------------------------------------------------- steps
@@ -401,6 +409,13 @@ class SnapshotWorker:
             self.count("SnapshotsDeferredLong")
         self.queue.change_visibility(message, hide)
         return Outcome.DEFERRED
+
+    def _retired_job(self, message: QueueMessage | None, log_id: uuid.UUID, segment: int, entry: int) -> Outcome:
+        log.warning("job for a retired segment: nothing to build", retired_segment=segment)
+        self.pending.delete(log_id, segment, entry)
+        if message is not None:
+            self.queue.delete(message)
+        return Outcome.ALREADY_DONE
 
     def _retired(self, log_id: uuid.UUID, segment: int) -> bool:
         """Whether retention retired ``segment``: archived (``A``), deleted with a tombstone left (``D``), or deleted

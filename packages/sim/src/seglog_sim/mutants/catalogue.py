@@ -271,8 +271,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                "read the tail again (tail_ttl). "
                "tests/test_tail_after_retention.py (a retry answered from an archive) kills it")),
     Mutant(name="rebuild_restores_deleted", module=_FALLBACK,
-           old="    if _deleting(run.store, log_id, entry.segment):\n        # Retention claimed",
-           new="    if False:\n        # Retention claimed",
+           old="    if discard_late_snapshot(run.store, blobs, log_id, entry.segment, entry.num):",
+           new="    if False:",
            breaks="rebuild writes again the objects of a snapshot whose segment retention deleted while it wrote "
                   "them: objects nothing references (I6, seed 801)",
            survives=(
@@ -323,6 +323,28 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            survives="the race needs two scheduled runs on one log, the second claiming after the first cleared and "
                     "then dying: about one seed in 8,000 draws it; tests/test_retention_due.py replays it on every "
                     "backend (test_a_claim_left_after_another_run_settled_the_log_is_due_and_finished)"),
+    Mutant(name="late_chunk_kept", module=_WORKER,
+           old="                    discard_late_snapshot(self.store, self.blobs, log_id, segment, entry)\n",
+           new="",
+           breaks="a builder stalled before a chunk's put while another completed the snapshot and retention deleted "
+                  "its segment leaves the chunk it put late: an object nothing references (I6, seed 9345)",
+           survives="the stall must outlast the takeover, the completion and a deletion of that very segment: seed "
+                    "9345 of 10,000 draws it; tests in packages/core/tests/test_worker_late_put.py (chunk) replay it"),
+    Mutant(name="late_root_kept", module=_WORKER,
+           old="            if not discard_late_snapshot(self.store, self.blobs, log_id, segment, entry):\n",
+           new="            if True:\n",
+           breaks="a builder stalled before the root's put fails on the deleted entry and leaves the root it put "
+                  "late (I6), its job failing until the next receive finds the segment retired",
+           survives="seed 9345's race with the stall moved one put later, rarer still; "
+                    "packages/core/tests/test_worker_late_put.py (root) replays it"),
+    Mutant(name="retention_one_look", module=_RETENTION,
+           old="        _remove_late_snapshot_objects(blobs, log_id, segment.num)\n",
+           new="        pass\n",
+           breaks="a root put after retention listed the segment's objects, its R set before the entries went, is "
+                  "left: an object nothing references (I6)",
+           survives="a window of a few storage calls inside seed 9345's race; packages/core/tests/"
+                    "test_worker_late_put.py::test_retention_removes_a_root_put_after_its_listing_and_before_the_"
+                    "entries_went kills it"),
     Mutant(name="due_mark_on_close", module=_LOG_STORE,
            old='"Item": {**segment_to_item(segment), "U": _DUE},',
            new='"Item": segment_to_item(segment),',
