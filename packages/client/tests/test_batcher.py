@@ -178,6 +178,49 @@ def test_the_background_timer_sends_within_the_window() -> None:
     assert 1 == len(log.requests)
 
 
+class FakeTimer:
+    """The batcher's timer, fired by the test: records each schedule's delay."""
+
+    def __init__(self) -> None:
+        self.scheduled: list[tuple[float, Any]] = []
+
+    def __call__(self, delay: float, action: Any) -> FakeTimer:
+        self.scheduled.append((delay, action))
+        return self
+
+    def cancel(self) -> None:
+        pass
+
+    def fire(self) -> None:
+        _, action = self.scheduled.pop()
+        action()
+
+
+def test_the_timer_sends_again_a_batch_whose_answers_were_lost_without_a_new_add() -> None:
+    log = LogTransport(lose=lambda n: "after" if n <= 4 else None)  # two flushes' tries lost, the answer too
+    timer = FakeTimer()
+    batcher = Batcher(client_of(log, max_tries=2), LOG, timer=timer, window=0.01)
+    tickets = [batcher.add(cell(n)) for n in range(3)]
+    timer.fire()  # the window passed: sent, answers lost twice; a retry is scheduled
+    assert [1.0] == [delay for delay, _ in timer.scheduled] and 3 == batcher.pending
+    timer.fire()  # lost twice again: the pause doubles
+    assert [2.0] == [delay for delay, _ in timer.scheduled]
+    timer.fire()  # answered: deduplicated, stored once
+    assert [] == timer.scheduled and 0 == batcher.pending
+    assert [1, 1, 1] == [t.wait(0).num for t in tickets]
+    assert 1 == len({r["entry_id"] for r in log.requests}) and 1 == len(log.entries)
+
+
+def test_after_a_refusal_the_timer_sends_the_batches_behind_it() -> None:
+    log = LogTransport(refuse=lambda r: (422, "does_not_fit") if r["entry"].get("ref") == "XFE1" else None)
+    timer = FakeTimer()
+    batcher = Batcher(client_of(log), LOG, timer=timer, window=0.01, max_edits=1)
+    bad, good = batcher.add(set_cell("XFE1", 1)), batcher.add(cell(2))
+    timer.fire()
+    assert isinstance(bad.error, ApiError) and 1 == good.wait(0).num
+    assert [] == timer.scheduled and 0 == batcher.pending
+
+
 # ------------------------------------------------------------------------------------------ exactly once
 
 

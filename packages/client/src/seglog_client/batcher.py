@@ -24,6 +24,9 @@ Timing, with the default background timer (``window`` 50 ms, short enough that a
                                                                    <------ 200 position
     add(e3) ---------> open [e3], timer(window) --> ...
 
+When the background flush leaves a batch whose outcome is unknown, the timer sends it again after 1 s, then
+2, 4, ... up to 30 s, until it is acknowledged; after a refusal it sends the batches behind it at once.
+
 ``timer=None`` sends only on :meth:`Batcher.flush`, or on :meth:`Batcher.poll` once the oldest waiting edit is
 ``window`` old (by ``monotonic``): the simulator drives it so, without threads. A client coming back online with
 200 queued edits sends them in two requests of 100.
@@ -58,6 +61,9 @@ MAX_EDITS: Final = 100
 BATCH_BYTES: Final = 900
 #: Seconds an edit waits for others to share its request.
 DEFAULT_WINDOW: Final = 0.05
+#: Seconds before the background timer sends again a batch whose outcome is unknown, doubling from the first to
+#: the last while it keeps failing (the client's own retries, with their backoff, came before each).
+RESEND_AFTER: Final = (1.0, 30.0)
 #: Bytes of a stored batch around its edits (msgpack array headers), counted before the first edit.
 _FRAME: Final = 8
 #: The size bound of an edit that can share no batch.
@@ -165,6 +171,7 @@ class Batcher:
         self._queue: deque[_Batch] = deque()  # cut, not yet acknowledged: sent from the head
         self._lock = threading.Lock()  # guards _open, _queue
         self._sending = threading.Lock()  # one sender at a time: batches go in the order they were cut
+        self._failures = 0  # background flushes in a row that left a batch whose outcome is unknown
 
     @property
     def pending(self) -> int:
@@ -273,15 +280,31 @@ class Batcher:
             self._scheduled = None
 
     def _on_timer(self) -> None:
+        """The background flush. A refused batch (or one past the retry horizon) is settled on its tickets and the
+        batches after it go on at once; a batch whose outcome is unknown stays at the head and the timer tries
+        again after :data:`RESEND_AFTER` (doubling while it keeps failing), so queued edits are not left waiting
+        for the caller's next add or flush (a gap the issue 35 closing note named)."""
         with self._lock:
             self._scheduled = None
-        try:
-            self.flush()
-        except SeglogClientError as exc:
-            # Refusals are on the tickets; an unknown outcome stays queued for the next flush (the next add
-            # schedules one, or the caller flushes).
-            log.warning("batch not sent", log_id=str(self.log_id), error=type(exc).__name__, detail=str(exc),
-                        pending=self.pending)
+        while True:
+            try:
+                self.flush()
+            except (ApiError, OutcomeUnknownError) as exc:
+                log.warning("batch refused", log_id=str(self.log_id), error=type(exc).__name__, detail=str(exc),
+                            pending=self.pending)
+                continue
+            except SeglogClientError as exc:
+                self._failures += 1
+                first, last = RESEND_AFTER
+                delay = min(last, first * 2 ** (self._failures - 1))
+                log.warning("batch not sent: trying again", log_id=str(self.log_id), error=type(exc).__name__,
+                            detail=str(exc), pending=self.pending, retry_in=delay)
+                with self._lock:
+                    if self._timer is not None and self._scheduled is None:
+                        self._scheduled = self._timer(delay, self._on_timer)
+                return
+            self._failures = 0
+            return
 
     def close(self) -> None:
         """Send what is waiting (see :meth:`flush`)."""
