@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from seglog_aws.events._wire import to_base64
+from seglog_awsmodel.events._wire import to_base64
 
 # The event, from the 2.0 example of "Payload format structure" on the page above (keys in that order; header
 # names are lowercased):
