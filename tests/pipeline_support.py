@@ -15,9 +15,9 @@ from typing import Any
 
 from seglog_aws.backend import Backend
 from seglog_aws.clients import client, local_session
-from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_aws.items import item_to_entry
 from seglog_aws.sqs_job_queue import SqsJobQueue
+from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_core.document import SheetDocument
 from seglog_core.pipeline import SnapshotWorker, route
 from seglog_core.ports import QueueMessage

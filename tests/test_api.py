@@ -1,6 +1,6 @@
 """The api function: each route through API Gateway HTTP API 2.0 events, against the local stack (both profiles).
 
-Requests are built with :func:`seglog_aws.events.http_api_event`, the event API Gateway sends ("Create AWS Lambda
+Requests are built with :func:`seglog_awsmodel.events.http_api_event`, the event API Gateway sends ("Create AWS Lambda
 proxy integrations for HTTP APIs in API Gateway", payload format 2.0), and answered by ``handler(event, context)``
 with the deployment's environment, as the deployed function is.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from seglog_aws.events import http_api_event
+from seglog_awsmodel.events import http_api_event
 from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot, SetRange
 from seglog_services import runtime

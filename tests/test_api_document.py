@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from seglog_aws.events import http_api_event
+from seglog_awsmodel.events import http_api_event
 from seglog_services import runtime
 from seglog_services.api import handler, openapi
 from seglog_stack.local import LocalDeployment

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from seglog_aws.events import function_failure, http_api_event, http_api_response, match_route, request_event
+from seglog_awsmodel.events import function_failure, http_api_event, http_api_response, match_route, request_event
 
 # The 2.0 example of "Payload format structure" on that page (without authentication/authorizer, which a
 # route without authorization does not get).

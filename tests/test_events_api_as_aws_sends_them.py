@@ -1,6 +1,6 @@
 """What an HTTP API adds to and does to a request before its Lambda integration sees it (issue 19, point 5): the
 forwarding and trace headers, the decoded path, and which bodies travel as text. Each rule is cited where it is
-kept, in :mod:`seglog_aws.events.api_gateway`. No stack: the builder both gateways use is pure.
+kept, in :mod:`seglog_awsmodel.events.api_gateway`. No stack: the builder both gateways use is pure.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from seglog_aws.events.api_gateway import event_path, http_api_event, match_route, request_event
+from seglog_awsmodel.events.api_gateway import event_path, http_api_event, match_route, request_event
 
 NOW = datetime(2020, 3, 12, 19, 3, 58, 390000, tzinfo=UTC)
 
@@ -77,7 +77,7 @@ def test_the_path_and_its_parameters_reach_the_function_decoded() -> None:
 def test_bodies_of_text_content_types_arrive_as_text(content_type: str) -> None:
     """isBase64Encoded false and the body as it was sent, for the types an HTTP API passes as text: text/*,
     application/json, application/javascript and application/xml (the rule and its source are cited at
-    seglog_aws.events.api_gateway.TEXT_CONTENT_TYPES)."""
+    seglog_awsmodel.events.api_gateway.TEXT_CONTENT_TYPES)."""
     event = http_api_event("PATCH", "/a", headers={"Content-Type": content_type}, body=b'{"k": "\xc3\xa9"}')
     assert ('{"k": "\u00e9"}', False) == (event["body"], event["isBase64Encoded"])
 

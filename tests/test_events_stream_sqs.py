@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from seglog_aws.clients import client, local_session
-from seglog_aws.events import (
+from seglog_awsmodel.events import (
     ShardIteratorType,
     StreamReader,
     lambda_stream_arn,

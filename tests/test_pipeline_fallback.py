@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_support import PipelineDriver
-from seglog_aws.events.dynamodb_stream import stream_event
-from seglog_aws.events.sqs import sqs_event
+from seglog_awsmodel.events.dynamodb_stream import stream_event
+from seglog_awsmodel.events.sqs import sqs_event
 from seglog_cli.main import cli
 from seglog_core.pipeline.fallback import rebuild, reprocess
 from seglog_core.ports import BlobStore

@@ -19,9 +19,9 @@ import pytest
 from pipeline_support import PipelineDriver
 from seglog_aws.backend import REQUEST_RETRY, Backend
 from seglog_aws.clients import local_session
-from seglog_aws.events.sqs import sqs_event
 from seglog_aws.resources import Resources
 from seglog_aws.sqs_job_queue import SqsJobQueue
+from seglog_awsmodel.events.sqs import sqs_event
 from seglog_core.pipeline import Outcome
 from seglog_core.retry import RetryPolicy
 from seglog_core.schema import PendingSnapshot, SetCell, SnapshotJob

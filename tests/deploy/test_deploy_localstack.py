@@ -36,7 +36,7 @@ from deploy.terminal import fresh_shell_env
 from deploy.unpacked import fetch_deployed_code
 from seglog_aws.backend import Backend
 from seglog_aws.clients import local_session
-from seglog_aws.events.sqs import sqs_event
+from seglog_awsmodel.events.sqs import sqs_event
 from seglog_cli.main import cli
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
 from seglog_core.schema import EntryType, SetCell

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import PROFILES
 from seglog_aws.clients import client, local_session
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, StreamReader
+from seglog_awsmodel.events.dynamodb_stream import ShardIteratorType, StreamReader
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.invoker import FunctionSpec, LambdaInvoker
 from seglog_stack.local import LocalDeployment

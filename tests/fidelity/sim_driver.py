@@ -17,7 +17,7 @@ from typing import Any
 
 from fidelity.drivers import QueueRun, Rec, StreamRun, collapse, queue_mapping, stream_mapping
 from fidelity.probe_handler import ProbeError, instructions, plan
-from seglog_aws.events.sqs import sqs_record
+from seglog_awsmodel.events.sqs import sqs_record
 from seglog_awsmodel.faults import FaultKind
 from seglog_sim import quiet_logs
 from seglog_sim.aws.dynamodb import SimDynamoDB, TableSpec

@@ -33,7 +33,7 @@ def test_http_api_event_is_payload_format_2_0_field_for_field(probe: Probe, make
     function's statusCode/headers/body become the HTTP response (the gateway listens on a free port). The headers
     carry what API Gateway adds (x-forwarded-for/-port/-proto from the client and the listener, an X-Ray
     x-amzn-trace-id), and the path arrives decoded, as HTTP APIs decode it (cited in
-    seglog_aws.events.api_gateway)."""
+    seglog_awsmodel.events.api_gateway)."""
     route = HttpRoute(function="probe", event="Api", Path="/items/{proxy+}", Method="ANY")
     gateway = Gateway([route], make_invoker(), port=0)
     server = threading.Thread(target=gateway.serve, daemon=True)

@@ -3,7 +3,7 @@
 DynamoDB Streams API Reference, StreamRecord
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_StreamRecord.html): "rounded down to
 the closest second". The local stacks round it down to the minute; the poller raises a whole-minute value to the
-start of its last read that found the end of the shard (:func:`seglog_aws.events.dynamodb_stream.creation_second`).
+start of its last read that found the end of the shard (:func:`seglog_awsmodel.events.dynamodb_stream.creation_second`).
 The stack's own case is in :mod:`fidelity.test_stream_poller` (the field-for-field event); here the rule alone,
 and the poller driven by a fake stream and the test's clock.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from fidelity.conftest import Clock, RecordingCheckpoints, running
 from fidelity.test_stream_poller import FakeStreamReader, raw_record, stream_poller, wait_until
-from seglog_aws.events.dynamodb_stream import creation_second
+from seglog_awsmodel.events.dynamodb_stream import creation_second
 from seglog_emulator.invoker import InvocationResult, Outcome
 
 MINUTE = 1_700_000_040  # 2023-11-14T22:14:00Z, a whole minute

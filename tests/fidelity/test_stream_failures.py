@@ -13,7 +13,7 @@ import pytest
 
 from fidelity.conftest import Clock, MakeInvoker, Probe, RecordingCheckpoints, Table, running
 from fidelity.test_stream_poller import moved_to, sequence_numbers, stream_poller, wait_until
-from seglog_aws.events.dynamodb_stream import epoch_seconds
+from seglog_awsmodel.events.dynamodb_stream import epoch_seconds
 from seglog_stack.local import LocalDeployment
 
 # --------------------------------------------------------------------------------------------- item 3

@@ -24,8 +24,8 @@ import pytest
 
 from fidelity.conftest import MakeInvoker, Probe, RecordingCheckpoints, Table, quick_retries, running
 from fidelity.drivers import collapse, wait_until
-from seglog_aws.events.dynamodb_stream import ShardIteratorType, stream_record
 from seglog_awsmodel.config import FunctionResponseType, StreamMapping, StreamPosition
+from seglog_awsmodel.events.dynamodb_stream import ShardIteratorType, stream_record
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.pollers.common import Invoker
 from seglog_emulator.pollers.stream import MAX_EVENT_BYTES, StreamPoller

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from seglog_aws.events.dynamodb_stream import stream_record
 from seglog_aws.items import entry_to_item
+from seglog_awsmodel.events.dynamodb_stream import stream_record
 from seglog_awsmodel.filtering import (
     FilterPatternError,
     Matcher,

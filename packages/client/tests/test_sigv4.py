@@ -79,7 +79,7 @@ def test_odd_query_characters_encode_as_botocore_encodes_parameters(space: str,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """botocore encodes ``params`` itself (RFC 3986 unreserved kept): a URL carrying them in any other valid
     encoding canonicalizes to the same string, so the signatures match. A space may travel as ``+``: a raw ``+``
-    is a space, as API Gateway hands it to the function (seglog_aws.events.api_gateway.query_pairs); a plus
+    is a space, as API Gateway hands it to the function (seglog_awsmodel.events.api_gateway.query_pairs); a plus
     travels as ``%2B``."""
     params = {"a b": "c d", "é": "✓", "x": "1/2+3", "t": "~-._", "empty": "", "q": "SELECT * FROM t;"}
     sent = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}".replace("%20", space) for k, v in params.items())

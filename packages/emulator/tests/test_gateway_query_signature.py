@@ -1,8 +1,8 @@
 """The gateway's SigV4 check and the event it hands the function read a query string by one rule: a signature covers
 the values the function acts on, or the request is refused. A raw ``+`` is a space in the event's
-``queryStringParameters`` (:func:`seglog_aws.events.api_gateway.query_pairs`, where the AWS behaviour is cited), and
-so it is in the canonical query string the signature is checked against; a signer encodes a space ``%20`` and a
-plus ``%2B``, never ``+`` ("Create a signed AWS API request", IAM User Guide,
+``queryStringParameters`` (:func:`seglog_awsmodel.events.api_gateway.query_pairs`, where the AWS behaviour is
+cited), and so it is in the canonical query string the signature is checked against; a signer encodes a space
+``%20`` and a plus ``%2B``, never ``+`` ("Create a signed AWS API request", IAM User Guide,
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html). ``rawQueryString``
 stays as sent (payload format 2.0: Amazon API Gateway Developer Guide, http-api-develop-integrations-lambda).
 No stack: the invoker is a stand-in that records the event."""

@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 from sim_ddb_support import entry, n, world
 
 from seglog_aws.dynamodb_log_store import DynamoDBLogStore
-from seglog_aws.events.dynamodb_stream import stream_event
 from seglog_aws.items import item_to_entry
+from seglog_awsmodel.events.dynamodb_stream import stream_event
 from seglog_core.schema import Entry, EntryType
 from seglog_services.stream_router import image_to_item
 from seglog_sim.aws.dynamodb import SimDynamoDB

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from sim_support import ManualClock
 
-from seglog_aws.events.sqs import sqs_record
+from seglog_awsmodel.events.sqs import sqs_record
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
 from seglog_sim.aws.sqs_queue import MAX_MESSAGE_BYTES, md5_of_message_attributes
 
@@ -85,7 +85,7 @@ def test_system_attributes_are_returned_only_when_asked_for_and_as_strings(sqs: 
 
 
 def test_the_event_source_mapping_receive_gives_what_a_lambda_sqs_record_needs(sim: SimSQS, url: str) -> None:
-    """receive() carries every attribute Lambda's SQS event has (seglog_aws.events.sqs refuses a message
+    """receive() carries every attribute Lambda's SQS event has (seglog_awsmodel.events.sqs refuses a message
     without them), message attributes included."""
     SimSQSClient.of(sim).send_message(QueueUrl=url, MessageBody="x", MessageAttributes={
         "kind": {"DataType": "String", "StringValue": "snapshot"}})

@@ -5,7 +5,7 @@ CORS for HTTP APIs in API Gateway", https://docs.aws.amazon.com/apigateway/lates
   even if there isn't an OPTIONS route configured for your API" — without invoking a function and without
   authorization. A route whose method is ANY (or the $default route) does catch OPTIONS, and then the preflight
   goes to the function through the route's authorizer: which is why the template gives the API function one
-  route per method (:func:`seglog_aws.events.api_gateway.match_route` matches OPTIONS to no route of ours).
+  route per method (:func:`seglog_awsmodel.events.api_gateway.match_route` matches OPTIONS to no route of ours).
 * "For a CORS request, API Gateway adds the configured CORS headers to the response from an integration", and
   "ignores CORS headers returned from your backend integration".
 * "To return CORS headers, your request must contain an origin header. For the OPTIONS method, your request must

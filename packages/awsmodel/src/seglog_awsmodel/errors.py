@@ -1,18 +1,23 @@
-"""The model's errors, under one root (:class:`ModelError`): a template, a filter pattern, a schedule expression or
-parameter values AWS would refuse. Each says what is wrong and where to read AWS's rule (STYLE "Errors")."""
+"""The tool's errors. :class:`ToolError` is the root of every error the AWS model, the emulator, the local stack and
+build and deploy raise, apart from seglog's own (:class:`seglog_core.errors.SeglogError`): the tool runs any SAM
+application (issue 36), and the CLI reports either kind in one line. The model's own are under :class:`ModelError`:
+a template, a filter pattern, a schedule expression or parameter values AWS would refuse. Each says what is wrong
+and where to read AWS's rule (STYLE "Errors")."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from seglog_core.errors import SeglogError
-
 if TYPE_CHECKING:
     from seglog_awsmodel.parameters import ParameterViolation
 
 
-class ModelError(SeglogError):
+class ToolError(Exception):
+    """The root of the tool's errors; each says what went wrong and what to do (STYLE "Errors")."""
+
+
+class ModelError(ToolError):
     """Something the model of AWS refuses, as AWS would."""
 
 

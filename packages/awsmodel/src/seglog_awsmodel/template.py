@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from seglog_core.errors import SeglogError
+from seglog_awsmodel.errors import ToolError
 
 
-class TemplateError(SeglogError):
+class TemplateError(ToolError):
     """template.yaml is missing or does not say what seglog needs."""
 
 

@@ -25,12 +25,11 @@ from seglog_awsmodel.config import (
     StreamPosition,
     TemplateConfigError,
 )
-from seglog_awsmodel.errors import ScheduleExpressionError
+from seglog_awsmodel.errors import ScheduleExpressionError, ToolError
 from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filter_criteria
 from seglog_awsmodel.http_api_reader import HttpApiReader
 from seglog_awsmodel.schedule_expressions import parse_schedule_expression
 from seglog_awsmodel.template import Template
-from seglog_core.errors import SeglogError
 
 #: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
 _DYNAMODB_PROPERTIES: Final = frozenset({
@@ -395,7 +394,7 @@ class TemplateReader:
                 return None
             try:
                 resolved = self.resolve(value)
-            except (SeglogError, LookupError, ValueError) as exc:
+            except (ToolError, LookupError, ValueError) as exc:
                 self._problem(f"{where}: cannot resolve {value!r}: {exc}")
                 return None
             if isinstance(resolved, Mapping | list) or resolved is None:

@@ -15,6 +15,7 @@ import click
 from seglog_aws.backend import Backend
 from seglog_aws.resources import ENV as RESOURCE_ENV
 from seglog_aws.resources import Resources
+from seglog_awsmodel.errors import ToolError
 from seglog_client import SeglogClientError
 from seglog_core.errors import SeglogError
 from seglog_stack import StackConfig, local
@@ -52,13 +53,13 @@ def parse_log_id(value: str) -> uuid.UUID:
 
 
 def reports_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
-    """Turn seglog's errors into a one-line message and a non-zero exit, never a traceback."""
+    """Turn seglog's and the tool's errors into a one-line message and a non-zero exit, never a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
-        except (SeglogError, SeglogClientError) as exc:
+        except (SeglogError, ToolError, SeglogClientError) as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc

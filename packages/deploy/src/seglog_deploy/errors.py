@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from seglog_core.errors import SeglogError
+from seglog_awsmodel.errors import ToolError
 
 if TYPE_CHECKING:
     from seglog_deploy.events import StackEvent
     from seglog_deploy.leftovers import Leftover
 
 
-class DeployError(SeglogError):
+class DeployError(ToolError):
     """Root of what ``seglog build`` and ``seglog deploy`` raise on purpose."""
 
 

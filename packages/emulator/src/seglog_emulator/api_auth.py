@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, Final
 
-from seglog_aws.events.api_gateway import LOCAL_ACCOUNT_ID
+from seglog_awsmodel.events.api_gateway import LOCAL_ACCOUNT_ID
 from seglog_client import sigv4
 from seglog_client.sigv4 import Credentials
 
@@ -116,7 +116,7 @@ class IamAuthorizer:
 
         Args:
             query: the query string's (name, value) pairs exactly as the function will get them
-                (:func:`seglog_aws.events.api_gateway.query_pairs`: ``+`` is a space; the gateway passes these),
+                (:func:`seglog_awsmodel.events.api_gateway.query_pairs`: ``+`` is a space; the gateway passes these),
                 or the query string as sent, which :func:`seglog_client.sigv4.canonical_query` decodes the same
                 way. The canonical query string is made of these values, so a signature covers the values the
                 function acts on: a request signed for ``x%2By`` (a plus) and sent as ``x+y`` (a space, to the

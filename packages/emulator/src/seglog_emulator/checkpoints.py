@@ -7,7 +7,7 @@ when it comes back — the at-least-once delivery the stream router must absorb 
 
 Beside it, in ``<mapping>.created``, the ApproximateCreationDateTime the poller gave each record read after the
 checkpoint. The local stacks give a record's creation time to the minute and the poller raises it to the second
-(:func:`seglog_aws.events.dynamodb_stream.creation_second`) from what it saw while reading, which a restarted
+(:func:`seglog_awsmodel.events.dynamodb_stream.creation_second`) from what it saw while reading, which a restarted
 poller no longer knows; AWS gives a record the same value on every read (DynamoDB Streams API Reference,
 StreamRecord: "rounded down to the closest second"), so a record delivered again carries the value it was first
 given. A value is dropped once the checkpoint passes its record: it is never read again.

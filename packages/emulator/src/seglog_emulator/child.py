@@ -23,8 +23,8 @@ from typing import Any
 import structlog
 
 from seglog_aws.clients import client, local_session
-from seglog_aws.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
+from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import load_template
 from seglog_core import logs
 from seglog_emulator import logfeed, metrics

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from seglog_core.errors import SeglogError
+from seglog_awsmodel.errors import ToolError
 
 
-class EmulatorError(SeglogError):
+class EmulatorError(ToolError):
     """The emulator cannot run as asked (a child that never got ready, a stack that is not up, ...)."""
 
 

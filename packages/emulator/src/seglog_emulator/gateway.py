@@ -1,10 +1,10 @@
 """Gateway: an HTTP server in front of the API function, speaking API Gateway HTTP API payload 2.0 (DESIGN §8).
 
-Each request becomes the event API Gateway sends (:func:`seglog_aws.events.api_gateway.request_event`), with
-the route key of the template's HttpApi event that matches (:func:`~seglog_aws.events.api_gateway.match_route`;
+Each request becomes the event API Gateway sends (:func:`seglog_awsmodel.events.api_gateway.request_event`), with
+the route key of the template's HttpApi event that matches (:func:`~seglog_awsmodel.events.api_gateway.match_route`;
 the simulator's in-process gateway builds its events with the same two); the handler's return value becomes the
 response
-(:func:`~seglog_aws.events.api_gateway.http_api_response`), as API Gateway makes it. A function error or a
+(:func:`~seglog_awsmodel.events.api_gateway.http_api_response`), as API Gateway makes it. A function error or a
 crash answers 500 ``{"message":"Internal Server Error"}`` and a timeout 503 ``{"message":"Service
 Unavailable"}``, API Gateway's own answers (Amazon API Gateway Developer Guide, http-api-troubleshooting-lambda);
 a path no route matches answers 404 ``{"message":"Not Found"}``. Clients use one base URL, locally and on AWS.
@@ -34,15 +34,15 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from seglog_aws.events.api_gateway import (
+from seglog_awsmodel.config import AWS_IAM, HttpRoute
+from seglog_awsmodel.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
+from seglog_awsmodel.events.api_gateway import (
     function_failure,
     http_api_response,
     match_route,
     query_pairs,
     request_event,
 )
-from seglog_awsmodel.config import AWS_IAM, HttpRoute
-from seglog_awsmodel.cors import PREFLIGHT_STATUS, CorsConfiguration, is_preflight
 from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_client.hooks import REQUEST_ID_HEADER

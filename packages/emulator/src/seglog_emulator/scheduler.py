@@ -5,7 +5,7 @@ What it reproduces:
 * the rule fires at each time its expression names (:mod:`seglog_awsmodel.schedule_expressions`): a rate
   expression from the rule's creation (here: the scheduler's start), a cron expression at its UTC minutes;
 * each firing invokes the function *asynchronously* with the "Scheduled Event" (or the event's Input) built by
-  :func:`seglog_aws.events.scheduled.scheduled_event`: EventBridge does not wait for one invocation before the
+  :func:`seglog_awsmodel.events.scheduled.scheduled_event`: EventBridge does not wait for one invocation before the
   next firing, so a slow function overlaps itself;
 * a failed invocation (an error, a timeout, a crash) is retried twice, one minute and then two minutes later
   (AWS Lambda Developer Guide, invocation-async-error-handling: "by default Lambda attempts to run it two more
@@ -30,8 +30,8 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws.events.scheduled import scheduled_event
 from seglog_awsmodel.config import ScheduleRule
+from seglog_awsmodel.events.scheduled import scheduled_event
 from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.errors import InvokerClosedError

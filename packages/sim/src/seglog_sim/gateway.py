@@ -45,8 +45,8 @@ from xml.sax.saxutils import escape
 
 from botocore.exceptions import ClientError
 
-from seglog_aws.events.api_gateway import function_failure, http_api_response, match_route, request_event
 from seglog_awsmodel.config import HttpRoute
+from seglog_awsmodel.events.api_gateway import function_failure, http_api_response, match_route, request_event
 from seglog_awsmodel.faults import FaultKind
 from seglog_client.sigv4 import Credentials
 from seglog_sim.aws.s3 import S3_HOST

@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from seglog_aws.events.dynamodb_stream import stream_record
+from seglog_awsmodel.events.dynamodb_stream import stream_record
 from seglog_awsmodel.fault_sites import restart_site
 from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import select

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seglog_core.errors import SeglogError
+from seglog_awsmodel.errors import ToolError
 
 
-class StackError(SeglogError):
+class StackError(ToolError):
     """Root of every local stack failure (install, start, health, stop)."""
 
 

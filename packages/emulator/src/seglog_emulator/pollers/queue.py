@@ -32,8 +32,8 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws.events.sqs import sqs_record
 from seglog_awsmodel.config import QueueMapping
+from seglog_awsmodel.events.sqs import sqs_record
 from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import CHUNK_CELLS_ENV, FaultKind
 from seglog_awsmodel.filtering import matches

@@ -39,7 +39,8 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_aws.events.dynamodb_stream import (
+from seglog_awsmodel.config import StreamMapping, StreamPosition
+from seglog_awsmodel.events.dynamodb_stream import (
     ShardIteratorType,
     StreamReader,
     creation_second,
@@ -47,7 +48,6 @@ from seglog_aws.events.dynamodb_stream import (
     lambda_stream_arn,
     stream_record,
 )
-from seglog_awsmodel.config import StreamMapping, StreamPosition
 from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import matches

@@ -99,7 +99,7 @@ class ShardAges:
     waiting for its window) reports how old the last record read is now; a shard caught up reports 0.
 
     A record's creation time is its ``ApproximateCreationDateTime``, which AWS rounds down to the second and the
-    local stacks to the minute (:mod:`seglog_aws.events.dynamodb_stream`) — up to 60 s too early. So it is
+    local stacks to the minute (:mod:`seglog_awsmodel.events.dynamodb_stream`) — up to 60 s too early. So it is
     raised to the last time the poller found the shard caught up, if later: a record read after a read that
     found nothing new was written after that read. Behind (nothing caught up since), the creation time stands;
     on AWS the raise can only take off the stream's own propagation delay.

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from seglog_aws.events._wire import to_base64
+from seglog_awsmodel.events._wire import to_base64
 
 # The event, from the 2.0 example of "Payload format structure" on the page above (keys in that order; header
 # names are lowercased):
@@ -160,23 +160,71 @@ class Route(Protocol):
 
 
 def match_route[R: Route](routes: Sequence[R], method: str, path: str) -> tuple[R, str, dict[str, str]] | None:
-    """The first route matching ``method path``, its routeKey and its path parameters (a greedy ``{proxy+}``
-    takes the rest of the path); None when no route matches (API Gateway answers 404).
+    """The route API Gateway selects for ``method path``, its routeKey and its path parameters; None when no route
+    matches (API Gateway answers 404 ``{"message":"Not Found"}``).
+
+    AWS's priority (API Gateway Developer Guide, http-api-develop-routes, "Routing API requests"): a full match of
+    route and method, then a match with a greedy path variable (``{proxy+}``, which takes the rest of the path), then
+    the ``$default`` route, wherever it is listed. ``{name}`` matches one segment. Among full matches a literal
+    segment beats a variable at the first place they differ (``GET /pets/dog/1`` over ``GET /pets/dog/{id}``), and
+    a route of the request's method beats ``ANY`` ("the ANY method matches all methods that you haven't defined");
+    among greedy matches the longest literal prefix wins, then the method.
 
     ``path`` is the path as the client sent it; routes match its decoded form (:func:`event_path`), so path
     parameters come decoded, as HTTP APIs give them."""
     path = event_path(path)
+    best: tuple[tuple[object, ...], R, dict[str, str]] | None = None
+    default: R | None = None
     for route in routes:
         if route.Path == "$default":
-            return route, "$default", {}
+            default = default or route
+            continue
         if route.Method.upper() not in ("ANY", method.upper()):
             continue
-        prefix, _, last = route.Path.rpartition("/")
-        if last.startswith("{") and last.endswith("+}") and (path + "/").startswith(prefix + "/"):
-            return route, f"{route.Method.upper()} {route.Path}", {last[1:-2]: path[len(prefix) + 1:]}
-        if route.Path == path:
-            return route, f"{route.Method.upper()} {route.Path}", {}
-    return None
+        matched = _match_path(route.Path, path)
+        if matched is None:
+            continue
+        shape, params = matched
+        rank = (*shape, route.Method.upper() == "ANY")
+        if best is None or rank < best[0]:
+            best = (rank, route, params)
+    if best is not None:
+        _, route, params = best
+        return route, f"{route.Method.upper()} {route.Path}", params
+    return (default, "$default", {}) if default is not None else None
+
+
+def _match_path(template: str, path: str) -> tuple[tuple[object, ...], dict[str, str]] | None:
+    """Whether ``path`` matches the route path ``template``: the match's rank (lower is more specific: full before
+    greedy, then a literal before a variable segment by segment, a longer greedy prefix first) and the path
+    parameters; None if it does not match."""
+    wanted, given = template.strip("/").split("/"), path.strip("/").split("/")
+    last = wanted[-1]
+    greedy = last.startswith("{") and last.endswith("+}")
+    if greedy:
+        fixed = wanted[:-1]
+        if len(given) <= len(fixed) or not "/".join(given[len(fixed):]):
+            return None  # a greedy variable takes at least one segment: /pets/{proxy+} does not match /pets
+    elif len(given) != len(wanted):
+        return None
+    else:
+        fixed = wanted
+    params: dict[str, str] = {}
+    shape: list[int] = []
+    for want, got in zip(fixed, given, strict=False):
+        if want.startswith("{") and want.endswith("}"):
+            if not got:
+                return None
+            params[want[1:-1]] = got
+            shape.append(1)
+        elif want == got:
+            shape.append(0)
+        else:
+            return None
+    if greedy:
+        params[last[1:-2]] = "/".join(given[len(fixed):])
+        return (1, -len(fixed), *shape), params
+    return (0, *shape), params
 
 
 def request_event(method: str, target: str, headers: Headers, body: bytes | None, *, route_key: str,

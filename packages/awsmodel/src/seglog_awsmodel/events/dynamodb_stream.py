@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from seglog_aws.events._wire import to_base64
+from seglog_awsmodel.events._wire import to_base64
 
 #: The region DynamoDB Local reports in records and ARNs, whatever region the client asked for.
 DYNAMODB_LOCAL_REGION = "ddblocal"

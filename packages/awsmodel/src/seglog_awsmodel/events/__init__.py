@@ -12,14 +12,14 @@ AWS (DESIGN §9 item 10).
 
 from __future__ import annotations
 
-from seglog_aws.events.api_gateway import (
+from seglog_awsmodel.events.api_gateway import (
     function_failure,
     http_api_event,
     http_api_response,
     match_route,
     request_event,
 )
-from seglog_aws.events.dynamodb_stream import (
+from seglog_awsmodel.events.dynamodb_stream import (
     ShardIteratorType,
     StreamReader,
     lambda_stream_arn,
@@ -27,8 +27,8 @@ from seglog_aws.events.dynamodb_stream import (
     stream_event,
     stream_record,
 )
-from seglog_aws.events.scheduled import rule_arn, scheduled_event
-from seglog_aws.events.sqs import sqs_event, sqs_record
+from seglog_awsmodel.events.scheduled import rule_arn, scheduled_event
+from seglog_awsmodel.events.sqs import sqs_event, sqs_record
 
 __all__ = [
     "ShardIteratorType",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from seglog_aws.events._wire import to_base64
+from seglog_awsmodel.events._wire import to_base64
 
 # The shape of one record, from "Example standard queue message event" of
 # https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html (keys in that order):
