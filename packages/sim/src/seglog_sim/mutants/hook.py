@@ -25,7 +25,7 @@ def mutate(source: str, mutant: Mutant) -> str:
     count = source.count(mutant.old)
     if count != 1:
         raise MutantNotApplicable(f"mutant {mutant.name}: the text to replace occurs {count} times in "
-                                  f"{mutant.module} (expected once): update seglog_sim/mutants/catalogue.py")
+                                  f"{mutant.module} (expected once): update its entry in seglog_sim/mutants/")
     return source.replace(mutant.old, mutant.new)
 
 
