@@ -189,9 +189,16 @@ def discard_late_snapshot(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, 
     another completed the snapshot and retention deleted the segment (seed 9345)."""
     if not deleting(store, log_id, segment):
         return False
-    for key in list(blobs.keys(f"snapshots/{log_id}/{segment}/{entry}/")):
-        blobs.delete(key)
+    _delete_all(blobs, f"snapshots/{log_id}/{segment}/{entry}/")
     return True
+
+
+def _delete_all(blobs: BlobStore, prefix: str) -> int:
+    """Delete every object under ``prefix``; how many there were."""
+    keys = list(blobs.keys(prefix))
+    for key in keys:
+        blobs.delete(key)
+    return len(keys)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,12 +297,10 @@ def _remove_late_snapshot_objects(blobs: BlobStore, log_id: uuid.UUID, segment: 
     first listing: a chunk's put is followed by a checkpoint that fails and a look that sees our claim, so it
     deletes its own (discard_late_snapshot); a root's put is followed by setting the entry's R, which fails only
     once the entry is deleted. A root put before that is found here; one after it, by the builder (seed 9345)."""
-    late = list(blobs.keys(f"snapshots/{log_id}/{segment}/"))
-    for key in late:
-        blobs.delete(key)
+    late = _delete_all(blobs, f"snapshots/{log_id}/{segment}/")
     if late:
         log.warning("late snapshot objects of a deleted segment removed", log_id=str(log_id), segment=segment,
-                    objects=len(late))
+                    objects=late)
 
 
 def _remove_stray_archive(blobs: BlobStore, log_id: uuid.UUID, segment: int) -> None:
@@ -343,8 +348,7 @@ def _delete_objects(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segmen
     expires (DESIGN §6 I6). Nothing else reads them: every build starts from a snapshot in the two latest segments
     (see MIN_KEEP), and readers leave a segment marked D alone from the claim on."""
     blobs.delete(archive_key(log_id, segment))
-    for key in list(blobs.keys(f"snapshots/{log_id}/{segment}/")):
-        blobs.delete(key)
+    _delete_all(blobs, f"snapshots/{log_id}/{segment}/")
     for entry in store.entries(log_id, segment):
         if entry.external is not None:
             blobs.delete(entry.external)
