@@ -8,6 +8,7 @@ with the deployment's environment, as the deployed function is.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from seglog_awsmodel.events import http_api_event
 from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot, SetRange
 from seglog_services import runtime
-from seglog_services.api import app, handler, openapi
+from seglog_services.api import app, handler, openapi, routes
 from seglog_stack.local import LocalDeployment
 
 stack = pytest.mark.stack
@@ -363,6 +364,39 @@ def test_retries_of_one_entry_id_racing_other_writers_store_it_once(api: Api) ->
     ids = [e["entry_id"] for e in entries]
     assert 3 * rounds == len(ids)
     assert len(ids) == len(set(ids))
+
+
+@stack
+def test_two_requests_answered_at_once_in_one_process_each_read_their_own_body(api: Api,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Powertools keeps the request being resolved on its router class: a request routed, then held while another is
+    answered in the same process, read the other's body and answered with its entry (the test above failed so in
+    CI). The routes read the request the handler was given, whoever resolved since."""
+    log_id = api.create()
+    held, answered = threading.Event(), threading.Event()
+    real = routes.log_id_of
+
+    def hold_first(text: str) -> Any:  # append_entry's first call, after routing and before it reads the body
+        if threading.current_thread().name == "first":
+            held.set()
+            assert answered.wait(30)
+        return real(text)
+
+    monkeypatch.setattr(routes, "log_id_of", hold_first)
+    first_id, second_id = str(uuid.uuid4()), str(uuid.uuid4())
+    replies: dict[str, Reply] = {}
+    thread = threading.Thread(name="first", target=lambda: replies.setdefault("first", Api().append(
+        log_id, {"type": "set", "ref": "A1", "value": 1}, entry_id=first_id, since=START)))
+    thread.start()
+    assert held.wait(30)
+    second = Api().append(log_id, {"type": "set", "ref": "B1", "value": 2}, entry_id=second_id, since=START)
+    answered.set()
+    thread.join(30)
+
+    first = replies["first"]
+    assert (200, 200) == (first.status, second.status), (first.json, second.json)
+    assert (first_id, False, second_id, False) == (first.json["entry_id"], first.json["deduplicated"],
+                                                   second.json["entry_id"], second.json["deduplicated"])
 
 
 @stack

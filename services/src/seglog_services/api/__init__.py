@@ -25,7 +25,7 @@ import structlog
 
 from seglog_core.errors import SeglogError
 from seglog_services import runtime
-from seglog_services.api.routes import app, hosted
+from seglog_services.api.routes import answering, app, hosted
 
 log = structlog.get_logger("seglog.api")
 
@@ -35,7 +35,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     http = event.get("requestContext", {}).get("http", {})
     # The deadline bounds the stores' retries and EventLog's: an append that runs out of time answers 503
     # (repeat with the same entry id) instead of being killed mid-request.
-    with runtime.invocation("api", context):
+    with runtime.invocation("api", context), answering(event):
         # Configures logging on a cold start; a misconfiguration surfaces again (as a JSON 500) in the route.
         if not hosted():
             with contextlib.suppress(SeglogError):

@@ -7,6 +7,7 @@ The core's errors are mapped to statuses in one place, the exception handlers at
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import structlog
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from seglog_aws.backend import Backend
 from seglog_core import errors
@@ -51,6 +53,29 @@ from seglog_services.api.uploads import Uploads, default_entry_id, presign_clien
 log = structlog.get_logger("seglog.api")
 
 app = APIGatewayHttpResolver()
+
+#: The request a route answers. Not ``app.current_event``: Powertools keeps that on its router *class*, one for the
+#: whole process, so two requests resolved at once (threads calling the handler; the simulator's tasks) read each
+#: other's. Lambda runs one invocation per environment and never shows it; a test calling the handler from five
+#: threads did, a copy of one append answering with another client's entry (CI,
+#: test_retries_of_one_entry_id_racing_other_writers_store_it_once). A context variable is per thread and per task.
+_request: contextvars.ContextVar[APIGatewayProxyEventV2] = contextvars.ContextVar("seglog_api_request")
+
+
+@contextlib.contextmanager
+def answering(event: dict[str, Any]) -> Iterator[None]:
+    """Make ``event`` the request the routes read (:func:`current_request`) until the block ends."""
+    token = _request.set(APIGatewayProxyEventV2(event))
+    try:
+        yield
+    finally:
+        _request.reset(token)
+
+
+def current_request() -> APIGatewayProxyEventV2:
+    """The request being answered: the handler's (:func:`answering`), else Powertools' own (a direct resolve)."""
+    current = _request.get(None)
+    return current if current is not None else app.current_event
 
 
 @dataclass(kw_only=True)
@@ -138,7 +163,7 @@ def appended_json(appended: Appended) -> dict[str, Any]:
 
 @app.post("/sheets")
 def create_sheet() -> Response[str]:
-    request = request_body(app.current_event, CREATE_DECODER, empty=CreateRequest())
+    request = request_body(current_request(), CREATE_DECODER, empty=CreateRequest())
     try:
         log_id = services().log.create(request.log_id)
     except errors.TransactionCancelledError as exc:
@@ -190,7 +215,7 @@ def fitting(body: Body) -> None:
 @app.post("/sheets/<log_id>/entries")
 def append_entry(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
-    request = request_body(app.current_event, APPEND_DECODER)
+    request = request_body(current_request(), APPEND_DECODER)
     body = to_body(request.entry)
     entry_id, since, strict = retry_position(request.entry_id, request.since, request.expected)
     structlog.contextvars.bind_contextvars(entry_id=str(entry_id))
@@ -206,7 +231,7 @@ def load_sheet(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
     svc = services()
     document = svc.document
-    text = (app.current_event.query_string_parameters or {}).get("cursor")
+    text = (current_request().query_string_parameters or {}).get("cursor")
     if text is None:
         sheet, view = document.load(lid)
         snapshot = view.snapshot
@@ -235,8 +260,9 @@ SYNC_LIMIT = 1000
 def sync_entries(log_id: str) -> Response[str]:
     """The entries after a position, a page at a time: ``more`` says to ask again from ``position``."""
     lid = log_id_of(log_id)
-    segment, after = query_int(app.current_event, "segment"), query_int(app.current_event, "after")
-    limit = query_int(app.current_event, "limit", SYNC_LIMIT, minimum=1, maximum=SYNC_LIMIT)
+    event = current_request()
+    segment, after = query_int(event, "segment"), query_int(event, "after")
+    limit = query_int(event, "limit", SYNC_LIMIT, minimum=1, maximum=SYNC_LIMIT)
     # The view stands for what the client holds; LogReader.update swaps its snapshot when it had to reload.
     held = Entry(log_id=lid, segment=segment, num=after, created=0, type=EntryType.SNAPSHOT)
     view = LogView(log_id=lid, snapshot=held, segment=segment, num=after)
@@ -280,7 +306,7 @@ def snapshot_status(log_id: str) -> Response[str]:
 @app.post("/sheets/<log_id>/uploads")
 def start_upload(log_id: str) -> Response[str]:
     lid = log_id_of(log_id)
-    request = request_body(app.current_event, UPLOAD_DECODER)
+    request = request_body(current_request(), UPLOAD_DECODER)
     svc = services()
     if not svc.backend.store.latest_segments(lid, 1, consistent=True):
         raise errors.LogNotFoundError(lid)
@@ -293,7 +319,7 @@ def start_upload(log_id: str) -> Response[str]:
 def complete_upload(log_id: str, upload_id: str) -> Response[str]:
     lid, uid = log_id_of(log_id), upload_id_of(upload_id)
     structlog.contextvars.bind_contextvars(upload_id=str(uid))
-    request = request_body(app.current_event, COMPLETE_DECODER)
+    request = request_body(current_request(), COMPLETE_DECODER)
     entry_id, since, _ = retry_position(request.entry_id or default_entry_id(uid), request.since, None)
     svc = services()
     with must_fit():  # an imported file's cells are checked as it is read
@@ -312,7 +338,7 @@ def openapi_document() -> Response[str]:
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[str]:
-    event = app.current_event
+    event = current_request()
     path, method = event.path, event.http_method.upper()
     allowed = sorted({r.method for r in (*app._static_routes, *app._dynamic_routes) if r.rule.match(path)})
     if allowed:
