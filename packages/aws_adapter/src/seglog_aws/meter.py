@@ -1,4 +1,8 @@
-"""Counts of DynamoDB calls and the capacity they consumed, per operation (for benchmarks and chaos reports)."""
+"""Counts of DynamoDB calls and the capacity they consumed, per operation (for benchmarks and chaos reports).
+
+Ships in the function's artifact, so it imports nothing of the tool: it attributes capacity by the rules of
+:mod:`seglog_awsmodel.metering`, which tests/test_meter_parity.py checks it against.
+"""
 
 from __future__ import annotations
 
@@ -47,12 +51,3 @@ WRITE_OPERATIONS = frozenset(
     {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 )
 
-
-def s3_request_class(operation: str) -> str:
-    """How S3 bills a request: "write" (PUT, COPY, POST, LIST), "free" (DELETE, abort), or "read" (GET and
-    every other request), per the Amazon S3 pricing page's request tiers."""
-    if operation.startswith(("Delete", "Abort")):
-        return "free"
-    if operation.startswith(("Put", "Copy", "Post", "List", "Create", "Upload", "Complete")):
-        return "write"
-    return "read"

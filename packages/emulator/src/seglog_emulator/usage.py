@@ -1,6 +1,6 @@
 """Requests per AWS service and the DynamoDB capacity they consumed, counted inside a worker process.
 
-Registered on every boto3 client a handler builds (:func:`seglog_aws.clients.on_client_created`), the counter
+Registered on every boto3 client a handler builds (:mod:`seglog_emulator.client_hooks`), the counter
 sees each call botocore completes (its ``after-call`` event) — like the per-service request metrics and
 ``ConsumedCapacity`` CloudWatch would show for the function. The worker process sends the difference over
 each invocation with its reply, so the supervisor can add usage up per service for a chaos report.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from seglog_aws.meter import Meter, s3_request_class
+from seglog_awsmodel.metering import consumed_units, s3_request_class
 
 Usage = dict[str, dict[str, float]]
 """``{service: {"requests": n, "rcu": x, "wcu": y}}`` (capacity only for DynamoDB; S3 adds ``write_requests``
@@ -23,14 +23,12 @@ DynamoDB adds ``conditional_failures``, the writes a condition refused, when the
 
 
 class UsageCounter:
-    """Running totals per service, each a :class:`seglog_aws.meter.Meter` (the one place that attributes
-    consumed capacity to reads and writes); :meth:`since` gives the difference from an earlier :meth:`totals`."""
+    """Running totals per service, priced by :mod:`seglog_awsmodel.metering` (the one place that attributes consumed
+    capacity to reads and writes); :meth:`since` gives the difference from an earlier :meth:`totals`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._meters: dict[str, Meter] = {}
-        #: Writes a condition refused, per service (billed like any write: issue 20's failed conditional writes).
-        self._refused: dict[str, int] = {}
+        self._rows: dict[str, dict[str, float]] = {}
 
     def attach(self, client: Any) -> None:
         service = client.meta.service_model.service_name
@@ -43,29 +41,21 @@ class UsageCounter:
         return count
 
     def add(self, service: str, operation: str, parsed: dict[str, Any]) -> None:
+        read, write = consumed_units(operation, parsed.get("ConsumedCapacity") if isinstance(parsed, dict) else None)
         with self._lock:
-            meter = self._meters.setdefault(service, Meter())
+            row = self._rows.setdefault(service, {"requests": 0.0, "rcu": 0.0, "wcu": 0.0})
+            row["requests"] += 1
+            row["rcu"] += read
+            row["wcu"] += write
             if refused_by_condition(parsed):
-                self._refused[service] = self._refused.get(service, 0) + 1
-        meter.record(operation, parsed.get("ConsumedCapacity") if isinstance(parsed, dict) else None)
+                #: Writes a condition refused (billed like any write: issue 20's failed conditional writes).
+                row["conditional_failures"] = row.get("conditional_failures", 0.0) + 1
+            if service == "s3" and (tier := s3_request_class(operation)) != "read":
+                row[f"{tier}_requests"] = row.get(f"{tier}_requests", 0.0) + 1
 
     def totals(self) -> Usage:
         with self._lock:
-            meters, refused = dict(self._meters), dict(self._refused)
-        totals: Usage = {}
-        for service, meter in meters.items():
-            row = {"requests": 0.0, "rcu": 0.0, "wcu": 0.0}
-            if service in refused:
-                row["conditional_failures"] = float(refused[service])
-            for operation, figures in meter.snapshot().items():
-                for key, name in (("requests", "calls"), ("rcu", "rcu"), ("wcu", "wcu")):
-                    row[key] += float(figures[name])
-                if service == "s3":
-                    tier = f"{s3_request_class(operation)}_requests"
-                    if tier != "read_requests":
-                        row[tier] = row.get(tier, 0.0) + float(figures["calls"])
-            totals[service] = row
-        return totals
+            return {service: dict(row) for service, row in self._rows.items()}
 
     def since(self, before: Usage) -> Usage:
         """What was counted after ``before`` was taken, services with no new requests left out."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from seglog_aws.meter import s3_request_class
+from seglog_awsmodel.metering import s3_request_class
 from seglog_report.model import FunctionUse, Meter
 
 if TYPE_CHECKING:
