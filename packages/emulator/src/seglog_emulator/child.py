@@ -22,12 +22,10 @@ from typing import Any
 
 import structlog
 
-from seglog_aws.clients import client, local_session
 from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import load_template
-from seglog_core import logs
-from seglog_emulator import logfeed, metrics
+from seglog_emulator import logfeed, logs, metrics
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
 from seglog_emulator.artifacts import code_dirs, host_artifact
@@ -41,6 +39,7 @@ from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import LISTENER_ENV, EmulatorSettings
+from seglog_stack.clients import local_client
 from seglog_stack.provision import physical_name
 
 log = structlog.get_logger("seglog.emulator.child")
@@ -83,9 +82,8 @@ class Child:
         self.role, _, self.target = name.partition(":")
         self.settings = settings
         deployment = settings.deployment
-        session = local_session(deployment.region)
-        self.sqs = client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
-        self.ddb = client("dynamodb", session=session, endpoint_url=deployment.endpoints["dynamodb"], retries=3)
+        self.sqs = local_client("sqs", endpoint_url=deployment.endpoints["sqs"], region=deployment.region)
+        self.ddb = local_client("dynamodb", endpoint_url=deployment.endpoints["dynamodb"], region=deployment.region)
         template = load_template(settings.template)
         resolver = LocalResolver(template, stack=settings.stack, region=deployment.region, dynamodb=self.ddb,
                                  sqs=self.sqs)
@@ -124,7 +122,7 @@ class Child:
         """A client for the calls the Lambda service makes for an event source mapping (receive, delete, read the
         stream, send to OnFailure), evaluated against the function's execution role as on AWS."""
         deployment = self.settings.deployment
-        made = client(service, session=local_session(deployment.region), endpoint_url=deployment.endpoints[service])
+        made = local_client(service, endpoint_url=deployment.endpoints[service], region=deployment.region)
         permissions = self._iam(function)
         if permissions is not None:
             from seglog_emulator.iam.guard import EVENT_SOURCE_OPERATIONS, IamGuard
@@ -237,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m seglog_emulator.child ROLE:NAME", file=sys.stderr)
         return 2
     settings = EmulatorSettings.from_env()
-    logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
+    logs.configure_json_lines(settings.log_level)
     logfeed.install(args[0])
     metrics.install()
     structlog.contextvars.bind_contextvars(child=args[0])

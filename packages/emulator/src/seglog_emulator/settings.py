@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_aws.clients import LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY
 from seglog_aws.resources import Resources
 from seglog_client.sigv4 import Credentials
+from seglog_stack.info import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 from seglog_stack.local import LocalDeployment
 
 ENV_VAR: Final = "SEGLOG_EMULATOR"
@@ -23,7 +23,7 @@ LISTENER_ENV: Final = "SEGLOG_GATEWAY_FD"
 #: Connections the listening socket queues while no gateway accepts (a restart): a chaos run's clients and more.
 LISTEN_BACKLOG: Final = 128
 #: The key pair the gateway accepts unless told otherwise: the local stack's (what `seglog env` exports).
-LOCAL_CREDENTIALS: Final = Credentials(LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY)
+LOCAL_CREDENTIALS: Final = Credentials(ACCESS_KEY_ID, SECRET_ACCESS_KEY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +90,7 @@ class EmulatorSettings:
                    schedule_scale=float(data.get("schedule_scale", 1.0)), iam=bool(data.get("iam", True)),
                    alarm_scale=float(data.get("alarm_scale", 1.0)),
                    api_credentials=tuple(Credentials(*c) for c in data.get("api_credentials") or
-                                         [[LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, None]]),
+                                         [[ACCESS_KEY_ID, SECRET_ACCESS_KEY, None]]),
                    artifact=Path(data["artifact"]) if data.get("artifact") else None)
 
     @classmethod

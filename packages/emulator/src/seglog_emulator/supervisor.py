@@ -38,7 +38,6 @@ from typing import IO, Any, Final
 
 import structlog
 
-from seglog_aws.clients import client, local_session
 from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed, metrics
@@ -50,6 +49,7 @@ from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.pollers.common import RESTART_EXIT_STATUS
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.settings import ENV_VAR, LISTENER_ENV, EmulatorSettings, listener
+from seglog_stack.clients import local_client
 
 log = structlog.get_logger("seglog.supervisor")
 
@@ -126,12 +126,11 @@ class Supervisor:
         self.faults = faults
         self.output = output
         deployment = settings.deployment
-        session = local_session(deployment.region)
+        region, endpoints = deployment.region, deployment.endpoints
         template = load_template(settings.template)
         resolver = LocalResolver(template, stack=settings.stack, region=deployment.region,
-                                 dynamodb=client("dynamodb", session=session,
-                                                 endpoint_url=deployment.endpoints["dynamodb"], retries=3),
-                                 sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"]))
+                                 dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
+                                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
         for function in self.config.functions:  # a manifest without a function, or for another machine: say so now
             code_dirs(artifact, function)
@@ -144,7 +143,7 @@ class Supervisor:
         #: process (a child of its own would cost every start a Python process for a loop that mostly sleeps).
         self.alarms = AlarmWatcher(template, stack=settings.stack, parameters=settings.parameters,
                                    state_dir=settings.state_dir, time_scale=settings.alarm_scale,
-                                   sqs=client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"]))
+                                   sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
         self._alarm_thread: threading.Thread | None = None
         self._stopping = threading.Event()
         #: With watch_parent, the parent's pid: when the process that started this one is gone, stop.
@@ -296,10 +295,10 @@ def main() -> int:
     """``python -m seglog_emulator.supervisor [--watch-parent]``: the settings and fault plan come from the
     environment (how ``seglog chaos`` starts, kills and restarts a supervisor of its own); with
     ``--watch-parent`` it stops when the process that started it is gone."""
-    from seglog_core import logs
+    from seglog_emulator import logs
 
     settings = EmulatorSettings.from_env()
-    logs.configure(json=True, level=settings.log_level, stream=sys.stderr)
+    logs.configure_json_lines(settings.log_level)
     logfeed.install("supervisor")
     return Supervisor(settings, faults=FaultRuntime.from_env(), watch_parent="--watch-parent" in sys.argv).run()
 

@@ -49,9 +49,7 @@ from typing import IO, Any, Final
 
 import structlog
 
-from seglog_core import logs
-from seglog_core.crashpoints import kill_self
-from seglog_emulator import crash, logfeed, metrics
+from seglog_emulator import crash, logfeed, logs, metrics
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.usage import UsageCounter
@@ -78,7 +76,10 @@ DEADLINE_GRACE_SECONDS = 0.5
 def _past_deadline(request_id: str) -> None:
     log.error("invocation past its deadline with no invoker to stop it: this worker kills itself",
               request_id=request_id, pid=os.getpid())
-    kill_self()
+    for stream in (sys.stdout, sys.stderr):  # the line above first; a closed stream must not stop the kill
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class LambdaContext:
@@ -204,7 +205,7 @@ def _environment(variables: Mapping[str, str]) -> Iterator[None]:
 def main() -> int:
     """Init once, then serve invocations until stdin closes."""
     requests, replies = _protocol_streams()
-    logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"), stream=sys.stderr)
+    logs.configure_json_lines(os.environ.get("SEGLOG_LOG_LEVEL", "INFO"))
     # The feed's address is read here, before the wrapper's variables are taken out of the environment.
     logfeed.install(f"{os.environ.get('AWS_LAMBDA_FUNCTION_NAME', 'worker')} pid {os.getpid()}")
     metrics.install()
@@ -248,11 +249,11 @@ def _enforce_iam() -> None:
 def _instrument() -> UsageCounter:
     """Count every AWS request the handler makes and, when the supervisor set a fault plan, inject its
     DynamoDB and S3 faults (:mod:`seglog_emulator.faults.runtime`) — on each client as it is built."""
-    from seglog_aws.clients import on_client_created
+    from seglog_emulator.client_hooks import attach_to_every_client
     from seglog_emulator.faults.runtime import install_in_worker
 
     usage = UsageCounter()
-    on_client_created(usage.attach)
+    attach_to_every_client(usage.attach)
     install_in_worker(os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "worker"))
     return usage
 

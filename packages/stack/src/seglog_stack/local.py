@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from seglog_aws.backend import Backend
-from seglog_aws.clients import client, local_session
+from seglog_aws.clients import local_session
 from seglog_aws.resources import Resources
 from seglog_awsmodel.template import load_template
 from seglog_stack import StackConfig, StackManager
+from seglog_stack.clients import local_client
 from seglog_stack.provision import Provisioner
 
 STATE_FILE = "deployment.json"
@@ -73,12 +74,11 @@ def deprovision(endpoints: dict[str, str], *, region: str, stack_name: str, temp
 
 def _provisioner(endpoints: dict[str, str], *, region: str, template: Path | None, stack_name: str,
                  parameters: dict[str, Any] | None = None) -> Provisioner:
-    session = local_session(region)
     return Provisioner(
         load_template(template), stack=stack_name, region=region,
-        dynamodb=client("dynamodb", session=session, endpoint_url=endpoints["dynamodb"], retries=3),
-        s3=client("s3", session=session, endpoint_url=endpoints["s3"]),
-        sqs=client("sqs", session=session, endpoint_url=endpoints["sqs"]), parameters=parameters,
+        dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
+        s3=local_client("s3", endpoint_url=endpoints["s3"], region=region),
+        sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region), parameters=parameters,
     )
 
 

@@ -123,12 +123,12 @@ def read_injected(directory: Path) -> list[dict[str, Any]]:
 def install_in_worker(process: str = "worker") -> FaultRuntime | None:
     """In a worker process: inject the plan's DynamoDB and S3 faults into every boto3 client the handler
     builds from now on. Does nothing when the supervisor set no plan."""
-    from seglog_aws.clients import on_client_created
+    from seglog_emulator.client_hooks import attach_to_every_client
     from seglog_emulator.faults.botocore_injector import BotocoreFaultInjector
 
     runtime = FaultRuntime.from_env()
     if runtime is None:
         return None
     injector = BotocoreFaultInjector(runtime.schedule(process))
-    on_client_created(injector.attach)
+    attach_to_every_client(injector.attach)
     return runtime

@@ -29,7 +29,6 @@ An operation the emulator has no action for is denied (fail closed) with a log l
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import threading
@@ -44,6 +43,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.parsers import create_parser
 
+from seglog_emulator.client_hooks import attach_to_every_client
 from seglog_emulator.iam import ENV_VAR
 from seglog_emulator.iam.evaluation import Decision, FunctionPermissions, Outcome
 from seglog_emulator.iam.operations import Check, Target, UnknownResourceError, checks
@@ -238,24 +238,3 @@ def install_from_env() -> FunctionPermissions | None:
     permissions = FunctionPermissions.from_json(raw)
     attach_to_every_client(IamGuard(permissions).attach)
     return permissions
-
-
-def attach_to_every_client(attach: Callable[[Any], object]) -> None:
-    """Call ``attach(client)`` on every client any botocore session makes in this process from now on.
-
-    Hooked on ``botocore.session.Session.create_client`` rather than on :func:`seglog_aws.clients.on_client_created`:
-    a handler may build a client with boto3 directly (the API's presigning S3 client does), and AWS evaluates its
-    calls all the same. The guard is attached before ``client()`` runs its own hooks (fault injection, request
-    counting), so its handlers come first.
-    """
-    from botocore.session import Session
-
-    original = Session.create_client
-
-    @functools.wraps(original)
-    def create_client(self: Session, *args: Any, **kwargs: Any) -> Any:
-        made = original(self, *args, **kwargs)
-        attach(made)
-        return made
-
-    Session.create_client = create_client  # type: ignore[method-assign]
