@@ -79,6 +79,19 @@ def fold(quick: bool) -> list[Headline]:
                      target=f">= {FOLD_TARGET:,} SetCell/s", met=per_second >= FOLD_TARGET)]
 
 
+def _timed[**P](name: str, run: Callable[P, list[Headline]]) -> Callable[P, list[Headline]]:
+    """``run``, printing how long it took (CI's bench step is one of its longest: this says where it goes)."""
+
+    def timed(*args: P.args, **kwargs: P.kwargs) -> list[Headline]:
+        started = time.monotonic()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            print(f"({name} took {time.monotonic() - started:.0f} s)", flush=True)
+
+    return timed
+
+
 def main() -> None:
     args = options(__doc__.splitlines()[0]).parse_args()
     quiet_logs()
@@ -88,29 +101,30 @@ def main() -> None:
         print(f"\n# profile {profile}{' (quick)' if args.quick else ''}", flush=True)
         with local_deployment(profile) as deployment:
             backend = deployment.backend()
-            for bench in (bench_append.run, bench_latency.run, bench_contention.run, bench_load.run):
-                lines += [h.line(profile) for h in bench(backend, args.quick)]
+            for name, on_backend in (("bench_append", bench_append.run), ("bench_latency", bench_latency.run),
+                                     ("bench_contention", bench_contention.run), ("bench_load", bench_load.run)):
+                lines += [h.line(profile) for h in _timed(name, on_backend)(backend, args.quick)]
                 sys.stdout.flush()
-            lines += [h.line(profile) for h in bench_pipeline.run(deployment, args.quick)]
-            lines += [h.line(profile) for h in bench_cost.run(deployment, args.quick)]
-            lines += [h.line(profile) for h in bench_hot_http.run(deployment, args.quick)]
-            lines += [h.line(profile) for h in bench_cost.run_batched(deployment, args.quick)]
-            lines += [h.line(profile) for h in bench_stall.run(deployment, args.quick)]
-            lines += [h.line(profile) for h in bench_recovery.run(deployment, args.quick)]
+            for name, on_deployment in (("bench_pipeline", bench_pipeline.run), ("bench_cost", bench_cost.run),
+                                        ("bench_hot_http", bench_hot_http.run),
+                                        ("bench_cost batched", bench_cost.run_batched),
+                                        ("bench_stall", bench_stall.run), ("bench_recovery", bench_recovery.run)):
+                lines += [h.line(profile) for h in _timed(name, on_deployment)(deployment, args.quick)]
             sys.stdout.flush()
-    lines += [h.line() for h in fold(args.quick)]
-    lines += [h.line() for h in bench_reads.headlines(args.quick)]
+    lines += [h.line() for h in _timed("fold", fold)(args.quick)]
+    lines += [h.line() for h in _timed("bench_reads", bench_reads.headlines)(args.quick)]
     print("\n## SigV4 authorization (bench_auth)")
-    lines += [h.line() for h in bench_auth.headlines(args.quick)]
-    lines += [h.line() for h in bench_snapshot_rss.headlines(args.quick)]  # type: ignore[attr-defined]
+    lines += [h.line() for h in _timed("bench_auth", bench_auth.headlines)(args.quick)]
+    lines += [h.line() for h in _timed("bench_snapshot_rss", bench_snapshot_rss.headlines)(args.quick)]  # type: ignore[arg-type]
     print("\n## deterministic simulation (bench_sim)")
-    lines += [h.line() for h in bench_sim.headlines(args.quick)]
-    lines += [h.line() for h in bench_sim_reach.headlines(args.quick)]
+    lines += [h.line() for h in _timed("bench_sim", bench_sim.headlines)(args.quick)]
+    lines += [h.line() for h in _timed("bench_sim_reach", bench_sim_reach.headlines)(args.quick)]
     print()
-    lines += [h.line() for h in bench_hot_sheet.headlines(args.quick)]
+    lines += [h.line() for h in _timed("bench_hot_sheet", bench_hot_sheet.headlines)(args.quick)]
     print("\n## retention (bench_retention)")
-    lines += [h.line() for h in bench_retention.main(args.quick)]
-    lines += [h.line() for h in bench_console.headlines(args.quick)]  # its --real campaign: bench.bench_console
+    lines += [h.line() for h in _timed("bench_retention", bench_retention.main)(args.quick)]
+    # Its --real campaign: bench.bench_console.
+    lines += [h.line() for h in _timed("bench_console", bench_console.headlines)(args.quick)]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n== summary ({'quick, ' if args.quick else ''}{time.monotonic() - started:.0f} s; "
           f"load average {load} on {os.cpu_count()} CPUs) ==")
