@@ -12,8 +12,11 @@ segment eventually consistently and any earlier one consistently, seglog_core.pi
     a moment ago    0s'  1  2  3  4s   5               a prefix, and 4 without its R yet
 
 So a stale answer can be wrong in two ways only, and both make it *short*: it ends early, or a Snapshot entry
-shows no root although it has one by now. It never holds an entry the log lacks, an entry out of order, or a
-hole. A reader that knows what the segment holds (:class:`Known`) can therefore tell a short answer:
+shows no root although it has one by now. It never holds an entry the log lacks or an entry out of order. It can
+hold a *hole*, stale or not: a Query is read-committed, not a snapshot ("DynamoDB read consistency"), so one that
+passes num k just before a racing append writes it, then reads k + 1 written after, answers without k. A hole is
+short at its first missing num (0.) whatever the reader knows. A reader that knows what the segment holds
+(:class:`Known`) can tell the other short answers:
 
 1. a num it knows is there — the entry before the Snapshot entry a fold builds (the log has no holes, so every
    num before an entry is there), the position a paged load answered on its first page;
@@ -119,6 +122,9 @@ class Shortfall:
 
 def shortfall(got: list[Entry], start: int, end: int | None, known: Known, limit: int | None) -> Shortfall | None:
     """Where ``got`` (a read of ``start``..``end``, at most ``limit`` entries) falls short of ``known``, or None."""
+    for before, after in itertools.pairwise(got):
+        if after.num != before.num + 1:  # 0.: a hole, which the log never has
+            return Shortfall(num=before.num + 1, wanted=f"entry {before.num + 1}, read past by the answer")
     last = got[-1].num if got else start - 1
     completed = known.completed
     if completed is not None and start <= completed <= last:
