@@ -53,7 +53,7 @@ from deploy.readme import Command, Section, read_section
 from deploy.terminal import Terminal, fresh_shell_env
 from seglog_awsmodel.parameters import check_parameters
 from seglog_awsmodel.template import load_template
-from seglog_cli.emulator_commands import parse_parameters
+from seglog_cli.build_commands import parse_parameters
 from seglog_cli.main import cli
 from seglog_deploy.deployer_policy import STACK_NAME
 from seglog_deploy.manifest import Manifest

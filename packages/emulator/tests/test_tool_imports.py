@@ -28,10 +28,8 @@ KNOWN: dict[str, set[str]] = {
     "seglog_emulator.chaos.watch": {"seglog_aws", "seglog_core"},
     "seglog_emulator.crash": {"seglog_core"},
     "seglog_emulator.pollers.stream": {"seglog_core"},
-    "seglog_emulator.settings": {"seglog_aws"},
     "seglog_emulator.status": {"seglog_core"},
     "seglog_stack.local": {"seglog_aws"},
-    "seglog_stack.provision": {"seglog_aws"},
 }
 
 

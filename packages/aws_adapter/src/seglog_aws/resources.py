@@ -7,6 +7,7 @@ provisions them from the same template and records them. Code that needs a table
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,6 +22,18 @@ ENV = {
     "queue_url": "SEGLOG_QUEUE_URL",
     "dlq_url": "SEGLOG_DLQ_URL",
     "entries_stream_arn": "SEGLOG_ENTRIES_STREAM_ARN",
+}
+
+
+#: The template's resources seglog's code addresses, by type and a word of their logical id (seglog's template.yaml
+#: has exactly one of each). A template without them is not seglog's: the local stack provisions it all the same.
+ROLES: dict[str, tuple[str, str]] = {
+    "segments_table": ("AWS::DynamoDB::Table", "Segments"),
+    "entries_table": ("AWS::DynamoDB::Table", "Entries"),
+    "pending_table": ("AWS::DynamoDB::Table", "Pending"),
+    "bucket": ("AWS::S3::Bucket", "Bucket"),
+    "queue_url": ("AWS::SQS::Queue", "SnapshotQueue"),
+    "dlq_url": ("AWS::SQS::Queue", "DeadLetter"),
 }
 
 
@@ -40,6 +53,21 @@ class Resources:
     def env(self) -> dict[str, str]:
         """As environment variables, for a function or a child process."""
         return {ENV[k]: v for k, v in asdict(self).items() if v}
+
+    @classmethod
+    def of_template(cls, types: Mapping[str, str], names: Mapping[str, str], attributes: Mapping[str, str]
+                    ) -> Resources | None:
+        """seglog's resources among a provisioned template's: ``types`` and ``names`` by logical id (a queue's
+        name is its URL), ``attributes`` as ``"Logical.StreamArn"``. None when the template is not seglog's
+        (it lacks one of :data:`ROLES`, or has two candidates for one)."""
+        found: dict[str, str] = {}
+        for role, (type_, hint) in ROLES.items():
+            candidates = [k for k, t in types.items() if t == type_ and hint.lower() in k.lower()]
+            if len(candidates) != 1 or candidates[0] not in names:
+                return None
+            found[role] = candidates[0]
+        return cls(**{role: names[logical] for role, logical in found.items()},
+                   entries_stream_arn=attributes.get(f"{found['entries_table']}.StreamArn", ""))
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Resources:

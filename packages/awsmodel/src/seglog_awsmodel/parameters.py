@@ -125,6 +125,16 @@ def unknown_parameters(declared: Mapping[str, Any], values: Mapping[str, object]
     return found
 
 
+def missing_parameters(declared: Mapping[str, Any], values: Mapping[str, object]) -> list[ParameterViolation]:
+    """The declared parameters with no Default that ``values`` does not give: CloudFormation's create refuses
+    them ("Parameters: [...] must have values"), and so does a local stack, which has nothing to keep from before.
+    ``declared`` maps each name to its Default (None: none)."""
+    return [ParameterViolation(parameter=name, value="", constraint="Default",
+                               reason=f"{name} has no Default and no value was given",
+                               advice=f"pass --parameter {name}=VALUE")
+            for name in sorted(declared) if declared[name] is None and name not in values]
+
+
 def schedule_parameters(template: Mapping[str, Any]) -> dict[str, str]:
     """The parameters used as EventBridge rules' schedule expressions, each with where it is used first."""
     declared: Mapping[str, Any] = template.get("Parameters") or {}

@@ -15,6 +15,7 @@ from seglog_cli.context import reports_errors
 from seglog_deploy.build import Builder
 from seglog_deploy.manifest import UNZIPPED_LIMIT, ZIPPED_LIMIT, ArtifactRecord, Manifest
 from seglog_emulator.artifacts import host_artifact
+from seglog_stack.local import DEFAULT_STACK_NAME
 
 MB = 1024 * 1024
 
@@ -22,6 +23,28 @@ MB = 1024 * 1024
 template_option = click.option(
     "--template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The SAM template (default: template.yaml of the repository the command runs in).")
+
+
+#: ``--stack-name NAME``: the local stack name physical names derive from (``NAME-LogicalId``, as CloudFormation).
+stack_name_option = click.option(
+    "--stack-name", default=DEFAULT_STACK_NAME, show_default=True, metavar="NAME",
+    help="The local stack's name: resources the template does not name explicitly are named NAME-LogicalId.")
+
+#: ``--parameter KEY=VALUE``: template parameter overrides, repeatable.
+parameter_option = click.option("--parameter", "parameters", multiple=True, metavar="KEY=VALUE",
+                                help="Override a template parameter (repeatable).")
+
+
+def parse_parameters(values: tuple[str, ...]) -> dict[str, Any]:
+    """``Key=Value`` template parameter overrides (as ``sam deploy --parameter-overrides``)."""
+    parameters: dict[str, Any] = {}
+    for value in values:
+        key, sep, raw = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r}: expected Key=Value, e.g. SnapshotWorkerTimeout=10",
+                                     param_hint="--parameter")
+        parameters[key] = int(raw) if raw.lstrip("-").isdigit() else raw
+    return parameters
 
 
 def artifact_option[F: Callable[..., Any]](func: F) -> F:

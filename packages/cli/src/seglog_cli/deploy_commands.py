@@ -19,9 +19,8 @@ from seglog_aws.backend import Backend
 from seglog_aws.resources import Resources
 from seglog_awsmodel.parameters import check_parameters
 from seglog_awsmodel.template import load_template
-from seglog_cli.build_commands import progress_line, template_option
+from seglog_cli.build_commands import parse_parameters, progress_line, template_option
 from seglog_cli.context import echo_json, reports_errors
-from seglog_cli.emulator_commands import parse_parameters
 from seglog_deploy import deploy as deploying
 from seglog_deploy.artifacts import bucket_name
 from seglog_deploy.changeset import ChangeSetPlan

@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import click
 
 from seglog_awsmodel.template import default_template_path
-from seglog_cli.build_commands import artifact_option, emulated_artifact, template_option
+from seglog_cli.build_commands import (
+    artifact_option,
+    emulated_artifact,
+    parameter_option,
+    parse_parameters,
+    stack_name_option,
+    template_option,
+)
 from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
 from seglog_cli.reports import command_line, interruptible, report_directory, report_option
@@ -23,18 +29,6 @@ from seglog_emulator.supervisor import Supervisor
 from seglog_report.html import publish
 from seglog_stack import local
 from seglog_stack.info import ENDPOINT_ENV
-
-
-def parse_parameters(values: tuple[str, ...]) -> dict[str, Any]:
-    """``Key=Value`` template parameter overrides (as ``sam deploy --parameter-overrides``)."""
-    parameters: dict[str, Any] = {}
-    for value in values:
-        key, sep, raw = value.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{value!r}: expected Key=Value, e.g. SnapshotWorkerTimeout=10",
-                                     param_hint="--parameter")
-        parameters[key] = int(raw) if raw.lstrip("-").isdigit() else raw
-    return parameters
 
 
 def fault_plan(faults: str | None, plan_file: Path | None, rate: float, seed: int) -> FaultPlan | None:
@@ -58,8 +52,7 @@ def external_endpoints(url: str) -> dict[str, str]:
               help="The address the gateway listens on (0.0.0.0 in a container).")
 @click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL",
               help="Use the stack already running there (e.g. LocalStack in Docker) instead of starting one.")
-@click.option("--parameter", "parameters", multiple=True, metavar="KEY=VALUE",
-              help="Override a template parameter (repeatable).")
+@parameter_option
 @click.option("--faults", help="Fault kinds to inject, comma-separated (kind or kind=rate; 'all' for every kind).")
 @click.option("--fault-plan", "fault_plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A fault plan file (TOML or JSON) instead of --faults.")
@@ -82,13 +75,14 @@ def external_endpoints(url: str) -> dict[str, str]:
               help="Serve the live console: the timeline, queues, iterator ages, in flight, pending snapshots, "
                    "faults and cost so far, pushed as they happen.")
 @template_option
+@stack_name_option
 @artifact_option
 @click.pass_context
 @reports_errors
 def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, parameters: tuple[str, ...],
             faults: str | None, fault_plan_file: Path | None, rate: float, seed: int,
             state_dir: Path | None, schedule_scale: float, alarm_scale: float, iam: bool, console_port: int,
-            console_on: bool, template: Path | None, artifact: Path | None) -> None:
+            console_on: bool, template: Path | None, stack_name: str, artifact: Path | None) -> None:
     """Run the functions of template.yaml against the local stack, the way AWS runs them.
 
     Starts an HTTP gateway for the API (payload format 2.0), a poller per event source mapping and a scheduler
@@ -104,16 +98,17 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
     code = emulated_artifact(artifact, template)
     if endpoint_url:
         deployment = local.provision(external_endpoints(endpoint_url), profile=str(config.profile),
-                                     region=config.region, parameters=overrides, template=template)
+                                     region=config.region, parameters=overrides, template=template,
+                                     stack_name=stack_name)
     else:
-        deployment = local.up(config, parameters=overrides, template=template)
+        deployment = local.up(config, parameters=overrides, template=template, stack_name=stack_name)
     plan = fault_plan(faults, fault_plan_file, rate, seed)
     state = state_dir or config.run_dir / "emulator"
     runtime = FaultRuntime(plan, state / "faults") if plan else None
     if runtime is not None:
         runtime.start()
     supervisor = Supervisor(EmulatorSettings(deployment=deployment, template=template,
-                                             stack=local.DEFAULT_STACK_NAME, state_dir=state, parameters=overrides,
+                                             stack=stack_name, state_dir=state, parameters=overrides,
                                              host=host, port=port, schedule_scale=schedule_scale, iam=iam,
                                              alarm_scale=alarm_scale,
                                              artifact=code),
@@ -150,7 +145,7 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
     config = settings(ctx).stack_config()
     deployment = local.current(config)
     found = read_status(state_dir or config.run_dir / "emulator",
-                        pending=deployment.backend().pending if deployment is not None else None)
+                        pending=deployment.backend().pending if deployment and deployment.seglog else None)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
     raise SystemExit(0 if found.healthy else 1)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from seglog_cli.build_commands import template_option
+from seglog_cli.build_commands import parameter_option, parse_parameters, stack_name_option, template_option
 from seglog_cli.context import echo_json, reports_errors, settings
 from seglog_deploy.record import StackRecord
 from seglog_stack import Profile, StackConfig, StackManager, local
@@ -20,16 +20,20 @@ def _stack_errors(exc: StackError) -> click.ClickException:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 @template_option
+@stack_name_option
+@parameter_option
 @click.pass_context
 @reports_errors
-def up(ctx: click.Context, as_json: bool, template: Path | None) -> None:
-    """Start the local stack (installing it on first use) and provision template.yaml onto it."""
+def up(ctx: click.Context, as_json: bool, template: Path | None, stack_name: str, parameters: tuple[str, ...]) -> None:
+    """Start the local stack (installing it on first use) and provision template.yaml onto it: any template's
+    tables, queues and buckets, under the names it gives them or NAME-LogicalId."""
     config = settings(ctx).stack_config()
     if config.profile is Profile.DEPLOY:
         _up_deploy_target(config, as_json)
         return
     try:
-        deployment = local.up(config, template=template)
+        deployment = local.up(config, template=template, stack_name=stack_name,
+                              parameters=parse_parameters(parameters))
     except StackError as exc:
         raise _stack_errors(exc) from exc
     if as_json:
@@ -38,6 +42,8 @@ def up(ctx: click.Context, as_json: bool, template: Path | None) -> None:
     click.echo(f"local stack up (profile {deployment.profile})")
     for service, url in sorted(deployment.endpoints.items()):
         click.echo(f"  {service:<16} {url}")
+    click.echo(f"stack {stack_name}: " + (", ".join(f"{logical} {name}" for logical, name in
+                                                   sorted(deployment.names.items())) or "nothing to provision"))
     click.echo('use it from a shell: eval "$(seglog env)"')
 
 
@@ -79,7 +85,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
     state = StackManager(config).status()
     deployment = local.current(config)
     data = state.to_dict()
-    data["resources"] = deployment.resources.to_dict() if deployment else None
+    # seglog's resources by role for seglog's template; any other template's by logical id.
+    data["resources"] = (None if deployment is None else deployment.seglog.to_dict() if deployment.seglog
+                         else deployment.names)
     if as_json:
         echo_json(data)
     else:

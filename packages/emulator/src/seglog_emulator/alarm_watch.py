@@ -33,7 +33,7 @@ from seglog_awsmodel.alarms import AlarmSpec, AlarmState, DimensionValue, Metric
 from seglog_awsmodel.config import FUNCTION_TYPE
 from seglog_awsmodel.template import Template
 from seglog_emulator.metrics import MetricFiles
-from seglog_stack.provision import physical_name
+from seglog_stack.provision import resource_name
 
 log = structlog.get_logger("seglog.emulator.alarms")
 
@@ -142,7 +142,7 @@ class AlarmWatcher:
         type_ = str((self.template.resources.get(value.logical_id) or {}).get("Type", ""))
         if type_ == FUNCTION_TYPE:
             return value.logical_id  # the emulator runs a function under its logical id
-        return physical_name(self.stack, value.logical_id, type_)
+        return resource_name(self.template.resources, self.stack, value.logical_id)
 
     def _source(self, metric: MetricStat, start: float, end: float) -> list[float]:
         key = (metric.namespace, metric.name, self._dimensions(metric))

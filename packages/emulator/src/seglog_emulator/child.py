@@ -40,7 +40,7 @@ from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import LISTENER_ENV, EmulatorSettings
 from seglog_stack.clients import local_client
-from seglog_stack.provision import physical_name
+from seglog_stack.provision import resource_name
 
 log = structlog.get_logger("seglog.emulator.child")
 
@@ -145,7 +145,7 @@ class Child:
             self._serve(gateway.serve, gateway.stop)
         elif self.role == "stream":
             mapping = next(m for m in self.config.stream_mappings if f"{m.function}.{m.event}" == self.target)
-            table = self.ddb.describe_table(TableName=_table_name(self.settings, mapping.table))["Table"]
+            table = self.ddb.describe_table(TableName=self._name(mapping.table))["Table"]
             reader = StreamReader(self._mapping_client("dynamodbstreams", mapping.function), table["LatestStreamArn"])
             on_failure = self._on_failure(mapping.OnFailure, mapping.function)
             poller = StreamPoller(mapping, self._invoker(mapping.function, 4), reader,
@@ -155,7 +155,7 @@ class Child:
             self._serve(poller.run, poller.stop)
         elif self.role == "queue":
             mapping_q = next(m for m in self.config.queue_mappings if f"{m.function}.{m.event}" == self.target)
-            name = _physical(self.settings, mapping_q.queue, "AWS::SQS::Queue")
+            name = self._name(mapping_q.queue)
             url = self.sqs.get_queue_url(QueueName=name)["QueueUrl"]
             arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             # Duplicate deliveries run beside the batch they copy: room for one each.
@@ -167,17 +167,21 @@ class Child:
         elif self.role == "schedule":
             rule = next(r for r in self.config.schedules if f"{r.function}.{r.event}" == self.target)
             scheduler = Scheduler(rule, self._invoker(rule.function, SCHEDULE_CONCURRENCY),
-                                  rule_name=rule.Name or _physical(self.settings, rule.logical_id, "AWS::Events::Rule"),
+                                  rule_name=rule.Name or self._name(rule.logical_id),
                                   region=self.settings.deployment.region, scale=self.settings.schedule_scale,
                                   faults=self.faults)
             self._serve(scheduler.run, scheduler.stop)
         else:
             raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue: or schedule:")
 
+    def _name(self, logical: str) -> str:
+        """The physical name of one of the template's resources, as `seglog up` named it."""
+        return resource_name(self._template.resources, self.settings.stack, logical)
+
     def _on_failure(self, destination: str | None, function: str) -> Any:
         if destination is None:
             return None
-        url = self.sqs.get_queue_url(QueueName=_physical(self.settings, destination, "AWS::SQS::Queue"))["QueueUrl"]
+        url = self.sqs.get_queue_url(QueueName=self._name(destination))["QueueUrl"]
         sqs = self._mapping_client("sqs", function)
 
         def send(info: dict[str, Any]) -> None:
@@ -219,14 +223,6 @@ class Child:
                 self.invoker.close(grace=float(max((f.Timeout for f in self.config.functions.values()),
                                                    default=30)))
             log.info("child stopped", child=self.name)
-
-
-def _physical(settings: EmulatorSettings, logical: str, type_: str) -> str:
-    return physical_name(settings.stack, logical, type_)
-
-
-def _table_name(settings: EmulatorSettings, logical: str) -> str:
-    return _physical(settings, logical, "AWS::DynamoDB::Table")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 from seglog_awsmodel.template import Template, TemplateError
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
-from seglog_stack.provision import physical_name
+from seglog_stack.provision import resource_name
 
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
            "AWS::NoValue": None}
@@ -38,7 +38,7 @@ class LocalResolver:
             if arg in _PSEUDO:
                 return _PSEUDO[arg]
             type_ = self._type(arg)
-            name = physical_name(self.stack, arg, type_)
+            name = resource_name(self.template.resources, self.stack, arg)
             return self._queue_url(name) if type_ == "AWS::SQS::Queue" else name
         if key == "Fn::GetAtt":
             logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
@@ -53,7 +53,7 @@ class LocalResolver:
 
     def _attribute(self, logical: str, attribute: str) -> str:
         type_ = self._type(logical)
-        name = physical_name(self.stack, logical, type_)
+        name = resource_name(self.template.resources, self.stack, logical)
         if type_ == "AWS::SQS::Queue" and attribute == "Arn":
             return self._queue_arn(name)
         if type_ == "AWS::DynamoDB::Table" and attribute in ("Arn", "StreamArn"):

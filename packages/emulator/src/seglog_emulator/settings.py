@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_aws.resources import Resources
 from seglog_client.sigv4 import Credentials
 from seglog_stack.info import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 from seglog_stack.local import LocalDeployment
@@ -81,9 +80,7 @@ class EmulatorSettings:
     @classmethod
     def from_json(cls, text: str) -> EmulatorSettings:
         data = json.loads(text)
-        d = data["deployment"]
-        deployment = LocalDeployment(profile=d["profile"], region=d["region"], endpoints=d["endpoints"],
-                                     resources=Resources(**d["resources"]))
+        deployment = LocalDeployment.from_dict(data["deployment"])
         return cls(deployment=deployment, template=Path(data["template"]), stack=data["stack"],
                    state_dir=Path(data["state_dir"]), parameters=data["parameters"], host=data["host"],
                    port=int(data["port"]), log_level=data["log_level"],

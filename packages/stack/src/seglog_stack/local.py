@@ -7,7 +7,7 @@ and physical names in ``<run dir>/deployment.json`` so later commands (and other
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from seglog_aws.resources import Resources
 from seglog_awsmodel.template import load_template
 from seglog_stack import StackConfig, StackManager
 from seglog_stack.clients import local_client
+from seglog_stack.errors import StackError
 from seglog_stack.provision import Provisioner
 
 STATE_FILE = "deployment.json"
@@ -25,20 +26,55 @@ DEFAULT_STACK_NAME = "seglog"
 
 @dataclass(frozen=True, kw_only=True)
 class LocalDeployment:
+    """A template provisioned on the local stack.
+
+    Attributes:
+        names: what was made, by logical id (a table's or bucket's name, a queue's URL), for any template.
+        attributes: ``"Logical.Arn"``, ``"Logical.StreamArn"``: what ``!GetAtt`` reads.
+        seglog: seglog's own resources when the template is seglog's (:meth:`Resources.of_template`), else None.
+    """
+
     profile: str
     region: str
     endpoints: dict[str, str]
-    resources: Resources
+    names: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)
+    seglog: Resources | None = None
+
+    @property
+    def resources(self) -> Resources:
+        """seglog's resources.
+
+        Raises:
+            StackError: the provisioned template is not seglog's (it has no Segments table, SnapshotQueue, ...).
+        """
+        if self.seglog is None:
+            raise StackError("this deployment's template is not seglog's (it declares none of seglog's tables and "
+                             f"queues; it has {', '.join(sorted(self.names)) or 'no resources'}): seglog's commands "
+                             "need `seglog up` with seglog's template.yaml")
+        return self.seglog
 
     def to_dict(self) -> dict[str, Any]:
-        return {"profile": self.profile, "region": self.region, "endpoints": self.endpoints,
-                "resources": self.resources.to_dict()}
+        data: dict[str, Any] = {"profile": self.profile, "region": self.region, "endpoints": self.endpoints,
+                                "names": self.names, "attributes": self.attributes}
+        if self.seglog is not None:
+            data["resources"] = self.seglog.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LocalDeployment:
+        """What :meth:`to_dict` wrote (a record of an older version has only ``resources``: seglog's)."""
+        resources = data.get("resources")
+        return cls(profile=data["profile"], region=data["region"], endpoints=data["endpoints"],
+                   names=dict(data.get("names") or {}), attributes=dict(data.get("attributes") or {}),
+                   seglog=Resources(**resources) if resources else None)
 
     def env(self) -> dict[str, str]:
-        """Environment for a process that should use this deployment (SDK endpoints + resource names)."""
+        """Environment for a process that should use this deployment (SDK endpoints, and seglog's resource names
+        when the template is seglog's)."""
         from seglog_stack.info import stack_env
 
-        return {**stack_env(self.endpoints, self.region), **self.resources.env()}
+        return {**stack_env(self.endpoints, self.region), **(self.seglog.env() if self.seglog else {})}
 
     def backend(self) -> Backend:
         """Stores and clients for this deployment."""
@@ -64,7 +100,10 @@ def provision(endpoints: dict[str, str], *, profile: str, region: str, template:
     with template ``parameters`` overridden (as ``sam deploy --parameter-overrides`` would)."""
     provisioner = _provisioner(endpoints, region=region, template=template, stack_name=stack_name,
                                parameters=parameters)
-    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, resources=provisioner.provision())
+    made = provisioner.provision()
+    types = {logical: str(resource.get("Type", "")) for logical, resource in provisioner.template.resources.items()}
+    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, names=made.names,
+                           attributes=made.attributes, seglog=Resources.of_template(types, made.names, made.attributes))
 
 
 def deprovision(endpoints: dict[str, str], *, region: str, stack_name: str, template: Path | None = None) -> None:
@@ -87,9 +126,7 @@ def current(config: StackConfig) -> LocalDeployment | None:
     path = config.run_dir / STATE_FILE
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
-    return LocalDeployment(profile=data["profile"], region=data["region"], endpoints=data["endpoints"],
-                           resources=Resources(**data["resources"]))
+    return LocalDeployment.from_dict(json.loads(path.read_text()))
 
 
 def forget(config: StackConfig) -> None:

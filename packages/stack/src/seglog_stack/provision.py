@@ -14,34 +14,84 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 from botocore.exceptions import ClientError
 
-from seglog_aws.resources import Resources
 from seglog_awsmodel.errors import ParameterValueError
-from seglog_awsmodel.parameters import unknown_parameters
+from seglog_awsmodel.parameters import missing_parameters, unknown_parameters
 from seglog_awsmodel.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.provision")
 
-#: Logical ids of the resources seglog's code addresses, found in the template by name.
-ROLES = {
-    "segments_table": ("AWS::DynamoDB::Table", "Segments"),
-    "entries_table": ("AWS::DynamoDB::Table", "Entries"),
-    "pending_table": ("AWS::DynamoDB::Table", "Pending"),
-    "bucket": ("AWS::S3::Bucket", "Bucket"),
-    "queue_url": ("AWS::SQS::Queue", "SnapshotQueue"),
-    "dlq_url": ("AWS::SQS::Queue", "DeadLetter"),
-}
+#: Resource types created here, on the local stack.
+PROVISIONED_TYPES: frozenset[str] = frozenset(
+    {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::S3::BucketPolicy"})
+#: Types the emulator reads from the template itself: functions and their events, the HTTP API, alarms, and the
+#: IAM it enforces (an AWS::Lambda::Function is read and noted as not run).
+EMULATED_TYPES: frozenset[str] = frozenset(
+    {"AWS::Serverless::Function", "AWS::Lambda::Function", "AWS::Serverless::HttpApi", "AWS::CloudWatch::Alarm",
+     "AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::SQS::QueuePolicy"})
+#: Types with nothing to do locally (logs go to the terminal; a dashboard draws CloudWatch's figures).
+UNNEEDED_TYPES: frozenset[str] = frozenset({"AWS::Logs::LogGroup", "AWS::CloudWatch::Dashboard"})
+
+
+def unsupported_resources(resources: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The resources (logical id -> type) the local stack can neither provide nor emulate."""
+    known = PROVISIONED_TYPES | EMULATED_TYPES | UNNEEDED_TYPES
+    return {logical: str(res.get("Type")) for logical, res in resources.items() if res.get("Type") not in known}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provisioned:
+    """What provisioning made, by logical id: ``names`` (a table's or bucket's name, a queue's URL) and
+    ``attributes`` (``"Logical.Arn"``, ``"Logical.StreamArn"``: what ``!GetAtt`` reads)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)
 
 
 def physical_name(stack: str, logical_id: str, type_: str) -> str:
-    """A stable local name for a resource, like CloudFormation's ``{stack}-{LogicalId}`` (S3: lowercase)."""
+    """A stable local name for a resource the template does not name, like CloudFormation's
+    ``{stack}-{LogicalId}`` (S3: lowercase)."""
     name = f"{stack}-{logical_id}"
     return name.lower() if type_ == "AWS::S3::Bucket" else name
+
+
+#: The property that names a resource of each type explicitly. "If you specify a name, you cannot perform updates
+#: that require replacement"; without one "AWS CloudFormation generates a unique physical ID" (AWS CloudFormation
+#: User Guide, aws-properties-name). Handlers often hard-code the name they gave.
+NAME_PROPERTIES: dict[str, str] = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::IAM::Role": "RoleName",
+}
+
+
+def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logical_id: str) -> str:
+    """The physical name of ``logical_id`` in a template's ``resources``: its explicit name (``TableName``,
+    ``QueueName``, ...) when the template gives one, else :func:`physical_name`. The one rule the provisioner and
+    every emulator process name resources by, so what one creates the others find.
+
+    Raises:
+        TemplateError: the explicit name is not a literal string (an intrinsic is not resolved in names here).
+    """
+    resource = resources.get(logical_id) or {}
+    type_ = str(resource.get("Type", ""))
+    prop = NAME_PROPERTIES.get(type_)
+    explicit = (resource.get("Properties") or {}).get(prop) if prop else None
+    if explicit is None:
+        return physical_name(stack, logical_id, type_)
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    raise TemplateError(f"{logical_id}: {prop} is {explicit!r}: the local stack takes an explicit name only as a "
+                        f"literal string; write the name itself, or leave {prop} out (the resource is then named "
+                        f"{physical_name(stack, logical_id, type_)!r})")
 
 
 class Provisioner:
@@ -54,11 +104,15 @@ class Provisioner:
         unknown = unknown_parameters(template.parameters, parameters or {})
         if unknown:
             raise ParameterValueError(unknown)
+        #: Declared parameters with no Default and no value: provisioning refuses them (deleting needs none).
+        self.missing = missing_parameters(template.parameters, parameters or {})
         self.parameters = {**template.parameters, **(parameters or {})}
         self.stack = stack
         self.ddb, self.s3, self.sqs = dynamodb, s3, sqs
         self.region, self.account = region, account
         self._arns: dict[str, str] = {}
+        #: Logical id -> what ``!Ref`` gives of it once created (a queue: its URL, as CloudFormation's Ref).
+        self._made: dict[str, str] = {}
 
     def resolve(self, value: Any) -> Any:
         """Resolve Ref / Fn::GetAtt / Fn::Sub against parameters and the physical names made so far."""
@@ -71,7 +125,7 @@ class Provisioner:
                 res = self.template.resources.get(arg)
                 if res is None:
                     raise TemplateError(f"!Ref {arg}: no such parameter or resource")
-                return physical_name(self.stack, arg, res["Type"])
+                return self._made.get(arg) or resource_name(self.template.resources, self.stack, arg)
             if key == "Fn::GetAtt":
                 logical, attr = arg
                 if attr == "Arn" and logical in self._arns:
@@ -87,11 +141,27 @@ class Provisioner:
             return [self.resolve(v) for v in value]
         return value
 
-    def provision(self) -> Resources:
+    def provision(self) -> Provisioned:
         """Create every table, bucket and queue of the template (queues without redrive first, bucket policies
-        after their buckets)."""
-        made: dict[str, str] = {}
-        creators: dict[str, Callable[[str, dict[str, Any]], str]] = {
+        after their buckets).
+
+        Raises:
+            ParameterValueError: a parameter without a Default was given no value.
+            TemplateError: the template declares resources the local stack cannot provide (all named, before
+                anything is created).
+        """
+        if self.missing:
+            raise ParameterValueError(self.missing)
+        unsupported = unsupported_resources(self.template.resources)
+        if unsupported:
+            listed = ", ".join(f"{logical} ({type_})" for logical, type_ in sorted(unsupported.items()))
+            raise TemplateError(
+                f"{self.template.path}: the local stack cannot provide {listed}. It creates DynamoDB tables, S3 "
+                "buckets and SQS queues, and the emulator runs AWS::Serverless::Function with DynamoDB, SQS and "
+                "Schedule events behind AWS::Serverless::HttpApi: run a template without them locally, or "
+                "deploy this one to AWS with `seglog deploy`")
+        made = self._made
+        creators: dict[str, Callable[[str, str, dict[str, Any]], str]] = {
             "AWS::DynamoDB::Table": self._table, "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
             "AWS::S3::BucketPolicy": self._bucket_policy,
         }
@@ -103,16 +173,12 @@ class Provisioner:
             if create is None:
                 continue  # functions and mappings are not provisioned here (the emulator runs them)
             props = self.resolve(res.get("Properties", {}))
-            made[logical] = create(physical_name(self.stack, logical, res["Type"]), props)
+            made[logical] = create(logical, resource_name(self.template.resources, self.stack, logical), props)
             if res["Type"] == "AWS::S3::Bucket":  # its lowercased name no longer holds the logical id
                 self._arns[logical] = f"arn:aws:s3:::{made[logical]}"
             log.info("provisioned", resource=logical, type=res["Type"], name=made[logical])
-        names: dict[str, str] = {}
-        for role, (type_, hint) in ROLES.items():
-            names[role] = made[self.template.logical_id(type_, hint)]
-        entries_logical = self.template.logical_id("AWS::DynamoDB::Table", "Entries")
-        names["entries_stream_arn"] = self._arns.get(f"{entries_logical}.StreamArn", "")
-        return Resources(**names)
+        return Provisioned(names=dict(made),
+                           attributes={key if "." in key else f"{key}.Arn": value for key, value in self._arns.items()})
 
     def delete(self) -> None:
         """Delete every table, bucket (emptied first) and queue of the template under this stack name, as a
@@ -120,7 +186,7 @@ class Provisioner:
         What is already gone is skipped."""
         for logical, res in self.template.resources.items():
             type_ = res.get("Type", "")
-            name = physical_name(self.stack, logical, type_)
+            name = resource_name(self.template.resources, self.stack, logical)
             try:
                 if type_ == "AWS::DynamoDB::Table":
                     self.ddb.delete_table(TableName=name)
@@ -149,7 +215,7 @@ class Provisioner:
 
     # ------------------------------------------------------------------------------------------ creators
 
-    def _table(self, name: str, props: dict[str, Any]) -> str:
+    def _table(self, logical: str, name: str, props: dict[str, Any]) -> str:
         params: dict[str, Any] = {
             "TableName": name,
             "KeySchema": props["KeySchema"],
@@ -167,7 +233,6 @@ class Provisioner:
             if exc.response["Error"]["Code"] != "ResourceInUseException":
                 raise
         desc = self._wait_active(name)
-        logical = name.removeprefix(f"{self.stack}-")
         self._arns[logical] = desc["TableArn"]
         if desc.get("LatestStreamArn"):
             self._arns[f"{logical}.StreamArn"] = desc["LatestStreamArn"]
@@ -183,7 +248,7 @@ class Provisioner:
                 raise TemplateError(f"table {name} is still {desc['TableStatus']} after {timeout:.0f}s")
             time.sleep(0.2)
 
-    def _bucket(self, name: str, props: dict[str, Any]) -> str:
+    def _bucket(self, logical: str, name: str, props: dict[str, Any]) -> str:
         try:
             self.s3.create_bucket(Bucket=name)
         except ClientError as exc:
@@ -198,12 +263,12 @@ class Provisioner:
                 Bucket=name, LifecycleConfiguration={"Rules": [_lifecycle_rule(r) for r in rules]})
         return name
 
-    def _bucket_policy(self, name: str, props: dict[str, Any]) -> str:
+    def _bucket_policy(self, logical: str, name: str, props: dict[str, Any]) -> str:
         bucket: str = props["Bucket"]
         self.s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(props["PolicyDocument"]))
         return bucket
 
-    def _queue(self, name: str, props: dict[str, Any]) -> str:
+    def _queue(self, logical: str, name: str, props: dict[str, Any]) -> str:
         attributes = {k: _attribute(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
         if "RedrivePolicy" in props:
             attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
@@ -216,7 +281,7 @@ class Provisioner:
             url = self.sqs.get_queue_url(QueueName=name)["QueueUrl"]
             self.sqs.set_queue_attributes(QueueUrl=url, Attributes=attributes)
         arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        self._arns[name.removeprefix(f"{self.stack}-")] = arn
+        self._arns[logical] = arn
         return url
 
 

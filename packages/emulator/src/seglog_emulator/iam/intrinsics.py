@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from seglog_emulator.errors import IamTemplateError
 from seglog_emulator.iam.arns import local_arn
-from seglog_stack.provision import physical_name
+from seglog_stack.provision import resource_name
 
 Fallback = Callable[[Any], Any]
 
@@ -82,14 +82,14 @@ class PolicyIntrinsics:
             return self.values[name]
         type_ = self._type(name)
         if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::SNS::Topic"):
-            return physical_name(self.stack, name, type_)
+            return resource_name(self.resources, self.stack, name)
         if type_ == "AWS::Lambda::Function":
             return name  # the emulator runs a function under its logical id
         return self._fall_back({"Ref": name})
 
     def get_att(self, logical: str, attribute: str) -> Any:
         type_ = self._type(logical)
-        name = physical_name(self.stack, logical, type_)
+        name = resource_name(self.resources, self.stack, logical)
         built = {
             ("AWS::DynamoDB::Table", "Arn"): f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}",
             ("AWS::S3::Bucket", "Arn"): f"arn:aws:s3:::{name}",

@@ -27,7 +27,7 @@ from seglog_emulator.errors import IamPolicyError, IamTemplateError
 from seglog_emulator.iam.evaluation import LOCAL_ACCOUNT, FunctionPermissions
 from seglog_emulator.iam.intrinsics import Fallback, PolicyIntrinsics
 from seglog_emulator.iam.policy import Policy
-from seglog_stack.provision import physical_name
+from seglog_stack.provision import resource_name
 from seglog_stack.sam_transform import transform_template
 
 log = structlog.get_logger("seglog.emulator.iam")
@@ -88,7 +88,7 @@ def function_permissions(template: Template, *, stack: str, region: str, paramet
             problems.extend(exc.problems)
             continue
         permissions[logical] = FunctionPermissions(
-            function=logical, role_name=physical_name(stack, role, "AWS::IAM::Role"), region=region, account=account,
+            function=logical, role_name=resource_name(resources, stack, role), region=region, account=account,
             identity=identity, resource_policies=resource_policies)
     if problems:
         raise IamTemplateError(problems)
