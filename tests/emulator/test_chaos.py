@@ -46,8 +46,8 @@ def test_same_seed_same_fault_decisions_and_a_clean_verify(stacks: Any, tmp_path
     assert first.ok and second.ok, (first.violations, second.violations)
     assert first.faults["lost_response"] > 0
     assert first.clients["deduplicated"] > 0  # a retried append found its first try in the log
-    lost = decisions(first.log_file, "gateway:ApiFunction")
-    assert lost and lost == decisions(second.log_file, "gateway:ApiFunction")
+    lost = decisions(first.log_file, "gateway:HttpApi")
+    assert lost and lost == decisions(second.log_file, "gateway:HttpApi")
     assert first.seed == second.seed == 42
 
 

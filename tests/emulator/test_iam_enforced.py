@@ -195,7 +195,7 @@ def test_the_emulator_settings_switch_iam_for_every_function(deployment: LocalDe
     """``seglog emulate --no-iam`` sets EmulatorSettings.iam; each child then hands its workers no permissions."""
     settings = EmulatorSettings(deployment=deployment, template=load_template().path, stack=stack_of(deployment),
                                 state_dir=tmp_path, iam=iam)
-    child = Child("gateway:ApiFunction", EmulatorSettings.from_json(settings.to_json()))
+    child = Child("gateway:HttpApi", EmulatorSettings.from_json(settings.to_json()))
     permissions: Callable[[str], FunctionPermissions | None] = child._iam
     found = [permissions(f) for f in ("ApiFunction", "StreamRouterFunction", "SnapshotWorkerFunction")]
     assert [iam] * 3 == [p is not None for p in found]

@@ -74,7 +74,7 @@ def test_supervisor_runs_the_template_functions_behind_one_gateway(chaos_deploym
     through the API gets its snapshots built by the deployed handlers; one log line per invocation names
     function, source, outcome."""
     supervisor = Supervisor(settings_for(chaos_deployment, tmp_path / "state", lambda_artifact))
-    assert sorted(supervisor.children) == ["gateway:ApiFunction", "queue:SnapshotWorkerFunction.Jobs",
+    assert sorted(supervisor.children) == ["gateway:HttpApi", "queue:SnapshotWorkerFunction.Jobs",
                                            "schedule:RetentionFunction.Retention",
                                            "schedule:SnapshotSweepFunction.Sweep",
                                            "stream:StreamRouterFunction.Entries"]

@@ -177,6 +177,11 @@ class QueueMapping:
 AWS_IAM: Final = "AWS_IAM"
 
 
+#: The logical id SAM gives the implicit HTTP API its functions' HttpApi events without an ApiId share
+#: (AWS SAM Developer Guide, sam-property-function-httpapi: "ServerlessHttpApi").
+IMPLICIT_HTTP_API: Final = "ServerlessHttpApi"
+
+
 @dataclass(frozen=True, kw_only=True)
 class HttpRoute:
     """An HttpApi event of a function (sam-property-function-httpapi)."""

@@ -1,7 +1,7 @@
 """One child of the supervisor: the HTTP gateway of a function, the poller of one event source mapping, or the
 scheduler of one Schedule event.
 
-``python -m seglog_emulator.child gateway:ApiFunction`` (or ``stream:Function.Event``, ``queue:Function.Event``,
+``python -m seglog_emulator.child gateway:HttpApi`` (or ``stream:Function.Event``, ``queue:Function.Event``,
 ``schedule:Function.Event``) with :data:`seglog_emulator.settings.ENV_VAR` set. The child reads the template
 itself (so a restarted child sees the same configuration), runs its part until SIGTERM, then drains: the batch or
 request in flight finishes (and is checkpointed or deleted), the worker processes get their grace period, and it
@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
+from seglog_awsmodel.config import IMPLICIT_HTTP_API, EmulatorConfig, FunctionSpec
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed, logs, metrics
@@ -93,15 +93,17 @@ class Child:
         runtime = FaultRuntime.from_env()
         self.faults: FaultSchedule | None = runtime.schedule(name, count_start=True) if runtime else None
         self._stop: Any = None
-        self.invoker: LambdaInvoker | None = None
+        #: The invokers this child runs functions with (a gateway: one per function of its API).
+        self.invokers: list[LambdaInvoker] = []
 
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
         spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level})
         artifact = self.settings.artifact or host_artifact(self.settings.template)
-        self.invoker = LambdaInvoker(spec, code=code_dirs(artifact, function), concurrency=concurrency,
-                                     iam=self._iam(function))
-        return self.invoker
+        invoker = LambdaInvoker(spec, code=code_dirs(artifact, function), concurrency=concurrency,
+                                iam=self._iam(function))
+        self.invokers.append(invoker)
+        return invoker
 
     def _iam(self, function: str) -> FunctionPermissions | None:
         """The function's permissions from the template (None with IAM off): worked out once per child."""
@@ -132,12 +134,13 @@ class Child:
 
     def run(self) -> None:
         if self.role == "gateway":
-            routes = [r for r in self.config.http_routes if r.function == self.target]
-            # One port serves the function's routes: the CORS of their API (the first route's; one API each).
+            # One port serves the API's routes, each by its function, with the API's CORS and access log.
+            routes = [r for r in self.config.http_routes if (r.ApiId or IMPLICIT_HTTP_API) == self.target]
             api = self.config.http_apis.get(routes[0].ApiId or "") if routes else None
+            invokers = {f: self._invoker(f, GATEWAY_CONCURRENCY) for f in dict.fromkeys(r.function for r in routes)}
             authorizer = IamAuthorizer.accepting(self.settings.api_credentials, region=self.settings.deployment.region)
             inherited = os.environ.get(LISTENER_ENV)
-            gateway = Gateway(routes, self._invoker(self.target, GATEWAY_CONCURRENCY), host=self.settings.host,
+            gateway = Gateway(routes, invokers, host=self.settings.host,
                               port=self.settings.port, faults=self.faults, authorizer=authorizer,
                               cors=api.CorsConfiguration if api is not None else None,
                               access_log=AccessLog(api.AccessLogFormat) if api and api.AccessLogFormat else None,
@@ -192,12 +195,12 @@ class Child:
         path = status_file(self.settings.state_dir, self.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        invoker = self.invoker
+        invokers = self.invokers
         while not stopping.wait(STATUS_SECONDS):
             status = {"child": self.name, "pid": os.getpid(),
-                      "function": invoker.function.logical_id if invoker else None,
-                      "in_flight": invoker.in_flight if invoker else 0,
-                      "invocations": invoker.invocations if invoker else 0}
+                      "function": ", ".join(i.function.logical_id for i in invokers) or None,
+                      "in_flight": sum(i.in_flight for i in invokers),
+                      "invocations": sum(i.invocations for i in invokers)}
             tmp.write_text(json.dumps(status))
             os.replace(tmp, path)
 
@@ -219,9 +222,9 @@ class Child:
         try:
             run()
         finally:
-            if self.invoker is not None:
-                self.invoker.close(grace=float(max((f.Timeout for f in self.config.functions.values()),
-                                                   default=30)))
+            grace = float(max((f.Timeout for f in self.config.functions.values()), default=30))
+            for invoker in self.invokers:
+                invoker.close(grace=grace)
             log.info("child stopped", child=self.name)
 
 

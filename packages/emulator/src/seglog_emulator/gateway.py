@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,18 +66,19 @@ _ERRORS = {
 
 
 class Gateway:
-    """Serves the routes of one function on ``host:port`` until :meth:`stop`.
+    """Serves the routes of one API on ``host:port`` until :meth:`stop`, each by the function its route names.
 
     Args:
-        routes: the function's HttpApi events.
-        invoker: runs the function.
+        routes: the API's HttpApi events, of any number of functions.
+        invoker: runs the functions: one invoker per function's logical id, or one for every route.
         faults: the seeded schedule, if faults are in play.
         authorizer: verifies the signatures of AWS_IAM routes (required when a route has that authorizer).
         cors: the API's CorsConfiguration, if it has one.
         access_log: the API's access log (AccessLogSettings), if it has one: one line per request.
     """
 
-    def __init__(self, routes: Sequence[HttpRoute], invoker: Invoker, *, host: str = "127.0.0.1", port: int = 0,
+    def __init__(self, routes: Sequence[HttpRoute], invoker: Invoker | Mapping[str, Invoker], *,
+                 host: str = "127.0.0.1", port: int = 0,
                  faults: FaultSchedule | None = None, authorizer: IamAuthorizer | None = None,
                  cors: CorsConfiguration | None = None, access_log: AccessLog | None = None,
                  sock: socket.socket | None = None) -> None:
@@ -85,7 +86,11 @@ class Gateway:
         if guarded and authorizer is None:
             raise ValueError(f"routes {guarded} need IAM authorization: give the gateway an IamAuthorizer")
         self.routes = tuple(routes)
-        self.invoker = invoker
+        self.invokers: Mapping[str, Invoker] = (
+            invoker if isinstance(invoker, Mapping) else {r.function: invoker for r in self.routes})
+        missing = sorted({r.function for r in self.routes} - set(self.invokers))
+        if missing:
+            raise ValueError(f"no invoker for the functions of routes: {missing}")
         self.faults = faults
         self.authorizer = authorizer
         self.cors = cors
@@ -170,7 +175,7 @@ class Gateway:
                         "identity.sourceIp": request["http"]["sourceIp"]})
         # The invocation's log line and the answer both carry the request id, so a client's try can be matched
         # with the invocation that served it (the report's "served by" link).
-        result = self.invoker.invoke(event, source="api", log_fields={
+        result = self.invokers[route.function].invoke(event, source="api", log_fields={
             "method": method, "path": path, "api_request_id": request["requestId"]})
         named = [(REQUEST_ID_HEADER, request["requestId"])]
         if not result.ok:

@@ -13,7 +13,7 @@ Protocol, one JSON object per datagram (at most :data:`MAX_DATAGRAM` bytes; long
      ...the log line's own keys (function, request_id, pid, outcome, duration_ms, usage, ...)}
 
 ``ts`` is the Unix time the line was logged; ``lane`` names the sending process (a worker process is
-``"<Function> pid <pid>"``, a child its role, e.g. ``"gateway:ApiFunction"``); ``sender`` is its pid. Besides log
+``"<Function> pid <pid>"``, a child its role, e.g. ``"gateway:HttpApi"``); ``sender`` is its pid. Besides log
 lines, :func:`send` sends events made for the console alone: ``"invocation started"`` and ``"client try"``.
 """
 

@@ -2,8 +2,8 @@
 
 From template.yaml it starts, each as its own process (:mod:`seglog_emulator.child`):
 
-* ``gateway:<Function>`` — an HTTP server speaking API Gateway HTTP API payload 2.0 to each function with
-  HttpApi events (one base URL for clients);
+* ``gateway:<Api>`` — an HTTP server speaking API Gateway HTTP API payload 2.0 to the functions of one API's
+  HttpApi events, each by the function its route names (one base URL for clients);
 * ``stream:<Function>.<Event>`` — a DynamoDB Streams poller per stream event source mapping;
 * ``queue:<Function>.<Event>`` — an SQS poller per queue event source mapping;
 * ``schedule:<Function>.<Event>`` — the scheduled rule of each Schedule event (its clock scaled by
@@ -38,7 +38,7 @@ from typing import IO, Any, Final
 
 import structlog
 
-from seglog_awsmodel.config import EmulatorConfig
+from seglog_awsmodel.config import IMPLICIT_HTTP_API, EmulatorConfig
 from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed, metrics
 from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
@@ -86,7 +86,12 @@ def child_names(config: EmulatorConfig) -> list[str]:
     names = [f"stream:{m.function}.{m.event}" for m in config.stream_mappings if m.Enabled]
     names += [f"queue:{m.function}.{m.event}" for m in config.queue_mappings if m.Enabled]
     names += [f"schedule:{r.function}.{r.event}" for r in config.schedules if r.Enabled]
-    names += [f"gateway:{f}" for f in dict.fromkeys(r.function for r in config.http_routes)]
+    apis = list(dict.fromkeys(r.ApiId or IMPLICIT_HTTP_API for r in config.http_routes))
+    if len(apis) > 1:
+        raise EmulatorError(f"the template declares {len(apis)} HTTP APIs with routes ({', '.join(apis)}): the "
+                            "emulator serves one API per run, on --port; give the routes one ApiId, or run the "
+                            "emulator once per API with a template each")
+    names += [f"gateway:{api}" for api in apis]
     return names
 
 
