@@ -134,21 +134,14 @@ def _segment_entries(store: LogStore, blobs: BlobStore, log_id: uuid.UUID, segme
         _Deleted: retention deleted the entries the read needs (step 5).
         UnknownPositionError: ``must_exist`` and the log holds no entry ``start`` there; LogNotFoundError.
     """
-    expect, hole, raced = start, False, True
-    while raced:
-        raced = False
-        # Strong (the default), never seglog_core.reads: the proof above needs every num, and none is known to exist.
-        for entry in store.entries(log_id, segment, expect):
-            if entry.num != expect:
-                # A Query is read-committed, not a snapshot (Amazon DynamoDB Developer Guide, "DynamoDB read
-                # consistency"): it may pass num ``expect`` just before a racing append writes it and then read the
-                # num after it, written since. So a hole is read again, alone: there now, the read goes on from it;
-                # still missing, retention removed entries under us (I1 rules out any other cause).
-                raced = next(iter(store.entries(log_id, segment, expect, expect)), None) is not None
-                hole = not raced
-                break
-            yield entry
-            expect += 1
+    expect, hole = start, False
+    # Strong (the default), never seglog_core.reads: the proof above needs every num, and none is known to exist.
+    for entry in store.entries(log_id, segment, start):
+        if entry.num != expect:
+            hole = True  # retention removed entries under us (I1 rules out any other cause)
+            break
+        yield entry
+        expect += 1
     if not hole and (expect > start or not must_exist):
         return
     archived = _retired(store, blobs, log_id, segment, expect, hole=hole)

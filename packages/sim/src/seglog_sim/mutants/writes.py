@@ -39,8 +39,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            new='"attribute_exists(N) AND (attribute_not_exists(S) OR S <> :n)"',
            breaks="a late completion moves the segment's S back to an older snapshot (I4)"),
     Mutant(name="consistent_forward_read", module=_IDEMPOTENCE,
-           old="        for entry in store.entries(log_id, segment, expect):\n",
-           new="        for entry in store.entries(log_id, segment, expect, consistent=False):\n",
+           old="    for entry in store.entries(log_id, segment, start):\n",
+           new="    for entry in store.entries(log_id, segment, start, consistent=False):\n",
            breaks="the idempotent append reads forward from since with eventually consistent reads (it may miss "
                   "its own earlier try and write the entry twice)"),
     Mutant(name="short_read_retry", module=_READS,
