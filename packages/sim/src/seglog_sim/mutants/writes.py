@@ -168,4 +168,21 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
                     "its own append just proved (500 seeds); tests/test_tail_after_retention.py::"
                     "test_a_writer_on_default_settings_never_trusts_its_tail_past_a_retry_horizon_under_a_minute kills "
                     "it"),
+    Mutant(name="read_hole_kept", module=_READS,
+           old="        if after.num != before.num + 1:  # 0.: a hole, which the log never has\n",
+           new="        if False:\n",
+           breaks="a read that skipped a num a racing append wrote (DynamoDB's Query is read-committed) is taken as "
+                  "it is: a load folds without the entry, a sync's next position passes it (this stop)",
+           survives="the simulated DynamoDB answers a Query as one snapshot (a stale one is a prefix), so no world "
+                    "shows a skipped num; tests/test_reads.py::"
+                    "test_a_read_that_skipped_a_num_a_racing_append_wrote_is_read_again_from_it kills it"),
+    Mutant(name="request_class_wide", module=_ROUTES,
+           old="    return current if current is not None else app.current_event\n",
+           new="    return app.current_event\n",
+           breaks="the routes read Powertools' class-wide current_event: two requests answered at once in one "
+                  "process read each other's bodies (CI, test_retries_of_one_entry_id_racing_other_writers_store_"
+                  "it_once)",
+           survives="every route reads its request before its first store call, and the simulator's tasks switch "
+                    "only at store calls; tests/test_api.py::"
+                    "test_two_requests_answered_at_once_in_one_process_each_read_their_own_body kills it"),
 )
