@@ -58,13 +58,6 @@ class Template:
     def of_type(self, type_: str) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.resources.items() if v.get("Type") == type_}
 
-    def logical_id(self, type_: str, name_hint: str) -> str:
-        """The one resource of ``type_`` whose logical id contains ``name_hint``."""
-        found = [k for k in self.of_type(type_) if name_hint.lower() in k.lower()]
-        if len(found) != 1:
-            raise TemplateError(f"{self.path}: expected one {type_} named like {name_hint!r}, found {found}")
-        return found[0]
-
 
 def default_template_path() -> Path:
     """template.yaml at the repository root (found from this file or the working directory)."""
