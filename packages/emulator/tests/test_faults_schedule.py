@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from seglog_core.pipeline.worker import CRASH_POINTS
 from seglog_core.snapshot import DEFAULT_CHUNK_CELLS
 from seglog_emulator.chaos.runner import DEFAULT_RATES, default_plan
 from seglog_emulator.faults import (
     AMOUNTS,
-    CRASH_POINTS,
     EMULATED,
     ERROR_CODES,
     FaultKind,

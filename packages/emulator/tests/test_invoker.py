@@ -45,7 +45,8 @@ def make_invoker(lambda_code: Path) -> Iterator[MakeInvoker]:
              environment: dict[str, str] | None = None) -> LambdaInvoker:
         spec = FunctionSpec(logical_id=f"probe-{function}", Handler=f"invoker_probe.{function}", Timeout=timeout,
                             MemorySize=memory_size, Environment=environment or {})
-        invoker = LambdaInvoker(spec, code=[HANDLERS, lambda_code], concurrency=concurrency)
+        invoker = LambdaInvoker(spec, code=[HANDLERS, lambda_code], concurrency=concurrency,
+                                invocation_hook="seglog_core.crashpoints")
         invokers.append(invoker)
         return invoker
 

@@ -82,11 +82,12 @@ def test_runtime_dir_holds_the_wrapper_and_the_emulator_modules_it_imports_only(
     reads the template or runs the supervisor (they import yaml and the stack manager)."""
     modules = sandbox.wrapper_modules()
 
-    assert {"seglog_emulator/__init__.py", "seglog_emulator/worker_process.py", "seglog_emulator/crash.py",
+    assert {"seglog_emulator/__init__.py", "seglog_emulator/worker_process.py", "seglog_emulator/jsonlog.py",
             "seglog_emulator/usage.py", "seglog_emulator/faults/runtime.py",
             "seglog_emulator/faults/botocore_injector.py"} <= set(modules)
     assert not {"seglog_emulator/supervisor.py", "seglog_emulator/config.py", "seglog_emulator/invoker.py",
-                "seglog_emulator/sandbox.py"} & set(modules)
+                "seglog_emulator/sandbox.py", "seglog_emulator/worker_handle.py", "seglog_emulator/logfeed.py",
+                "seglog_emulator/metrics.py"} & set(modules)
     root = sandbox.runtime_dir()
     assert sorted(modules) == sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
 

@@ -21,16 +21,24 @@ from seglog_aws.resources import Resources
 from seglog_core import logs, retry
 
 
+def configure_logs() -> None:
+    """JSON lines on standard error, as CloudWatch Logs reads them, unless this process configured structlog
+    already (a host process: the demo, tests, the simulator). In Lambda, and under the emulator, nothing else
+    configures it: Lambda's runtime (and the emulator's worker wrapper) leave a function's logging to it."""
+    if not structlog.is_configured():
+        logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"))
+
+
 @functools.cache
 def backend() -> Backend:
     """Clients and stores, built on first use and reused by later invocations of the same container."""
-    if not structlog.is_configured():  # in Lambda; a host process (the demo, tests) configured its own
-        logs.configure(json=True, level=os.environ.get("SEGLOG_LOG_LEVEL", "INFO"))
+    configure_logs()
     return Backend.connect(Resources.from_env())
 
 
 def bind(function: str, context: Any, **ids: Any) -> None:
     """Clear and bind the correlation ids of one invocation (STYLE "Logging")."""
+    configure_logs()
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(
         function_name=function, request_id=getattr(context, "aws_request_id", None), **ids)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-from seglog_core.pipeline.worker import CRASH_POINTS
-
 
 class FaultKind(StrEnum):
     """One kind of fault of DESIGN §7. Values are the names plans and flags use."""
@@ -152,5 +150,16 @@ ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
     }.items()
 }
 
-__all__ = ["AMOUNTS", "AWS_ERRORS", "CHUNK_CELLS_ENV", "CRASH_POINTS", "EMULATED", "ERROR_CODES", "SIMULATED",
-           "FaultKind"]
+
+
+def crash_points() -> tuple[str, ...]:
+    """The named points worker_crash draws from: seglog's snapshot worker's, read when a plan is checked (not when
+    this module is imported: a worker whose artifact is not seglog's loads it too). Until applications declare their
+    own points (issue 36, docs/plans/issue-36-split.md step 5)."""
+    from seglog_core.pipeline.worker import CRASH_POINTS
+
+    return tuple(CRASH_POINTS)
+
+
+__all__ = ["AMOUNTS", "AWS_ERRORS", "CHUNK_CELLS_ENV", "EMULATED", "ERROR_CODES", "SIMULATED",
+           "FaultKind", "crash_points"]

@@ -59,6 +59,32 @@ class Template:
         return {k: v for k, v in self.resources.items() if v.get("Type") == type_}
 
 
+#: The template's top-level ``Metadata`` key the emulator reads (CloudFormation and SAM pass Metadata through).
+EMULATOR_METADATA = "SeglogEmulator"
+
+
+def emulator_metadata(template: Template) -> dict[str, Any]:
+    """The application's settings for the emulator, ``Metadata: SeglogEmulator:`` (empty when absent):
+
+    ``InvocationHook``: a module of each function's artifact with ``arm(points, *, clock_skew)`` and ``disarm()``,
+    which the worker calls around an invocation that a fault gives crash points or a clock skew.
+
+    Raises:
+        TemplateError: the section is not a mapping, or a setting has the wrong type.
+    """
+    metadata = template.body.get("Metadata") or {}
+    section = metadata.get(EMULATOR_METADATA) if isinstance(metadata, dict) else None
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise TemplateError(f"{template.path}: Metadata.{EMULATOR_METADATA} must be a mapping, got {section!r}")
+    hook = section.get("InvocationHook")
+    if hook is not None and not (isinstance(hook, str) and hook.replace(".", "").replace("_", "").isalnum()):
+        raise TemplateError(f"{template.path}: Metadata.{EMULATOR_METADATA}.InvocationHook must be a module name "
+                            f"(for example my_app.crashpoints), got {hook!r}")
+    return dict(section)
+
+
 def default_template_path() -> Path:
     """template.yaml at the repository root (found from this file or the working directory)."""
     for base in (Path.cwd(), *Path(__file__).resolve().parents):

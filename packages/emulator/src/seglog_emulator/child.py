@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import signal
 import socket
@@ -24,7 +25,7 @@ import structlog
 
 from seglog_awsmodel.config import IMPLICIT_HTTP_API, EmulatorConfig, FunctionSpec
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
-from seglog_awsmodel.template import load_template
+from seglog_awsmodel.template import emulator_metadata, load_template
 from seglog_emulator import logfeed, logs, metrics
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
@@ -89,6 +90,8 @@ class Child:
                                  sqs=self.sqs)
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
         self._template, self._resolver = template, resolver
+        #: The application's invocation hook module (template Metadata SeglogEmulator.InvocationHook), if any.
+        self.invocation_hook = emulator_metadata(template).get("InvocationHook")
         self._permissions: dict[str, FunctionPermissions] | None = None
         runtime = FaultRuntime.from_env()
         self.faults: FaultSchedule | None = runtime.schedule(name, count_start=True) if runtime else None
@@ -98,10 +101,17 @@ class Child:
 
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
-        spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": self.settings.log_level})
+        level = logging.getLevelNamesMapping()[self.settings.log_level.upper()]
+        # The handler logs at info at least while its lines feed the console or the metrics; the invoker's log tap
+        # keeps this child's level in what it copies (seglog_emulator.worker_handle).
+        if logfeed.address() is not None or metrics.directory() is not None:
+            handler_level = logging.getLevelName(min(level, logging.INFO))
+        else:
+            handler_level = self.settings.log_level.upper()
+        spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": handler_level})
         artifact = self.settings.artifact or host_artifact(self.settings.template)
         invoker = LambdaInvoker(spec, code=code_dirs(artifact, function), concurrency=concurrency,
-                                iam=self._iam(function))
+                                iam=self._iam(function), invocation_hook=self.invocation_hook, log_level=level)
         self.invokers.append(invoker)
         return invoker
 

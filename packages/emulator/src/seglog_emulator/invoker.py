@@ -48,7 +48,8 @@ from seglog_awsmodel.config import FunctionSpec as FunctionSpec  # what an invok
 from seglog_emulator import logfeed, sandbox
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
-from seglog_emulator.worker_process import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
+from seglog_emulator.worker_handle import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
+from seglog_emulator.worker_process import HOOK_VARIABLE
 
 if TYPE_CHECKING:
     from seglog_emulator.iam.evaluation import FunctionPermissions
@@ -133,13 +134,17 @@ class LambdaInvoker:
         concurrency: at most this many invocations at once (callers beyond it wait); 1 by default.
         stderr: where workers' standard error (their JSON log lines and prints) goes; inherited by default.
         iam: the function's permissions, enforced on every AWS call its handler makes (None: no enforcement).
+        invocation_hook: the application's hook module in the artifact (``arm``/``disarm``), which crash points
+            and clock skew need (:mod:`seglog_emulator.worker_process`); None: ``invoke`` refuses them.
+        log_level: workers' JSON lines under this level are read (console, metrics) but not copied to ``stderr``.
 
     Raises:
         ValueError: no code directory, one that does not exist, or a concurrency under 1.
     """
 
     def __init__(self, function: FunctionSpec, *, code: Sequence[Path], concurrency: int = 1,
-                 stderr: int | IO[Any] | None = None, iam: FunctionPermissions | None = None) -> None:
+                 stderr: int | IO[Any] | None = None, iam: FunctionPermissions | None = None,
+                 invocation_hook: str | None = None, log_level: int = 0) -> None:
         self.concurrency = concurrency
         if self.concurrency < 1:
             raise ValueError(f"concurrency of {function.logical_id!r} must be at least 1, got {concurrency}")
@@ -150,6 +155,8 @@ class LambdaInvoker:
         self.code = tuple(Path(path).resolve() for path in code)
         self.function = function
         self._stderr = stderr
+        self._hook = invocation_hook
+        self._log_level = log_level
         self._iam = iam.to_json() if iam is not None else None
         self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
                         or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
@@ -186,9 +193,14 @@ class LambdaInvoker:
         Raises:
             InvokerClosedError: after :meth:`close`.
             TypeError: the event is not JSON-serializable.
+            ValueError: crash points or a clock skew, and no invocation hook.
         """
         event_json = json.dumps(event)  # once, and here: a bad event is the caller's error, not a worker fault
-        body: dict[str, Any] = {"invoked_function_arn": self.arn, "crash_points": sorted(set(crash_points))}
+        crash_points = sorted(set(crash_points))
+        if (crash_points or clock_skew) and self._hook is None:
+            raise ValueError(f"{self.function.logical_id!r}: crash points and clock skew need the application's "
+                             f"invocation hook (template Metadata SeglogEmulator.InvocationHook); it names none")
+        body: dict[str, Any] = {"invoked_function_arn": self.arn, "crash_points": crash_points}
         if clock_skew:
             body["clock_skew_seconds"] = clock_skew
         if environment:
@@ -276,6 +288,7 @@ class LambdaInvoker:
             self._discard(worker)
             return result(Outcome.CRASHED, error_type="Runtime.InvalidResponse",
                           error_message=f"the worker answered {reply.get('request_id')!r}, not {request_id!r}")
+        worker.logs_through(request_id)
         self._checkin(worker)
         measured = {"usage": reply.get("usage") or {}, "cpu_ms": reply.get("cpu_ms"),
                     "max_rss_mb": reply.get("max_rss_mb")}
@@ -346,7 +359,8 @@ class LambdaInvoker:
             _InitFailedError: the Init failed (Lambda's error), timed out, or the process died in it.
         """
         started = time.monotonic()
-        worker = WorkerProcess.start(sandbox.command(self.code), self._environment(), stderr=self._stderr)
+        worker = WorkerProcess.start(sandbox.command(self.code), self._environment(), stderr=self._stderr,
+                                     lane=self.function.logical_id, level=self._log_level)
         with self._lock:
             self._workers[worker.pid] = worker
         init_timeout = max(INIT_TIMEOUT_SECONDS, float(self.function.Timeout))
@@ -367,6 +381,7 @@ class LambdaInvoker:
             self._discard(worker)
             raise
         init_ms = (time.monotonic() - started) * 1000
+        worker.logs_through("init")
         if ready.get("type") != "ready":
             self._discard(worker, grace=EXIT_GRACE_SECONDS)
             raise _InitFailedError(Outcome.ERROR, worker.pid, init_ms, ready.get("error_type", "Runtime.Unknown"),
@@ -380,6 +395,8 @@ class LambdaInvoker:
         env = sandbox.environment(self.function, code=self.code, region=self._region)
         if self._iam is not None:
             env[IAM_ENV_VAR] = self._iam
+        if self._hook is not None:
+            env[HOOK_VARIABLE] = self._hook
         return env
 
     # ------------------------------------------------------------------------------------------- faults

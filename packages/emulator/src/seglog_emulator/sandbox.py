@@ -8,12 +8,16 @@ bytecode written: /var/task is read-only on Lambda), whose ``sys.path`` is exact
    puts first (as layers go after /var/task, a test's handlers come before the artifact);
 2. the runtime directory: the emulator's worker wrapper alone (:func:`runtime_dir`), as /var/runtime holds
    Lambda's runtime interface client;
-3. the standard library.
+3. the SDK Lambda's Python runtimes include (:func:`sdk_dir`: boto3, botocore and their dependencies, "Your code
+   runs in an environment that includes the SDK for Python (Boto3)", AWS Lambda Developer Guide, lambda-python),
+   after the artifact, so an artifact's own copy wins as on Lambda;
+4. the standard library.
 
 So a dependency the artifact lacks, or a file left out of it, fails here at Init as on Lambda
-(Runtime.ImportModuleError), and nothing only the development virtualenv holds (yaml, psutil, seglog_stack) can
-be imported by a handler. The wrapper itself imports the artifact's own seglog_core, structlog and botocore: the
-crash points it arms and the clients it counts requests on are the ones the handler uses.
+(Runtime.ImportModuleError), and nothing only the development virtualenv holds (yaml, psutil, seglog_stack,
+structlog) can be imported by a handler. The wrapper imports the standard library, its own modules and botocore
+(the artifact's when it has one: the clients it counts requests on are the ones the handler uses), and the
+application's invocation hook by name: nothing else of the artifact's.
 
 The environment is the function's variables, Lambda's reserved ones over them, and the SDK's endpoint and
 credential variables (AWS Lambda Developer Guide, configuration-envvars, "Defined runtime environment
@@ -62,7 +66,8 @@ _BOOT: Final = (f"import sys; sys.path[0:0] = sys.argv[1:]; del sys.argv[1:]; "
 def command(code: Sequence[Path]) -> list[str]:
     """The worker's command line: an isolated interpreter whose path is ``code``, the runtime directory, and the
     standard library."""
-    return [sys.executable, *INTERPRETER_FLAGS, "-c", _BOOT, *(str(p) for p in code), str(runtime_dir())]
+    return [sys.executable, *INTERPRETER_FLAGS, "-c", _BOOT, *(str(p) for p in code), str(runtime_dir()),
+            str(sdk_dir())]
 
 
 def environment(function: FunctionSpec, *, code: Sequence[Path], region: str,
@@ -116,6 +121,32 @@ def runtime_dir() -> Path:
         shutil.copyfile(path, work / relative)
     subprocess.run([sys.executable, "-I", "-m", "compileall", "-q", str(work)], check=False,
                    stdout=subprocess.DEVNULL)
+    try:
+        work.rename(target)
+    except OSError:  # another process made it first: theirs is the same
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+#: What Lambda's Python runtimes carry besides the standard library: the SDK and what it imports.
+SDK_MODULES: Final = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+
+@functools.cache
+def sdk_dir() -> Path:
+    """A directory holding links to this interpreter's copies of :data:`SDK_MODULES` and nothing else (made once per
+    set of versions, then reused)."""
+    found = {name: path for name in SDK_MODULES if (path := _module_file(name)) is not None}
+    sources = {name: path.parent if path.name == "__init__.py" else path for name, path in found.items()}
+    versions = "\0".join(f"{name}={source}" for name, source in sorted(sources.items()))
+    root = Path(tempfile.gettempdir()) / f"seglog-worker-sdk-{os.getuid()}"
+    target = root / hashlib.sha256(versions.encode()).hexdigest()[:24]
+    if target.is_dir():
+        return target
+    work = root / f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    work.mkdir(parents=True)
+    for source in sources.values():
+        (work / source.name).symlink_to(source)
     try:
         work.rename(target)
     except OSError:  # another process made it first: theirs is the same

@@ -3,10 +3,17 @@
 Started by :class:`seglog_emulator.invoker.LambdaInvoker` in the sandbox :mod:`seglog_emulator.sandbox` makes: an
 isolated interpreter whose path is the function's unpacked artifact, this wrapper's runtime directory and the
 standard library, with the function's environment already in place (``_HANDLER`` names the handler, as Lambda's
-runtime reads it). Everything this module imports at run time must therefore be in the artifact (seglog_core,
-seglog_aws, structlog, botocore) or in the runtime directory (the emulator modules it imports, found by
-following its imports); the variables in :data:`WRAPPER_VARIABLES` are read by :func:`_instrument` and removed
-before the handler is imported.
+runtime reads it). Everything this module imports at run time must therefore be in the standard library, in the
+runtime directory (the emulator modules it imports, found by following its imports, and the SDK Lambda's Python
+runtime includes: botocore, boto3) or in the artifact; nothing of the application's, and no logging library: its own
+lines are JSON written by :mod:`seglog_emulator.jsonlog`, and the handler configures its logging itself, as on
+Lambda. The variables in :data:`WRAPPER_VARIABLES` are read by :func:`main` and removed before the handler is
+imported.
+
+An application that has named crash points (DESIGN §7) names, in its template's
+``Metadata: SeglogEmulator: InvocationHook``, a module of its artifact with ``arm(points, *, clock_skew)`` and
+``disarm()``; the invoker passes that name in :data:`HOOK_VARIABLE`, and the wrapper imports the module (the very
+one the handler uses) on the first invocation that carries crash points or a clock skew.
 
 Like Lambda's execution environment lifecycle (AWS Lambda Developer Guide, lambda-runtime-environment) it
 runs an Init phase once — import the handler's module — then any number of Invoke phases that reuse the
@@ -20,10 +27,12 @@ Protocol, one JSON object per line (the same data Lambda's Runtime API carries):
                          "invoked_function_arn": ..., "crash_points": ["after_claim"],
                          "environment": {"SEGLOG_CHUNK_CELLS": "7"}}      (optional, this invocation only)
     worker -> invoker   {"request_id": ..., "status": "success", "payload": ...}
+                        (after writing :data:`DONE_MARK` and the request id on stderr: the invoker's log tap has
+                        then copied every line the invocation wrote before ``invoke`` returns)
                         {"request_id": ..., "status": "error", "error_type": ..., "error_message": ...,
                          "stack_trace": [...]}
 
-The invoker's end of the protocol is :class:`WorkerProcess`, at the bottom of this module.
+The invoker's end of the protocol is :class:`seglog_emulator.worker_handle.WorkerProcess`.
 
 The worker keeps private duplicates of the original stdin and stdout; file descriptors 0 and 1 are then
 pointed at /dev/null and at standard error, so a handler that prints or reads standard input cannot corrupt
@@ -33,13 +42,13 @@ it (Lambda sends a function's standard output to its logs, too). The worker exit
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import importlib
 import json
+import logging
 import os
 import resource
-import selectors
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -47,26 +56,26 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final
 
-import structlog
-
-from seglog_emulator import crash, logfeed, logs, metrics
+from seglog_emulator import jsonlog
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.usage import UsageCounter
 
-log = structlog.get_logger("seglog.worker")
+log = jsonlog.get_logger("seglog.worker")
 
 #: Frames kept in an error's stack trace (the innermost ones).
 STACK_FRAMES = 30
-#: How long a worker gets to exit on its own (stdin closed, or dying) before it is killed.
-EXIT_GRACE_SECONDS = 1.0
 
 Handler = Callable[[Any, Any], Any]
 
+#: The application's invocation hook: a module of the artifact, with ``arm(points, *, clock_skew)`` and ``disarm()``.
+HOOK_VARIABLE: Final = "SEGLOG_EMULATOR_HOOK"
 #: Emulator-only settings the invoker hands the wrapper in its environment (the fault plan and its directory, the
-#: function's IAM permissions, the live console's feed), removed from ``os.environ`` before the handler is
-#: imported: a handler never sees them, as on AWS.
-WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, logfeed.ENV_VAR, metrics.ENV_VAR)
+#: function's IAM permissions, the invocation hook), removed from ``os.environ`` before the handler is imported: a
+#: handler never sees them, as on AWS.
+WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, HOOK_VARIABLE)
+#: Written on stderr, with the request id, once an invocation is over and before its reply (see the protocol).
+DONE_MARK: Final = b"\x1eseglog-invocation-done "
 
 #: How long past its deadline a handler may run before the worker kills itself (the invoker normally kills
 #: it first, at the deadline).
@@ -158,9 +167,11 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     request_id = str(request["request_id"])
     context = LambdaContext(request_id=request_id, deadline_ms=int(request["deadline_ms"]),
                             invoked_function_arn=str(request.get("invoked_function_arn", "")))
-    structlog.contextvars.clear_contextvars()  # handlers bind their own ids; these name the invocation till then
-    structlog.contextvars.bind_contextvars(function_name=context.function_name, request_id=request_id)
-    crash.arm(request.get("crash_points") or (), clock_skew=float(request.get("clock_skew_seconds") or 0.0))
+    jsonlog.bind(function_name=context.function_name, request_id=request_id)  # the wrapper's own lines
+    points, skew = request.get("crash_points") or (), float(request.get("clock_skew_seconds") or 0.0)
+    hook = _hook() if points or skew else None
+    if hook is not None:
+        hook.arm(points, clock_skew=skew)
     # The sandbox enforces the timeout itself, as Lambda's does: the invoker kills a late worker too, but an
     # invoker that died (its poller or gateway was killed) cannot, and a handler running past its deadline
     # could then write after a client's retry had already been accepted.
@@ -176,8 +187,9 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
         return _error(request_id, type(exc).__name__, str(exc), _stack(exc, skip=1))
     finally:
         watchdog.cancel()
-        crash.disarm()
-        structlog.contextvars.clear_contextvars()
+        if hook is not None:
+            hook.disarm()
+        jsonlog.clear()
     try:
         # Lambda serializes the return value as JSON; what cannot be serialized fails the invocation.
         encoded = json.dumps(payload)
@@ -202,30 +214,54 @@ def _environment(variables: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+_hook_name: str | None = None
+_hook_module: Any = None
+
+
+def _hook() -> Any:
+    """The application's invocation hook (:data:`HOOK_VARIABLE`), imported from the artifact on first use.
+
+    Raises:
+        RuntimeError: crash points or a clock skew were asked for and the application names no hook (the
+            invoker refuses that before it sends: this is the wrapper's own guard).
+    """
+    global _hook_module
+    if _hook_module is None:
+        if not _hook_name:
+            raise RuntimeError(f"crash points or a clock skew need an invocation hook ({HOOK_VARIABLE}); "
+                               "the application names none")
+        _hook_module = importlib.import_module(_hook_name)
+    return _hook_module
+
+
 def main() -> int:
     """Init once, then serve invocations until stdin closes."""
+    global _hook_name
     requests, replies = _protocol_streams()
-    logs.configure_json_lines(os.environ.get("SEGLOG_LOG_LEVEL", "INFO"))
-    # The feed's address is read here, before the wrapper's variables are taken out of the environment.
-    logfeed.install(f"{os.environ.get('AWS_LAMBDA_FUNCTION_NAME', 'worker')} pid {os.getpid()}")
-    metrics.install()
+    jsonlog.write_directly()
+    _lambda_logging()
     started = time.perf_counter()
     _enforce_iam()
     usage = _instrument()
+    _hook_name = os.environ.get(HOOK_VARIABLE) or None
     for name in WRAPPER_VARIABLES:
         os.environ.pop(name, None)
     try:
         handler = load_handler(os.environ["_HANDLER"])
     except InitError as exc:
         log.error("init failed", error_type=exc.error_type, error_message=exc.message)
+        _done("init")
         _send(replies, {"type": "init_error", "error_type": exc.error_type, "error_message": exc.message,
                         "stack_trace": exc.stack_trace})
         return 1
     try:
+        _done("init")
         _send(replies, {"type": "ready", "pid": os.getpid(), "init_ms": (time.perf_counter() - started) * 1000})
         for line in requests:
             if line.strip():
-                _send(replies, invoke(handler, json.loads(line), usage))
+                reply = invoke(handler, json.loads(line), usage)
+                _done(str(reply["request_id"]))
+                _send(replies, reply)
     except BrokenPipeError:
         # The invoker is gone (its poller was killed or restarted): nobody waits for the result. The
         # invocation's effects stand, as when Lambda loses the connection to a finishing environment.
@@ -234,6 +270,36 @@ def main() -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), replies.fileno())  # no second error on exit's flush
         return 0
     return 0
+
+
+def _done(request_id: str) -> None:
+    """Tell the invoker's log tap that every line of ``request_id`` ("init": of the Init) is written."""
+    for stream in (sys.stdout, sys.stderr):  # a handler's buffered print() first
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    with contextlib.suppress(OSError):
+        os.write(2, DONE_MARK + request_id.encode() + b"\n")
+
+
+class _LambdaLogHandler(logging.Handler):
+    """The standard library's log as Lambda's Python runtime writes it in its text format: ``[LEVEL]``, the UTC
+    time, the request id and the message, tab-separated, on one line (AWS Lambda Developer Guide, python-logging:
+    "Using the Python logging library"). Lambda's runtime installs such a handler on the root logger, whose level
+    stays WARNING until the function sets another."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            when = dt.datetime.fromtimestamp(record.created, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+            text = self.format(record).replace("\n", "\r")  # one line: Lambda's runtime does the same
+            os.write(2, f"[{record.levelname}]\t{when}Z\t{jsonlog.current_request_id()}\t{text}\n".encode())
+        except Exception:
+            self.handleError(record)
+
+
+def _lambda_logging() -> None:
+    root = logging.getLogger()
+    root.addHandler(_LambdaLogHandler())
+    root.setLevel(logging.WARNING)
 
 
 def _enforce_iam() -> None:
@@ -283,108 +349,6 @@ def _stack(exc: BaseException, *, skip: int = 0) -> list[str]:
     """Lambda's ``stackTrace``: one formatted frame per entry, innermost last; ``skip`` drops our own frames."""
     frames = traceback.extract_tb(exc.__traceback__)[skip:]
     return traceback.format_list(frames[-STACK_FRAMES:])
-
-
-# ------------------------------------------------------------------------------------------- invoker side
-
-
-class WorkerDiedError(Exception):
-    """The worker's stdout closed: the process is gone."""
-
-
-class WorkerProcess:
-    """The invoker's handle on one worker process: its end of the protocol. Used by one thread at a time."""
-
-    @classmethod
-    def start(cls, argv: list[str], env: Mapping[str, str], *, stderr: int | IO[Any] | None = None) -> WorkerProcess:
-        """Start ``argv`` (the sandbox's command, :func:`seglog_emulator.sandbox.command`) with exactly ``env`` as
-        its environment.
-
-        A new session keeps the terminal's Ctrl-C away from workers: the invoker decides when they stop.
-        """
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
-                                start_new_session=True)
-        return cls(proc)
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdin is not None and proc.stdout is not None
-        self.proc = proc
-        self.pid = proc.pid
-        self.stdin: IO[bytes] = proc.stdin
-        self._fd = proc.stdout.fileno()
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._fd, selectors.EVENT_READ)
-        self._buffer = bytearray()
-        self.invocations = 0
-        self.request_id: str | None = None
-        self.killed = False
-
-    def alive(self) -> bool:
-        return not self.killed and self.proc.poll() is None
-
-    def send(self, message: Mapping[str, Any], *, event_json: str | None = None) -> None:
-        """Write one line, with ``event_json`` (already encoded) as its "event".
-
-        Raises:
-            WorkerDiedError: the worker is gone.
-        """
-        line = json.dumps(message)
-        if event_json is not None:
-            line = f'{line[:-1]}{", " if message else ""}"event": {event_json}}}'
-        try:
-            self.stdin.write(line.encode() + b"\n")
-            self.stdin.flush()
-        except (BrokenPipeError, ValueError) as exc:  # ValueError: reap() closed the pipe
-            raise WorkerDiedError from exc
-
-    def receive(self, deadline: float) -> dict[str, Any]:
-        """Read one line before ``deadline`` (time.monotonic()).
-
-        Raises:
-            TimeoutError: the deadline passed first.
-            WorkerDiedError: end of file, the worker is gone.
-        """
-        while (end := self._buffer.find(b"\n")) < 0:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._selector.select(left):
-                raise TimeoutError
-            chunk = os.read(self._fd, 1 << 16)
-            if not chunk:
-                raise WorkerDiedError
-            self._buffer += chunk
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-    def kill(self) -> None:
-        self.killed = True
-        with contextlib.suppress(ProcessLookupError):  # already gone
-            self.proc.send_signal(signal.SIGKILL)
-
-    def reap(self, grace: float = 0.0) -> None:
-        """Wait for the process (killing it after ``grace`` seconds) and close its pipes."""
-        for stream in (self.stdin, self.proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:  # a broken pipe on close's flush: the process is gone already
-                pass
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            self.proc.wait()
-        self._selector.close()
-
-    def exit_status(self) -> str:
-        """How the process ended, in the words Lambda uses for Runtime.ExitError."""
-        code = self.proc.poll()
-        if code is None:
-            return "still running"
-        if code < 0:  # "signal: killed", "signal: segmentation fault", as Lambda words it
-            return f"signal: {(signal.strsignal(-code) or str(-code)).lower()}"
-        return f"exit status {code}"
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ import sys
 import time
 from typing import Any
 
+from seglog_core import crashpoints
 from seglog_core.crashpoints import clock
-from seglog_emulator import crash
 
 #: Counts invocations served by this process: survives between invocations only in a warm worker.
 invocations = 0
@@ -48,7 +48,7 @@ def steps(event: dict[str, Any], context: Any) -> list[str]:
     """Walks named steps, calling the crash hook at each, as the snapshot worker does."""
     done = []
     for point in event["steps"]:
-        crash.should_crash(point)
+        crashpoints.should_crash(point)
         done.append(point)
     return done
 

@@ -8,14 +8,13 @@ The other kinds (SQS delivery, crashes, timeouts, clock skew, code versions, res
 carried out by the supervisor; dlq, redrive and supervisor_restart by the chaos runner (:mod:`seglog_emulator.chaos`).
 """
 
-from seglog_awsmodel.faults import AMOUNTS, CRASH_POINTS, EMULATED, ERROR_CODES, FaultKind
+from seglog_awsmodel.faults import AMOUNTS, EMULATED, ERROR_CODES, FaultKind
 from seglog_emulator.faults.botocore_injector import BotocoreFaultInjector
 from seglog_emulator.faults.plan import FaultPlan, FaultPlanError, FaultSpec
 from seglog_emulator.faults.schedule import Decision, FaultSchedule, InjectedFault
 
 __all__ = [
     "AMOUNTS",
-    "CRASH_POINTS",
     "EMULATED",
     "ERROR_CODES",
     "BotocoreFaultInjector",

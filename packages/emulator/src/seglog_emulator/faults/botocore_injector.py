@@ -39,8 +39,10 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
 from seglog_awsmodel.faults import FaultKind
-from seglog_emulator import metrics
+from seglog_emulator import jsonlog
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
+
+log = jsonlog.get_logger("seglog.emulator.faults")
 
 #: DynamoDB item operations (Amazon DynamoDB API Reference, "Actions"); control-plane calls are not faulted.
 DDB_DATA_OPERATIONS: Final = frozenset({
@@ -206,5 +208,5 @@ def throttled(operation: str, params: dict[str, Any]) -> None:
     for item in params.get("TransactItems") or []:
         tables |= {str(op["TableName"]) for op in item.values() if isinstance(op, dict) and "TableName" in op}
     metric = "ReadThrottleEvents" if operation in _READS else "WriteThrottleEvents"
-    for table in sorted(tables):
-        metrics.put("AWS/DynamoDB", metric, {"TableName": table}, 1)
+    for table in sorted(tables):  # a log line in embedded metric format: the invoker's log tap records it
+        log.info("throttle metered", **jsonlog.embedded_metric("AWS/DynamoDB", metric, {"TableName": table}, 1))

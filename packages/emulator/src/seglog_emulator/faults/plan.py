@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog_awsmodel.faults import AMOUNTS, CRASH_POINTS, EMULATED, FaultKind
+from seglog_awsmodel.faults import AMOUNTS, EMULATED, FaultKind, crash_points
 from seglog_emulator.errors import FaultPlanError as FaultPlanError  # importable from here too
 
 _SUFFIXES = (".toml", ".json")
@@ -278,10 +278,11 @@ def _spec(kind: FaultKind, settings: object, default_rate: object, problems: lis
                                 f"got {raw!r}")
     points: tuple[str, ...] = ()
     if kind is FaultKind.WORKER_CRASH:
-        raw_points = settings.get("crash_points", list(CRASH_POINTS))
+        known = crash_points()
+        raw_points = settings.get("crash_points", list(known))
         if (not isinstance(raw_points, list) or not raw_points
-                or any(p not in CRASH_POINTS for p in raw_points)):
-            problems.append(f"{kind}: crash_points must be a non-empty list from {', '.join(CRASH_POINTS)}; "
+                or any(p not in known for p in raw_points)):
+            problems.append(f"{kind}: crash_points must be a non-empty list from {', '.join(known)}; "
                             f"got {raw_points!r}")
         else:
             points = tuple(dict.fromkeys(raw_points))

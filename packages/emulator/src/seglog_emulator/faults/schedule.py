@@ -19,13 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
 from seglog_awsmodel.fault_sites import draw, fires
 from seglog_awsmodel.faults import AMOUNTS, ERROR_CODES, FaultKind
+from seglog_emulator import jsonlog
 from seglog_emulator.faults.plan import FaultPlan
 
-log = structlog.get_logger("seglog.emulator.faults")
+log = jsonlog.get_logger("seglog.emulator.faults")
 
 
 @dataclass(frozen=True, kw_only=True)

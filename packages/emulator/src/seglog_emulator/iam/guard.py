@@ -38,17 +38,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 from xml.sax.saxutils import escape
 
-import structlog
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.parsers import create_parser
 
+from seglog_emulator import jsonlog
 from seglog_emulator.client_hooks import attach_to_every_client
 from seglog_emulator.iam import ENV_VAR
 from seglog_emulator.iam.evaluation import Decision, FunctionPermissions, Outcome
 from seglog_emulator.iam.operations import Check, Target, UnknownResourceError, checks
 
-log = structlog.get_logger("seglog.emulator.iam")
+log = jsonlog.get_logger("seglog.emulator.iam")
 
 #: Operations the Lambda service itself makes for an event source mapping with the function's execution role
 #: (the managed policies AWSLambdaSQSQueueExecutionRole and AWSLambdaDynamoDBExecutionRole, and sqs:SendMessage

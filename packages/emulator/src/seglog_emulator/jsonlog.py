@@ -1,0 +1,94 @@
+"""The log of emulator modules that also run inside a worker process (the wrapper, the IAM guard, the fault
+schedule): structlog in the emulator's own processes, and in a worker one JSON object per line written straight to
+standard error, with no library at all (issue 36: a handler's artifact need not hold structlog, and the wrapper
+must not configure the handler's logging — Lambda's runtime does not configure structlog either).
+
+A worker's lines have the shape structlog's JSONRenderer writes in the emulator's processes (``event``,
+``level``, ``timestamp``, the fields), plus ``function_name`` and ``request_id`` while an invocation runs; the
+invoker reads them back off the worker's standard error (:class:`seglog_emulator.invoker.LogTap`) for the console
+and the metrics, exactly as it reads the handler's own JSON lines.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import traceback
+from typing import Any
+
+#: Set by the worker wrapper (:func:`write_directly`): lines go straight to fd 2, not through structlog.
+_direct = False
+#: The worker's ids for the invocation in flight (``function_name``, ``request_id``).
+_context: dict[str, Any] = {}
+
+
+def write_directly() -> None:
+    """From now on, this process's lines are written to standard error without structlog (a worker)."""
+    global _direct
+    _direct = True
+
+
+def bind(**ids: Any) -> None:
+    """Ids added to every line this worker writes until :func:`clear`."""
+    _context.update(ids)
+
+
+def clear() -> None:
+    _context.clear()
+
+
+class Logger:
+    """A named logger with structlog's methods (``debug`` ... ``error``; ``exc_info=True`` adds the traceback)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._emit("debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._emit("info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._emit("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._emit("error", event, fields)
+
+    def _emit(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        if not _direct:
+            import structlog
+
+            getattr(structlog.get_logger(self.name), level)(event, **fields)
+            return
+        os.write(2, render(level, event, fields))
+
+
+def get_logger(name: str) -> Logger:
+    return Logger(name)
+
+
+def render(level: str, event: str, fields: dict[str, Any]) -> bytes:
+    """One line: the context, the fields, ``event``, ``level`` and an ISO UTC ``timestamp`` (one write: a pipe
+    keeps writes up to PIPE_BUF whole, so another process's line never lands inside it)."""
+    line: dict[str, Any] = {**_context, **fields}
+    if line.pop("exc_info", False):
+        line["exception"] = traceback.format_exc()
+    line.update(event=event, level=level, timestamp=dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z"))
+    return json.dumps(line, default=str).encode() + b"\n"
+
+
+def current_request_id() -> str:
+    """The request id of the invocation in flight in this worker ("" between invocations)."""
+    return str(_context.get("request_id", ""))
+
+
+def embedded_metric(namespace: str, name: str, dimensions: dict[str, str], value: float) -> dict[str, Any]:
+    """The fields of a log line in CloudWatch's embedded metric format for one datapoint (CloudWatch User Guide,
+    CloudWatch_Embedded_Metric_Format_Specification): the emulator's metrics read them back from the log
+    (:func:`seglog_emulator.metrics.points_of`), whichever process wrote the line."""
+    return {"_aws": {"Timestamp": int(dt.datetime.now(dt.UTC).timestamp() * 1000),
+                     "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [sorted(dimensions)],
+                                            "Metrics": [{"Name": name, "Unit": "Count"}]}]},
+            **dimensions, name: value}

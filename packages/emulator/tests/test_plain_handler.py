@@ -1,0 +1,60 @@
+"""A handler that is not seglog's runs as on Lambda (issue 36, point 2): its artifact holds only its own file, the
+SDK comes from the runtime (boto3 and botocore are on the path after the artifact, as Lambda's Python runtime
+includes them), the worker wrapper loads nothing of seglog's and no logging library into its process, and what the
+handler writes reaches the emulator's log and metrics through the invoker's tap on its standard error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from seglog_emulator import metrics, sandbox
+from seglog_emulator.invoker import FunctionSpec, LambdaInvoker, Outcome
+
+PLAIN_APP = Path(__file__).resolve().parent / "plain_app"
+
+
+def test_a_plain_handler_gets_the_sdk_and_nothing_of_seglog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics, "_directory", tmp_path / "metrics")
+    (tmp_path / "metrics").mkdir()
+    log_path = tmp_path / "worker.log"
+    spec = FunctionSpec(logical_id="OrdersFunction", Handler="orders.handler")
+    with open(log_path, "wb") as log, LambdaInvoker(spec, code=[PLAIN_APP], stderr=log) as invoker:
+        result = invoker.invoke({"order": "o-1"})
+        written = log_path.read_text()  # before close: invoke returns once the tap copied the invocation's lines
+
+    assert Outcome.SUCCESS == result.outcome, result.error_message
+    assert Path(result.payload["boto3"]).is_relative_to(sandbox.sdk_dir())
+    assert {"structlog": True, "seglog_core": True, "seglog_aws": True, "seglog_services": True,
+            "yaml": True} == result.payload["absent"]
+    assert [] == result.payload["loaded"]
+    # The standard library's log as Lambda's runtime writes it: level, time, request id, message.
+    [line] = [line for line in written.splitlines() if line.startswith("[INFO]")]
+    level, _when, request_id, message = line.split("\t")
+    assert ("[INFO]", result.request_id, "order o-1 received") == (level, request_id, message)
+    assert result.request_id == result.payload["request_id"]
+    # The printed embedded-metric-format line is copied, and stands for its datapoint.
+    assert '"Received": 1' in written
+    points = list(metrics.MetricFiles(tmp_path / "metrics").new_points())
+    assert [("Orders", "Received", {"Service": "orders"}, 1.0)] == [(p["ns"], p["m"], p["d"], p["v"]) for p in points]
+
+
+def test_an_artifact_s_own_sdk_comes_before_the_runtime_s(tmp_path: Path) -> None:
+    """As on Lambda, a boto3 in the artifact wins over the runtime's (the artifact is first on the path)."""
+    (tmp_path / "boto3").mkdir()
+    (tmp_path / "boto3" / "__init__.py").write_text("__version__ = 'artifact'\n")
+    (tmp_path / "which.py").write_text("import boto3\n\ndef handler(event, context):\n    return boto3.__version__\n")
+    spec = FunctionSpec(logical_id="WhichFunction", Handler="which.handler")
+    with LambdaInvoker(spec, code=[tmp_path], stderr=subprocess.DEVNULL) as invoker:
+        result = invoker.invoke({})
+    assert (Outcome.SUCCESS, "artifact") == (result.outcome, result.payload)
+
+
+def test_crash_points_without_an_invocation_hook_are_refused() -> None:
+    spec = FunctionSpec(logical_id="OrdersFunction", Handler="orders.handler")
+    with (LambdaInvoker(spec, code=[PLAIN_APP], stderr=subprocess.DEVNULL) as invoker,
+          pytest.raises(ValueError, match="invocation hook")):
+        invoker.invoke({"order": "o-2"}, crash_points=["after_claim"])
