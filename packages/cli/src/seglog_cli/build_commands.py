@@ -91,7 +91,7 @@ def _machines(record: ArtifactRecord) -> str:
               help="Build every function for this architecture (default: each function's Architectures).")
 @template_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Build directory (default: .seglog/build in the workspace).")
+              help="Build directory (default: .seglog/build beside the template).")
 @click.option("--json", "as_json", is_flag=True, help="Print the build manifest as JSON.")
 @click.option("--no-bytecode", is_flag=True, help="Ship no precompiled .pyc files (cold starts compile them).")
 @click.option("--function", "function", metavar="LOGICAL_ID",

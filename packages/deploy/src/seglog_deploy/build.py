@@ -48,7 +48,14 @@ from seglog_deploy.manifest import (
     read_record,
     write_record,
 )
-from seglog_deploy.targets import ArtifactTarget, group, handler_file, read_functions, workspace_root
+from seglog_deploy.targets import (
+    REQUIREMENTS,
+    ArtifactTarget,
+    group,
+    handler_file,
+    read_functions,
+    workspace_root,
+)
 from seglog_deploy.toolchain import Toolchain
 
 log = structlog.get_logger("seglog.build")
@@ -78,10 +85,12 @@ class _Inputs:
     requirements: list[str]
     members: list[Path]
     key: str
+    #: A plain CodeUri folder copied whole into the artifact (None: a workspace package, installed as a wheel).
+    copy: Path | None = None
 
 
 class Builder:
-    """Builds the template's artifacts into ``out`` (``.seglog/build`` under the workspace by default).
+    """Builds the template's artifacts into ``out`` (``.seglog/build`` beside the template by default).
 
     Args:
         template: template.yaml (found from the working directory by default).
@@ -93,8 +102,13 @@ class Builder:
     def __init__(self, template: Path | None = None, *, out: Path | None = None, arch: str | None = None,
                  bytecode: bool = True, progress: Progress | None = None) -> None:
         self.template = load_template(template)
-        self.workspace = workspace_root(self.template.path.resolve().parent)
-        self.out = (out or self.workspace / BUILD_DIR).resolve()
+        #: The uv workspace the template is in (None: an ordinary SAM app, every CodeUri a plain folder).
+        self.uv_workspace = workspace_root(self.template.path.resolve().parent)
+        #: Where tools run: the workspace root, or the template's folder.
+        self.workspace = self.uv_workspace or self.template.path.resolve().parent
+        # Builds go beside the template: two templates of one workspace (seglog's and an example's) never share
+        # a manifest.
+        self.out = (out or self.template.path.resolve().parent / BUILD_DIR).resolve()
         self.arch = arch
         self.bytecode = bytecode
         self._progress = progress or (lambda line: None)
@@ -157,7 +171,17 @@ class Builder:
 
     def _inputs(self, target: ArtifactTarget, toolchain: Toolchain) -> _Inputs:
         """The pinned requirements and workspace members of ``target``'s package, and the hash of everything the
-        artifact is made from."""
+        artifact is made from.
+
+        Raises:
+            BuildError: a workspace package's CodeUri outside any uv workspace.
+        """
+        if target.project is None:
+            return self._plain_inputs(target, toolchain)
+        if self.uv_workspace is None:
+            raise BuildError(f"CodeUri {target.code_uri} is the package {target.package} of {target.project}, and "
+                             "no uv workspace holds it: build it from its workspace, or give the folder a "
+                             f"{REQUIREMENTS} as sam build expects")
         exported = toolchain.run_uv(["export", "--package", target.package, "--no-dev", "--no-hashes",
                                      "--no-header", "--no-annotate"])
         requirements, members = [], []
@@ -179,9 +203,30 @@ class Builder:
                 digest.update(hashlib.sha256(path.read_bytes()).digest())
         return _Inputs(requirements=requirements, members=sorted(members), key=digest.hexdigest())
 
+    def _plain_inputs(self, target: ArtifactTarget, toolchain: Toolchain) -> _Inputs:
+        """A plain CodeUri folder (``sam build``'s Python recipe): its requirements file's lines as written, and
+        every file of the folder, which is copied whole."""
+        listed = target.code_uri / REQUIREMENTS
+        requirements = []
+        if listed.is_file():
+            for line in listed.read_text().splitlines():
+                line = line.split(" #", 1)[0].strip()
+                if line and not line.startswith("#"):
+                    requirements.append(line)
+        digest = hashlib.sha256()
+        for part in (RECIPE, "plain", target.arch, target.runtime, str(self.bytecode), toolchain.uv_version(),
+                     toolchain.python_version(), *requirements):
+            digest.update(part.encode() + b"\0")
+        for path in _tree_files(target.code_uri):
+            digest.update(path.relative_to(target.code_uri).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return _Inputs(requirements=requirements, members=[], key=digest.hexdigest(), copy=target.code_uri)
+
     def _make(self, target: ArtifactTarget, toolchain: Toolchain, inputs: _Inputs, work: Path,
               final: Path) -> ArtifactRecord:
         dist, code = work / "dist", work / "code"
+        if inputs.copy is not None:
+            shutil.copytree(inputs.copy, code, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"))
         for member in inputs.members:
             self._progress(f"  wheel {member.relative_to(self.workspace)}")
             toolchain.run_uv(["build", "--wheel", "--quiet", str(member), "--out-dir", str(dist),
@@ -190,10 +235,12 @@ class Builder:
         self._progress(f"  install {len(inputs.requirements)} requirements for {target.platform}")
         # --link-mode copy: uv links files from its cache by default, and the modes and times fixed below
         # would then change the cache's files.
-        toolchain.run_uv(["pip", "install", "--quiet", "--target", str(code), "--python", str(toolchain.python),
-                          "--python-platform", target.platform, "--python-version", target.python_version,
-                          "--only-binary", ":all:", "--link-mode", "copy", "-r", str(work / "requirements.txt"),
-                          *sorted(str(p) for p in dist.glob("*.whl"))])
+        if inputs.requirements or inputs.members:
+            toolchain.run_uv(["pip", "install", "--quiet", "--target", str(code), "--python",
+                              str(toolchain.python), "--python-platform", target.platform, "--python-version",
+                              target.python_version,
+                              "--only-binary", ":all:", "--link-mode", "copy", "-r",
+                              str(work / "requirements.txt"), *sorted(str(p) for p in dist.glob("*.whl"))])
         tree.strip_install_records(code)
         if self.bytecode:
             self._progress("  bytecode (unchecked-hash .pyc)")
@@ -251,8 +298,13 @@ def _check_handlers(target: ArtifactTarget, code: Path) -> None:
 
 def _source_files(member: Path) -> list[Path]:
     """A workspace member's pyproject.toml and every file under its src/ (what its wheel is built from)."""
-    files = [member / "pyproject.toml"]
-    for root, dirs, names in os.walk(member / "src"):
+    return sorted([member / "pyproject.toml", *_tree_files(member / "src")], key=lambda p: p.as_posix())
+
+
+def _tree_files(top: Path) -> list[Path]:
+    """Every file under ``top`` but bytecode, in path order."""
+    files = []
+    for root, dirs, names in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d not in _IGNORED)
         files += [Path(root, n) for n in sorted(names) if not n.endswith(_IGNORED)]
     return sorted(files, key=lambda p: p.as_posix())

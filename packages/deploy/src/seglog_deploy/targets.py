@@ -44,8 +44,9 @@ class ArtifactTarget:
     code_uri: Path
     runtime: str
     arch: str
-    #: The workspace project whose package is the CodeUri (its pyproject.toml's directory) and its name.
-    project: Path
+    #: The workspace project whose package is the CodeUri (its pyproject.toml's directory) and its name; for a
+    #: plain CodeUri folder (:func:`is_plain`) None and the folder's path as the template writes it.
+    project: Path | None
     package: str
     functions: tuple[FunctionTarget, ...]
 
@@ -111,10 +112,34 @@ def group(functions: list[FunctionTarget]) -> list[ArtifactTarget]:
         groups.setdefault((function.code_uri, function.runtime, function.arch), []).append(function)
     targets = []
     for (code_uri, runtime, arch), members in groups.items():
-        project, package = owning_project(code_uri)
+        project: Path | None
+        if is_plain(code_uri):
+            project, package = None, code_uri.name
+        else:
+            project, package = owning_project(code_uri)
         targets.append(ArtifactTarget(code_uri=code_uri, runtime=runtime, arch=arch, project=project,
                                       package=package, functions=tuple(members)))
     return targets
+
+
+#: A plain CodeUri's dependencies, as ``sam build`` reads them for Python (pip's requirements file format).
+REQUIREMENTS: Final = "requirements.txt"
+
+
+def is_plain(code_uri: Path) -> bool:
+    """Whether ``code_uri`` is a plain folder of code, built the way ``sam build`` builds a Python function (its
+    files, and the packages its ``requirements.txt`` names, if any), rather than a workspace package's source
+    directory (``services/src``: a pyproject.toml with a [project] in it or just above it)."""
+    if (code_uri / REQUIREMENTS).is_file():
+        return True
+    return not any(_project_name(directory / "pyproject.toml") for directory in (code_uri, code_uri.parent))
+
+
+def _project_name(pyproject: Path) -> str | None:
+    if not pyproject.is_file():
+        return None
+    name = (tomllib.loads(pyproject.read_text()).get("project") or {}).get("name")
+    return name if isinstance(name, str) else None
 
 
 def owning_project(code_uri: Path) -> tuple[Path, str]:
@@ -127,29 +152,22 @@ def owning_project(code_uri: Path) -> tuple[Path, str]:
         BuildError: no such project up to the filesystem root.
     """
     for directory in (code_uri, *code_uri.parents):
-        pyproject = directory / "pyproject.toml"
-        if pyproject.is_file():
-            data = tomllib.loads(pyproject.read_text())
-            name = (data.get("project") or {}).get("name")
-            if isinstance(name, str):
-                return directory, name
+        name = _project_name(directory / "pyproject.toml")
+        if name is not None:
+            return directory, name
     raise BuildError(f"CodeUri {code_uri} belongs to no Python project (no pyproject.toml with a [project] "
                      "above it): seglog build ships a workspace package and its dependencies")
 
 
-def workspace_root(start: Path) -> Path:
-    """The uv workspace root at or above ``start`` (a pyproject.toml with [tool.uv.workspace]).
-
-    Raises:
-        BuildError: there is none.
-    """
+def workspace_root(start: Path) -> Path | None:
+    """The uv workspace root at or above ``start`` (a pyproject.toml with [tool.uv.workspace]), or None."""
     for directory in (start, *start.parents):
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file():
             tool = tomllib.loads(pyproject.read_text()).get("tool") or {}
             if "workspace" in (tool.get("uv") or {}):
                 return directory
-    raise BuildError(f"no uv workspace (pyproject.toml with [tool.uv.workspace]) at or above {start}")
+    return None
 
 
 def handler_file(code: Path, handler: str) -> Path | None:

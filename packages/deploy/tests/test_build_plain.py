@@ -1,0 +1,62 @@
+"""seglog build on an ordinary SAM app (issue 36, point 2): a CodeUri that is a plain folder, outside any uv
+workspace, is built the way ``sam build`` builds a Python function: the folder's files, and the packages its
+requirements.txt names installed for the function's platform; reproducible, reused while nothing changed, and
+built beside the template."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from seglog_awsmodel.template import load_template
+from seglog_deploy.build import Builder, host_arch
+from seglog_deploy.targets import group, is_plain, read_functions
+
+APP = """\
+Transform: AWS::Serverless-2016-10-31
+Globals:
+  Function:
+    Runtime: python3.13
+    CodeUri: hello/
+Resources:
+  HelloFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Handler: app.handler
+"""
+
+
+def make_app(root: Path) -> Path:
+    (root / "hello").mkdir(parents=True)
+    (root / "hello" / "app.py").write_text("import idna\n\ndef handler(event, context):\n    return idna.encode('x')\n")
+    (root / "hello" / "requirements.txt").write_text("# what sam build installs\nidna==3.10  # punycode\n")
+    (root / "template.yaml").write_text(APP)
+    return root / "template.yaml"
+
+
+def test_a_plain_folder_is_its_files_and_its_requirements(tmp_path: Path) -> None:
+    template = make_app(tmp_path / "app")
+    lines: list[str] = []
+    builder = Builder(template, arch=host_arch(), progress=lines.append)
+    manifest = builder.build()
+
+    assert (tmp_path / "app" / ".seglog" / "build") == builder.out
+    [record] = manifest.artifacts.values()
+    assert "hello" == record.package
+    names = set(zipfile.ZipFile(record.zip).namelist())
+    assert {"app.py", "requirements.txt", "idna/__init__.py"} <= names, sorted(names)[:20]
+    assert not any(name.startswith(("boto3/", "botocore/")) for name in names)  # the runtime's, not shipped
+
+    again = Builder(template, arch=host_arch(), progress=lines.append).build()
+    assert manifest == again and any("reused" in line for line in lines)
+    (tmp_path / "app" / "hello" / "app.py").write_text("def handler(event, context):\n    return 1\n")
+    changed = Builder(template, arch=host_arch()).build()
+    assert set(changed.artifacts) != set(manifest.artifacts)
+
+
+def test_seglog_s_own_code_uri_is_a_workspace_package_and_the_example_s_is_plain() -> None:
+    root = Path(__file__).resolve().parents[3]
+    [seglog] = group(read_functions(load_template(root / "template.yaml")))[:1]
+    assert (False, "seglog-services") == (is_plain(seglog.code_uri), seglog.package)
+    [example] = group(read_functions(load_template(root / "examples" / "orders-http" / "template.yaml")))
+    assert (True, None) == (is_plain(example.code_uri), example.project)
