@@ -11,19 +11,13 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from seglog_deploy.build import Builder, host_arch
-from seglog_emulator.settings import EmulatorSettings
+from examples.support import client, running
 from seglog_emulator.supervisor import Supervisor
-from seglog_stack import local
-from seglog_stack.clients import local_client
 
 pytestmark = pytest.mark.stack
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "orders-http"
 
 
 def call(method: str, url: str, body: object = None) -> tuple[int, dict[str, object]]:
@@ -38,23 +32,8 @@ def call(method: str, url: str, body: object = None) -> tuple[int, dict[str, obj
 
 @pytest.fixture(scope="module")
 def orders(stacks: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    base = stacks.deployment("dynamodb-local")  # type: ignore[attr-defined]
-    stack = f"orders-{uuid.uuid4().hex[:6]}"
-    template = EXAMPLE / "template.yaml"
-    deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, template=template,
-                                 stack_name=stack)
-    builder = Builder(template, arch=host_arch())
-    builder.build()
-    settings = EmulatorSettings(deployment=deployment, template=template, stack=stack,
-                                state_dir=tmp_path_factory.mktemp("orders-state"), artifact=builder.manifest_path)
-    supervisor = Supervisor(settings)
-    supervisor.start()
-    try:
-        supervisor.wait_ready()
+    with running("orders-http", stacks, tmp_path_factory.mktemp("orders-state")) as supervisor:
         yield supervisor
-    finally:
-        supervisor.stop()
-        local.deprovision(base.endpoints, region=base.region, stack_name=stack, template=template)
 
 
 def test_an_order_put_is_read_back_and_a_missing_one_is_404(orders: Supervisor) -> None:
@@ -69,9 +48,7 @@ def test_an_order_put_is_read_back_and_a_missing_one_is_404(orders: Supervisor) 
 def test_the_table_holds_what_the_api_stored(orders: Supervisor) -> None:
     order = f"o-{uuid.uuid4().hex[:8]}"
     call("PUT", f"{orders.api_url}/orders/{order}", {"item": "cake"})
-    deployment = orders.settings.deployment
-    table = deployment.names["OrdersTable"]
+    table = orders.settings.deployment.names["OrdersTable"]
     assert table.startswith(orders.settings.stack)
-    ddb = local_client("dynamodb", endpoint_url=deployment.endpoints["dynamodb"], region=deployment.region)
-    assert {"id": {"S": order}, "item": {"S": "cake"}} == ddb.get_item(TableName=table, Key={"id": {"S": order}})[
-        "Item"]
+    assert {"id": {"S": order}, "item": {"S": "cake"}} == client(orders, "dynamodb").get_item(
+        TableName=table, Key={"id": {"S": order}})["Item"]
