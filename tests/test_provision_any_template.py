@@ -60,14 +60,14 @@ def test_resources_the_local_stack_cannot_provide_are_all_named_before_anything_
     path = template(tmp_path, ORDERS.format(run="x") + """\
   Topic:
     Type: AWS::SNS::Topic
-  RestApi:
-    Type: AWS::Serverless::Api
-    Properties: {StageName: prod}
+  Rule:
+    Type: AWS::Events::Rule
+    Properties: {EventPattern: {source: [app]}}
 """)
     with pytest.raises(TemplateError) as refused:
         offline(path, Stage="dev").provision()
     message = str(refused.value)
-    assert "RestApi (AWS::Serverless::Api), Topic (AWS::SNS::Topic)" in message
+    assert "Rule (AWS::Events::Rule), Topic (AWS::SNS::Topic)" in message
     assert "seglog deploy" in message
 
 

@@ -5,6 +5,7 @@ stand-ins that answer as their function would."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,5 +58,32 @@ def test_one_gateway_child_per_api_and_two_apis_are_refused() -> None:
     assert [f"gateway:{IMPLICIT_HTTP_API}"] == child_names(config)
     admin = HttpRoute(function="Admin", event="Admin", Path="/admin", Method="GET", ApiId="AdminApi")
     two = EmulatorConfig(functions={}, queues={}, stream_mappings=(), queue_mappings=(), http_routes=(*ORDERS, admin))
-    with pytest.raises(EmulatorError, match="2 HTTP APIs with routes \\(ServerlessHttpApi, AdminApi\\)"):
+    with pytest.raises(EmulatorError, match="2 APIs with routes \\(ServerlessHttpApi, AdminApi\\)"):
         child_names(two)
+
+
+class Echo(Named):
+    """Answers a format 1.0 event with the resource, path and path parameters it got."""
+
+    def invoke(self, event: Mapping[str, Any], **_: Any) -> InvocationResult:
+        self.keys.append(event["resource"])
+        body = json.dumps({k: event[k] for k in ("resource", "path", "pathParameters", "httpMethod")})
+        return InvocationResult(outcome=Outcome.SUCCESS, function=self.name, request_id="r", pid=1, duration_ms=1.0,
+                                cold_start=False, payload={"statusCode": 200, "body": body})
+
+
+def test_a_rest_api_answers_with_format_1_0_with_or_without_its_stage_and_403_for_an_unknown_path() -> None:
+    routes = (HttpRoute(function="Hello", event="Hello", Path="/hello/{name}", Method="GET",
+                        PayloadFormatVersion="1.0", Rest=True, Stage="Prod"),)
+    gateway = Gateway(routes, {"Hello": Echo("Hello")})
+    try:
+        plain = gateway.answer("GET", "/hello/ann", [], b"")
+        staged = gateway.answer("GET", "/Prod/hello/bob", [], b"")
+        unknown = gateway.answer("GET", "/nothing", [], b"")
+    finally:
+        gateway.server.server_close()
+    assert plain is not None and staged is not None and unknown is not None
+    assert {"resource": "/hello/{name}", "path": "/hello/ann", "pathParameters": {"name": "ann"},
+            "httpMethod": "GET"} == json.loads(plain[2])
+    assert {"name": "bob"} == json.loads(staged[2])["pathParameters"]
+    assert (403, b'{"message":"Missing Authentication Token"}') == (unknown[0], unknown[2])

@@ -180,11 +180,14 @@ AWS_IAM: Final = "AWS_IAM"
 #: The logical id SAM gives the implicit HTTP API its functions' HttpApi events without an ApiId share
 #: (AWS SAM Developer Guide, sam-property-function-httpapi: "ServerlessHttpApi").
 IMPLICIT_HTTP_API: Final = "ServerlessHttpApi"
+#: The logical id of SAM's implicit REST API, which Api events without a RestApiId share (sam-property-function-api).
+IMPLICIT_REST_API: Final = "ServerlessRestApi"
 
 
 @dataclass(frozen=True, kw_only=True)
 class HttpRoute:
-    """An HttpApi event of a function (sam-property-function-httpapi)."""
+    """An HttpApi event of a function (sam-property-function-httpapi), or an Api event (a REST API's method:
+    sam-property-function-api), which ``Rest`` marks; a REST API's events are payload format 1.0."""
 
     function: str
     event: str
@@ -197,6 +200,15 @@ class HttpRoute:
     #: The route's authorizer after SAM's rules (the event's Auth.Authorizer, else the API's DefaultAuthorizer):
     #: :data:`AWS_IAM`, or None for an open route.
     Authorizer: str | None = None
+    #: An Api event: a REST API's method (its ApiId is the RestApiId).
+    Rest: bool = False
+    #: The stage the API is deployed to (a REST API's StageName; the implicit one's is "Prod").
+    Stage: str = "$default"
+
+    @property
+    def api(self) -> str:
+        """The logical id of the API the route belongs to (SAM's implicit one's when the event names none)."""
+        return self.ApiId or (IMPLICIT_REST_API if self.Rest else IMPLICIT_HTTP_API)
 
 
 @dataclass(frozen=True, kw_only=True)

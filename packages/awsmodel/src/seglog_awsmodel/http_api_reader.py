@@ -1,5 +1,6 @@
 """Reading the template's HTTP APIs: AWS::Serverless::HttpApi resources (their Auth and CorsConfiguration) and the
-HttpApi events of functions (routes, and each route's authorizer by SAM's rules), for
+HttpApi events of functions (routes, and each route's authorizer by SAM's rules), and REST APIs:
+AWS::Serverless::Api resources (their StageName) and the Api events of functions (a method on a resource), for
 :class:`~seglog_awsmodel.template_reader.TemplateReader`, whose value helpers and problem list it shares."""
 
 from __future__ import annotations
@@ -9,11 +10,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from seglog_awsmodel.config import AWS_IAM, HttpApiSpec, HttpRoute
 from seglog_awsmodel.cors import CorsConfiguration
+from seglog_awsmodel.events.api_gateway_v1 import IMPLICIT_REST_STAGE
 
 if TYPE_CHECKING:
     from seglog_awsmodel.template_reader import TemplateReader
 
 HTTP_API_TYPE: Final = "AWS::Serverless::HttpApi"
+REST_API_TYPE: Final = "AWS::Serverless::Api"
+#: Api properties the emulator reads (sam-resource-api); the rest (definitions, domains, usage plans, ...) are noted.
+_REST_API_PROPERTIES: Final = frozenset({"StageName", "Description", "Name"})
+#: Api event properties the emulator reads (sam-property-function-api).
+_REST_ROUTE_PROPERTIES: Final = frozenset({"Path", "Method", "RestApiId", "Auth"})
 #: HttpApi properties the emulator reads (sam-resource-httpapi); the rest (stage, domain, access logs, ...) shape
 #: the deployment, not what a request gets, and are noted.
 _HTTP_API_PROPERTIES: Final = frozenset({"Auth", "CorsConfiguration", "Description", "AccessLogSettings"})
@@ -32,6 +39,8 @@ class HttpApiReader:
     def __init__(self, reader: TemplateReader) -> None:
         self.reader = reader
         self.apis: dict[str, HttpApiSpec] = {}
+        #: The template's AWS::Serverless::Api resources: logical id -> StageName.
+        self.rest_stages: dict[str, str] = {}
 
     def read_apis(self) -> dict[str, HttpApiSpec]:
         """Every AWS::Serverless::HttpApi of the template, by logical id."""
@@ -41,7 +50,42 @@ class HttpApiReader:
         for logical, res in self.reader.resources.items():
             if res.get("Type") == HTTP_API_TYPE:
                 self.apis[logical] = self._api(logical, res.get("Properties") or {})
+            elif res.get("Type") == REST_API_TYPE:
+                props = res.get("Properties") or {}
+                self.reader._note_unread(props, _REST_API_PROPERTIES, logical)
+                stage = self.reader._parameter(props.get("StageName"))
+                if not isinstance(stage, str) or not stage:
+                    self.reader._problem(f"{logical}.StageName: a REST API needs a stage name (a string)")
+                    stage = IMPLICIT_REST_STAGE
+                self.rest_stages[logical] = stage
         return self.apis
+
+    def rest_route(self, function: str, event: str, props: Mapping[str, Any], where: str) -> HttpRoute | None:
+        """An Api event: a method on a REST API's resource (sam-property-function-api). Path and Method are
+        required; RestApiId names an AWS::Serverless::Api of the template, else the route is on SAM's implicit REST
+        API, stage Prod. Auth.Authorizer AWS_IAM is enforced (SigV4); another authorizer is not emulated."""
+        self.reader._note_unread(props, _REST_ROUTE_PROPERTIES, where)
+        path, method = self.reader._parameter(props.get("Path")), self.reader._parameter(props.get("Method"))
+        if not isinstance(path, str) or not path.startswith("/") or not isinstance(method, str):
+            self.reader._problem(f"{where}: an Api event needs Path (starting with /) and Method, got "
+                                 f"{path!r} and {method!r}")
+            return None
+        api_id = None
+        raw = props.get("RestApiId")
+        if raw is not None:
+            ref = raw.get("Ref") if isinstance(raw, Mapping) and set(raw) == {"Ref"} else None
+            if not isinstance(ref, str) or ref not in self.rest_stages:
+                self.reader._problem(f"{where}.RestApiId: must be !Ref of an {REST_API_TYPE} of this template, "
+                                     f"got {raw!r}")
+                return None
+            api_id = ref
+        authorizer = self.reader._parameter((props.get("Auth") or {}).get("Authorizer"))
+        if authorizer not in (None, _NONE, AWS_IAM):
+            self.reader._note(f"{where}.Auth.Authorizer: {authorizer!r} is not emulated; the route is open")
+        method = "ANY" if method.lower() == "any" else method.upper()
+        return HttpRoute(function=function, event=event, Path=path, Method=method, PayloadFormatVersion="1.0",
+                         ApiId=api_id, Authorizer=AWS_IAM if authorizer == AWS_IAM else None, Rest=True,
+                         Stage=self.rest_stages.get(api_id, IMPLICIT_REST_STAGE) if api_id else IMPLICIT_REST_STAGE)
 
     def _api(self, logical: str, props: Mapping[str, Any]) -> HttpApiSpec:
         # sam-property-httpapi-httpapiauth: "You can specify AWS_IAM as a default authorizer if EnableIamAuthorizer

@@ -93,13 +93,17 @@ class TemplateReader:
                     route = http.route(logical, event, props, where)
                     if route is not None:
                         routes.append(route)
+                elif kind == "Api":
+                    route = http.rest_route(logical, event, props, where)
+                    if route is not None:
+                        routes.append(route)
                 elif kind == "Schedule":
                     schedule = self._schedule(logical, event, props, where)
                     if schedule is not None:
                         schedules.append(schedule)
                 else:
                     self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
-                               "HttpApi and Schedule events")
+                               "HttpApi, Api and Schedule events")
         if self.problems:
             raise TemplateConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from seglog_awsmodel.config import IMPLICIT_HTTP_API, EmulatorConfig, FunctionSpec
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import emulator_metadata, load_template
 from seglog_emulator import logfeed, logs, metrics
@@ -145,7 +145,7 @@ class Child:
     def run(self) -> None:
         if self.role == "gateway":
             # One port serves the API's routes, each by its function, with the API's CORS and access log.
-            routes = [r for r in self.config.http_routes if (r.ApiId or IMPLICIT_HTTP_API) == self.target]
+            routes = [r for r in self.config.http_routes if r.api == self.target]
             api = self.config.http_apis.get(routes[0].ApiId or "") if routes else None
             invokers = {f: self._invoker(f, GATEWAY_CONCURRENCY) for f in dict.fromkeys(r.function for r in routes)}
             authorizer = IamAuthorizer.accepting(self.settings.api_credentials, region=self.settings.deployment.region)

@@ -43,6 +43,12 @@ from seglog_awsmodel.events.api_gateway import (
     query_pairs,
     request_event,
 )
+from seglog_awsmodel.events.api_gateway_v1 import (
+    MISSING_AUTHENTICATION_TOKEN,
+    function_failure_v1,
+    proxy_response,
+    request_event_v1,
+)
 from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_client.hooks import REQUEST_ID_HEADER
@@ -107,6 +113,8 @@ class Gateway:
             self.server.server_name, self.server.server_port = host, self.server.server_address[1]
         self.server.daemon_threads = True
         self.requests = 0
+        #: A REST API's gateway (its routes are Api events): its errors and stage-prefixed paths are REST's.
+        self.rest = bool(self.routes) and all(r.Rest for r in self.routes)
 
     @property
     def url(self) -> str:
@@ -147,10 +155,18 @@ class Gateway:
         parts = urlsplit(target)
         path = parts.path or "/"
         fields = header_map(headers)
+        if self.rest:  # the deployed URL names the stage (/Prod/orders/1); sam local's does not (/orders/1)
+            stage, _, rest_of_path = path[1:].partition("/")
+            if stage in {r.Stage for r in self.routes}:
+                path = f"/{rest_of_path}"
+                target = path + (f"?{parts.query}" if parts.query else "")
         matched = match_route(self.routes, method, path)
         if matched is None:
             if self.cors is not None and is_preflight(method, fields):
                 return PREFLIGHT_STATUS, self.cors.preflight(fields), b""
+            if self.rest:  # a REST API answers a path it has no resource for as an unsigned request
+                status, headers_, payload_ = MISSING_AUTHENTICATION_TOKEN
+                return status, list(headers_), payload_
             return 404, [("content-type", "application/json")], _ERRORS[404]
         if len(body) > MAX_BODY_BYTES:
             return 413, [("content-type", "application/json")], _ERRORS[413]
@@ -160,19 +176,25 @@ class Gateway:
             assert self.authorizer is not None  # checked in __init__
             # The signature is checked against the query's pairs as the event will carry them: one decoding
             # decides both what was signed and what the function gets.
-            verdict = self.authorizer.authorize(method, path, query_pairs(parts.query), fields, body or None)
+            verdict = self.authorizer.authorize(method, parts.path or "/", query_pairs(parts.query), fields,
+                                                body or None)  # the path as signed (a stage in it too)
             if isinstance(verdict, Refusal):
                 log.info("request refused", method=method, path=path, error_type=verdict.error_type)
                 return verdict.response()
             authorized = {"iam": verdict.iam_context()}
             context["identity.userArn"] = authorized["iam"]["userArn"]
         # The listener is this server's: plain HTTP on its port (x-forwarded-port, x-forwarded-proto).
-        event = request_event(method, target, headers, body, route_key=key, path_parameters=path_parameters,
-                              authorizer=authorized, source_ip=source_ip,
-                              listener=(self.server.server_address[1], "http"))
+        listener = (self.server.server_address[1], "http")
+        v1 = route.PayloadFormatVersion == "1.0"
+        if v1:
+            event = request_event_v1(method, target, headers, body, resource=route.Path,
+                                     path_parameters=path_parameters, rest=route.Rest, stage=route.Stage,
+                                     authorizer=authorized, source_ip=source_ip, listener=listener)
+        else:
+            event = request_event(method, target, headers, body, route_key=key, path_parameters=path_parameters,
+                                  authorizer=authorized, source_ip=source_ip, listener=listener)
         request = event["requestContext"]
-        context.update({"requestId": request["requestId"], "routeKey": key,
-                        "identity.sourceIp": request["http"]["sourceIp"]})
+        context.update({"requestId": request["requestId"], "routeKey": key, "identity.sourceIp": source_ip})
         # The invocation's log line and the answer both carry the request id, so a client's try can be matched
         # with the invocation that served it (the report's "served by" link).
         result = self.invokers[route.function].invoke(event, source="api", log_fields={
@@ -180,11 +202,14 @@ class Gateway:
         named = [(REQUEST_ID_HEADER, request["requestId"])]
         if not result.ok:
             context["integrationErrorMessage"] = result.error_message
-            status, answer_headers, payload = function_failure(timed_out=result.outcome is Outcome.TIMEOUT)
+            timed_out = result.outcome is Outcome.TIMEOUT
+            status, answer_headers, payload = (function_failure_v1(rest=route.Rest, timed_out=timed_out) if v1
+                                               else function_failure(timed_out=timed_out))
             return status, answer_headers + named, payload
         if self._lose(method, path, body):
             return None
-        status, answer_headers, payload = http_api_response(result.payload)
+        status, answer_headers, payload = (proxy_response(result.payload, rest=route.Rest) if v1
+                                           else http_api_response(result.payload))
         if self.cors is not None:
             answer_headers = self.cors.response(fields, answer_headers)
         return status, [*answer_headers, *named], payload

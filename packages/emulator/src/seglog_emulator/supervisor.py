@@ -38,7 +38,7 @@ from typing import IO, Any, Final
 
 import structlog
 
-from seglog_awsmodel.config import IMPLICIT_HTTP_API, EmulatorConfig
+from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
 from seglog_emulator import logfeed, metrics
 from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
@@ -86,9 +86,9 @@ def child_names(config: EmulatorConfig) -> list[str]:
     names = [f"stream:{m.function}.{m.event}" for m in config.stream_mappings if m.Enabled]
     names += [f"queue:{m.function}.{m.event}" for m in config.queue_mappings if m.Enabled]
     names += [f"schedule:{r.function}.{r.event}" for r in config.schedules if r.Enabled]
-    apis = list(dict.fromkeys(r.ApiId or IMPLICIT_HTTP_API for r in config.http_routes))
+    apis = list(dict.fromkeys(r.api for r in config.http_routes))
     if len(apis) > 1:
-        raise EmulatorError(f"the template declares {len(apis)} HTTP APIs with routes ({', '.join(apis)}): the "
+        raise EmulatorError(f"the template declares {len(apis)} APIs with routes ({', '.join(apis)}): the "
                             "emulator serves one API per run, on --port; give the routes one ApiId, or run the "
                             "emulator once per API with a template each")
     names += [f"gateway:{api}" for api in apis]

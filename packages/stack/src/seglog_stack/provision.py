@@ -33,7 +33,8 @@ PROVISIONED_TYPES: frozenset[str] = frozenset(
 #: Types the emulator reads from the template itself: functions and their events, the HTTP API, alarms, and the
 #: IAM it enforces (an AWS::Lambda::Function is read and noted as not run).
 EMULATED_TYPES: frozenset[str] = frozenset(
-    {"AWS::Serverless::Function", "AWS::Lambda::Function", "AWS::Serverless::HttpApi", "AWS::CloudWatch::Alarm",
+    {"AWS::Serverless::Function", "AWS::Lambda::Function", "AWS::Serverless::HttpApi", "AWS::Serverless::Api",
+     "AWS::CloudWatch::Alarm",
      "AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::SQS::QueuePolicy"})
 #: Types with nothing to do locally (logs go to the terminal; a dashboard draws CloudWatch's figures).
 UNNEEDED_TYPES: frozenset[str] = frozenset({"AWS::Logs::LogGroup", "AWS::CloudWatch::Dashboard"})
