@@ -5,7 +5,10 @@ stack name, built from its own folder, IAM enforced, torn down after."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,3 +60,16 @@ def wait_for(found: Callable[[], Any], timeout: float, what: str) -> Any:
             return value
         time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def call(method: str, url: str, body: object = None) -> tuple[int, Any]:
+    """One request, and (status, JSON answer); a body that is not bytes is sent as JSON."""
+    headers = {}
+    if body is not None and not isinstance(body, bytes):
+        body, headers = json.dumps(body).encode(), {"content-type": "application/json"}
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())

@@ -5,26 +5,14 @@ for a path no resource matches."""
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
-from examples.support import running
+from examples.support import call, running
 from seglog_emulator.supervisor import Supervisor
 
 pytestmark = pytest.mark.stack
-
-
-def call(method: str, url: str, body: bytes | None = None) -> tuple[int, object]:
-    request = urllib.request.Request(url, data=body, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 @pytest.fixture(scope="module")

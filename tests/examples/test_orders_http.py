@@ -6,28 +6,15 @@ what a client sees is what the handlers answer: an order stored, read back, a mi
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from examples.support import client, running
+from examples.support import call, client, running
 from seglog_emulator.supervisor import Supervisor
 
 pytestmark = pytest.mark.stack
-
-
-def call(method: str, url: str, body: object = None) -> tuple[int, dict[str, object]]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 @pytest.fixture(scope="module")
