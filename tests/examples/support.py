@@ -24,7 +24,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @contextlib.contextmanager
-def running(example: str, stacks: Any, state_dir: Path) -> Iterator[Supervisor]:
+def running(example: str, stacks: Any, state_dir: Path, **settings: Any) -> Iterator[Supervisor]:
+    """The example running (``settings``: more of :class:`EmulatorSettings`, as the README's flags give them)."""
     base = stacks.deployment("dynamodb-local")
     stack = f"{example.split('-')[-1]}-{uuid.uuid4().hex[:6]}"
     template = EXAMPLES / example / "template.yaml"
@@ -34,7 +35,7 @@ def running(example: str, stacks: Any, state_dir: Path) -> Iterator[Supervisor]:
         builder = Builder(template, arch=host_arch())
         builder.build()
         settings = EmulatorSettings(deployment=deployment, template=template, stack=stack, state_dir=state_dir,
-                                    artifact=builder.manifest_path)
+                                    artifact=builder.manifest_path, **settings)
         supervisor = Supervisor(settings)
         supervisor.start()
         try:
