@@ -36,6 +36,9 @@ from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.gateway import Gateway
 from seglog_emulator.iam.evaluation import FunctionPermissions
 from seglog_emulator.invoker import LambdaInvoker
+from seglog_emulator.lambda_api import ENDPOINT_VARIABLE as LAMBDA_ENDPOINT_VARIABLE
+from seglog_emulator.lambda_api import LISTENER_ENV as LAMBDA_LISTENER_ENV
+from seglog_emulator.lambda_api import LambdaApi, async_configs
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
@@ -184,8 +187,33 @@ class Child:
                                   region=self.settings.deployment.region, scale=self.settings.schedule_scale,
                                   faults=self.faults)
             self._serve(scheduler.run, scheduler.stop)
+        elif self.role == "lambda":
+            self._serve_lambda_api()
         else:
-            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue: or schedule:")
+            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule: "
+                             "or lambda:")
+
+    def _serve_lambda_api(self) -> None:
+        """The Lambda Invoke API (:mod:`seglog_emulator.lambda_api`) for every function, each run by an invoker of
+        its own, made on its first invocation."""
+        names = {logical: logical for logical in self.config.functions}  # functions run under their logical ids
+        invokers: dict[str, LambdaInvoker] = {}
+        lock = threading.Lock()
+
+        def invoker(function: str) -> LambdaInvoker:
+            with lock:
+                if function not in invokers:
+                    invokers[function] = self._invoker(function, GATEWAY_CONCURRENCY)
+                return invokers[function]
+
+        def queue_url(arn: str) -> str:
+            return str(self.sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[-1])["QueueUrl"])
+
+        api = LambdaApi(names, invoker, configs=async_configs(self._template, self._resolver, queue_url),
+                        sqs=self.sqs, region=self.settings.deployment.region)
+        server = api.server(socket.socket(fileno=int(os.environ[LAMBDA_LISTENER_ENV])))
+        log.info("lambda api listening", url=os.environ.get(LAMBDA_ENDPOINT_VARIABLE), functions=sorted(names))
+        self._serve(server.serve_forever, server.shutdown)
 
     def _name(self, logical: str) -> str:
         """The physical name of one of the template's resources, as `seglog up` named it."""

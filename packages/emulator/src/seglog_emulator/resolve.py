@@ -1,8 +1,10 @@
 """LocalResolver: maps the template's resource intrinsics to a local deployment's physical values.
 
 ``!Ref Table`` is the table's name, ``!Ref Queue`` the queue's URL, ``!Ref Bucket`` the bucket's name (AWS::*
-resource return values, CloudFormation User Guide); ``!GetAtt Queue.Arn``, ``!GetAtt Table.StreamArn`` and
-``!GetAtt Table.Arn`` are asked of the local services; pseudo parameters get local values.
+resource return values, CloudFormation User Guide), ``!Ref Function`` its logical id (the name the emulator runs it
+under; :mod:`seglog_emulator.iam.intrinsics` resolves it the same way); ``!GetAtt Queue.Arn``,
+``!GetAtt Table.StreamArn`` and ``!GetAtt Table.Arn`` are asked of the local services; pseudo parameters get local
+values.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from seglog_awsmodel.template import Template, TemplateError
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_stack.provision import resource_name
 
+FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
            "AWS::NoValue": None}
 
@@ -38,6 +41,8 @@ class LocalResolver:
             if arg in _PSEUDO:
                 return _PSEUDO[arg]
             type_ = self._type(arg)
+            if type_ in FUNCTION_TYPES:  # the emulator runs a function under its logical id (as IAM's Ref does)
+                return arg
             name = resource_name(self.template.resources, self.stack, arg)
             return self._queue_url(name) if type_ == "AWS::SQS::Queue" else name
         if key == "Fn::GetAtt":

@@ -40,7 +40,7 @@ import structlog
 
 from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
-from seglog_emulator import logfeed, metrics
+from seglog_emulator import lambda_api, logfeed, metrics
 from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
@@ -52,6 +52,9 @@ from seglog_emulator.settings import ENV_VAR, LISTENER_ENV, EmulatorSettings, li
 from seglog_stack.clients import local_client
 
 log = structlog.get_logger("seglog.supervisor")
+
+#: The child serving the Lambda Invoke API.
+LAMBDA_CHILD = "lambda:api"
 
 STATE_FILE: Final = "emulator.json"
 #: Restart backoff: doubles from the base up to the cap, for a child that keeps dying young (a port taken, a
@@ -144,6 +147,12 @@ class Supervisor:
         longest = max((f.Timeout for f in self.config.functions.values()), default=30)
         self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
         self.children = {name: _Child(name) for name in child_names(self.config)}
+        #: The Lambda Invoke API's listening socket, when a function may invoke another (lambda_api.wanted).
+        self.lambda_listener: socket.socket | None = None
+        if lambda_api.wanted(template):
+            self.lambda_listener = socket.create_server((settings.host, 0))
+            self.lambda_listener.set_inheritable(True)
+            self.children[LAMBDA_CHILD] = _Child(LAMBDA_CHILD)
         #: The template's alarms, evaluated as CloudWatch would on the children's metrics: a thread of this
         #: process (a child of its own would cost every start a Python process for a loop that mostly sleeps).
         self.alarms = AlarmWatcher(template, stack=settings.stack, parameters=settings.parameters,
@@ -251,6 +260,8 @@ class Supervisor:
             self._alarm_thread.join(timeout=10)
         (self.settings.state_dir / STATE_FILE).unlink(missing_ok=True)
         self.listener.close()
+        if self.lambda_listener is not None:
+            self.lambda_listener.close()
         log.info("emulator stopped")
 
     def restart_child(self, name: str) -> None:
@@ -271,6 +282,12 @@ class Supervisor:
         if child.name.startswith("gateway:"):
             passed = (self.listener.fileno(),)
             env[LISTENER_ENV] = str(passed[0])
+        if self.lambda_listener is not None:  # every worker's SDK reaches the Lambda API (lambda.invoke)
+            host, port = self.lambda_listener.getsockname()[:2]
+            env[lambda_api.ENDPOINT_VARIABLE] = f"http://{host}:{port}"
+            if child.name == LAMBDA_CHILD:
+                passed = (self.lambda_listener.fileno(),)
+                env[lambda_api.LISTENER_ENV] = str(passed[0])
         ready_marker(self.settings.state_dir, child.name).unlink(missing_ok=True)
         child.proc = subprocess.Popen(
             [sys.executable, "-m", "seglog_emulator.child", child.name], env=env, stdin=subprocess.DEVNULL,

@@ -242,9 +242,27 @@ SQS: Final[dict[str, Mapper]] = {
     "ListQueues": lambda _params, _target: [Check("sqs:ListQueues", "*")],
 }
 
+# ------------------------------------------------------------------------------------------------ Lambda
+
+
+def _function_arn(params: Mapping[str, Any], target: Target) -> list[Check]:
+    """lambda:InvokeFunction on the function the call names: its ARN, ``name`` or ``name:qualifier`` (a
+    qualified call is authorized on the qualified ARN, Lambda Developer Guide, lambda-api-permissions-ref)."""
+    name = str(params["FunctionName"])
+    if name.startswith("arn:"):
+        arn = local_arn(name, target.region)
+    else:
+        arn = f"arn:aws:lambda:{target.region}:{target.account}:function:{name}"
+    if params.get("Qualifier"):
+        arn = f"{arn}:{params['Qualifier']}"
+    return [Check("lambda:InvokeFunction", arn)]
+
+
+LAMBDA: Final[dict[str, Mapper]] = {"Invoke": _function_arn}
+
 #: botocore's service name -> its table.
 OPERATIONS: Final[dict[str, dict[str, Mapper]]] = {
-    "dynamodb": DYNAMODB, "dynamodbstreams": DYNAMODB_STREAMS, "s3": S3, "sqs": SQS}
+    "dynamodb": DYNAMODB, "dynamodbstreams": DYNAMODB_STREAMS, "s3": S3, "sqs": SQS, "lambda": LAMBDA}
 
 
 def checks(service: str, operation: str, params: Mapping[str, Any], target: Target) -> list[Check] | None:

@@ -1,0 +1,256 @@
+"""The Lambda Invoke API, so that one function's ``boto3.client("lambda").invoke(...)`` reaches another function of
+the template (issue 36, point 3): the supervisor runs this server when a function's policies may invoke one, and
+points every worker's SDK at it (``AWS_ENDPOINT_URL_LAMBDA``; the SDK's service-specific endpoint variable).
+
+What it answers, as Lambda does (AWS Lambda API Reference, API_Invoke; Developer Guide, invocation-async,
+invocation-async-retain-records):
+
+1. ``POST /2015-03-31/functions/{FunctionName}/invocations``; the name may be the function's name (the emulator
+   runs a function under its logical id, which ``!Ref Function`` gives), its ARN or ``name:qualifier``. Anything
+   else: 404 ``ResourceNotFoundException`` ("Function not found: <arn>"); a body that is not JSON: 400
+   ``InvalidRequestContentException``.
+2. ``RequestResponse`` (the default): runs the function and answers 200 with its return value as JSON; a function
+   error (or a crash, or a timeout) is still 200, with ``X-Amz-Function-Error: Unhandled`` and the error's
+   ``errorMessage``/``errorType``/``stackTrace`` as the payload.
+3. ``Event``: answers 202 at once and runs the function in the background; a failed try is retried after 1 and
+   then 2 minutes, at most ``EventInvokeConfig.MaximumRetryAttempts`` times (2 by default) while the event is
+   younger than ``MaximumEventAgeInSeconds`` (6 h); when retries are exhausted the event goes to the
+   ``OnFailure`` destination (an SQS queue: a record with ``requestContext``, ``requestPayload``,
+   ``responseContext`` and ``responsePayload``), else to the function's ``DeadLetterQueue`` (the event as the
+   message body, with RequestID, ErrorCode and ErrorMessage message attributes).
+4. ``DryRun``: 204, nothing run.
+
+::
+
+    caller worker ──invoke(Event)──► LambdaApi ──202──► caller
+                                        └─ thread: try ─✗─ 60 s ─ try ─✗─ 120 s ─ try ─✗─► OnFailure queue
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+import structlog
+
+from seglog_awsmodel.template import Template
+from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
+from seglog_emulator.pollers.common import Invoker
+
+log = structlog.get_logger("seglog.lambda_api")
+
+#: Where the SDK finds the Lambda endpoint (the service-specific form of AWS_ENDPOINT_URL).
+ENDPOINT_VARIABLE: Final = "AWS_ENDPOINT_URL_LAMBDA"
+#: The listening socket the supervisor hands its Lambda API child (the API's own, like the gateway's).
+LISTENER_ENV: Final = "SEGLOG_LAMBDA_LISTENER_FD"
+_PREFIX: Final = "/2015-03-31/functions/"
+#: Lambda's waits before the first and the second retry of an asynchronous invocation (invocation-async).
+RETRY_DELAYS: Final = (60.0, 120.0)
+DEFAULT_RETRIES: Final = 2
+DEFAULT_MAX_AGE: Final = 21600
+
+
+def wanted(template: Template) -> bool:
+    """Whether any function may invoke another: a policy of the template grants lambda:InvokeFunction (SAM's
+    LambdaInvokePolicy, or a statement naming the action or lambda:*)."""
+    text = json.dumps(template.resources)
+    return any(marker in text for marker in ("LambdaInvokePolicy", "lambda:InvokeFunction", '"lambda:*"'))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AsyncConfig:
+    """A function's handling of asynchronous invocations (EventInvokeConfig, DeadLetterQueue)."""
+
+    max_retries: int = DEFAULT_RETRIES
+    max_age: float = DEFAULT_MAX_AGE
+    #: OnFailure destination: an SQS queue's URL.
+    on_failure: str | None = None
+    #: DeadLetterQueue: an SQS queue's URL (used when there is no OnFailure destination).
+    dead_letter: str | None = None
+
+
+def async_configs(template: Template, resolve: Callable[[Any], Any], queue_url: Callable[[str], str],
+                  ) -> dict[str, AsyncConfig]:
+    """Each function's :class:`AsyncConfig` from its (and Globals') EventInvokeConfig and DeadLetterQueue;
+    ``resolve`` resolves intrinsics, ``queue_url`` makes a queue's URL of its ARN."""
+    global_props = (template.body.get("Globals") or {}).get("Function") or {}
+    found = {}
+    for logical, res in template.resources.items():
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = {**global_props, **(res.get("Properties") or {})}
+        config = props.get("EventInvokeConfig") or {}
+        on_failure = ((config.get("DestinationConfig") or {}).get("OnFailure") or {})
+        dead = props.get("DeadLetterQueue") or {}
+
+        def url(value: Any) -> str | None:
+            arn = resolve(value) if isinstance(value, Mapping) else value
+            return queue_url(str(arn)) if arn else None
+
+        found[logical] = AsyncConfig(
+            max_retries=int(config.get("MaximumRetryAttempts", DEFAULT_RETRIES)),
+            max_age=float(config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_AGE)),
+            on_failure=url(on_failure.get("Destination")) if on_failure.get("Type") == "SQS" else None,
+            dead_letter=url(dead.get("TargetArn")) if dead.get("Type") == "SQS" else None)
+    return found
+
+
+class LambdaApi:
+    """Answers Invoke for the template's functions (see the module docstring).
+
+    Args:
+        names: every name a caller may use for a function -> its logical id.
+        invoker: the invoker of a function by logical id (made on first use by the caller of this class).
+        configs: each function's asynchronous handling.
+        sqs: a client for the destinations and dead-letter queues.
+        sleep: waits between retries (a test's clock).
+    """
+
+    def __init__(self, names: Mapping[str, str], invoker: Callable[[str], Invoker], *,
+                 configs: Mapping[str, AsyncConfig], sqs: Any, region: str,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.names = dict(names)
+        self.invoker = invoker
+        self.configs = configs
+        self.sqs = sqs
+        self.region = region
+        self.sleep = sleep
+        self._threads: list[threading.Thread] = []
+
+    def arn(self, function: str) -> str:
+        return f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{function}"
+
+    def function_of(self, name: str) -> str | None:
+        """The logical id ``name`` (a name, ARN or name:qualifier) stands for, or None."""
+        if name.startswith("arn:"):
+            parts = name.split(":")
+            name = parts[6] if len(parts) > 6 else ""
+        else:
+            name = name.split(":", 1)[0]
+        return self.names.get(name)
+
+    def answer(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[
+            int, dict[str, str], bytes]:
+        """(status, headers, body) for one request."""
+        route = urlsplit(path).path
+        if method != "POST" or not route.startswith(_PREFIX) or not route.endswith("/invocations"):
+            return _error(400, "InvalidRequestContentException",
+                          f"the emulator's Lambda endpoint answers Invoke only, not {method} {route}")
+        name = unquote(route[len(_PREFIX):-len("/invocations")])
+        function = self.function_of(name)
+        if function is None:
+            return _error(404, "ResourceNotFoundException", f"Function not found: {self.arn(name)}")
+        try:
+            event = json.loads(body) if body.strip() else {}
+        except ValueError as exc:
+            return _error(400, "InvalidRequestContentException", f"Could not parse request body into json: {exc}")
+        kind = headers.get("x-amz-invocation-type", "RequestResponse")
+        if kind == "DryRun":
+            return 204, {}, b""
+        if kind == "Event":
+            thread = threading.Thread(target=self._run_async, args=(function, event), daemon=True,
+                                      name=f"async {function}")
+            self._threads.append(thread)
+            thread.start()
+            return 202, {}, b""
+        if kind != "RequestResponse":
+            return _error(400, "InvalidParameterValueException",
+                          f"X-Amz-Invocation-Type {kind!r}: send RequestResponse, Event or DryRun")
+        result = self.invoker(function).invoke(event, source="lambda-invoke")
+        answer_headers = {"x-amz-executed-version": "$LATEST", "content-type": "application/json"}
+        if not result.ok:
+            answer_headers["x-amz-function-error"] = "Unhandled"
+        return 200, answer_headers, json.dumps(_payload(result)).encode()
+
+    def _run_async(self, function: str, event: Any) -> None:
+        config = self.configs.get(function, AsyncConfig())
+        started = time.monotonic()
+        result: InvocationResult | None = None
+        for attempt in range(1, config.max_retries + 2):
+            if attempt > 1:
+                self.sleep(RETRY_DELAYS[min(attempt - 2, len(RETRY_DELAYS) - 1)])
+                if time.monotonic() - started > config.max_age:
+                    break
+            result = self.invoker(function).invoke(event, attempt=attempt, source="lambda-event")
+            if result.ok:
+                return
+        assert result is not None
+        self._failed(function, event, result, attempts=attempt)
+
+    def _failed(self, function: str, event: Any, result: InvocationResult, *, attempts: int) -> None:
+        config = self.configs.get(function, AsyncConfig())
+        if config.on_failure is not None:
+            record = {
+                "version": "1.0", "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace(
+                    "+00:00", "Z"),
+                "requestContext": {"requestId": result.request_id, "functionArn": f"{self.arn(function)}:$LATEST",
+                                   "condition": "RetriesExhausted", "approximateInvokeCount": attempts},
+                "requestPayload": event,
+                "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+                "responsePayload": _payload(result)}
+            self.sqs.send_message(QueueUrl=config.on_failure, MessageBody=json.dumps(record))
+            log.warning("asynchronous invocation failed: sent to its OnFailure destination", function=function,
+                        request_id=result.request_id, attempts=attempts)
+        elif config.dead_letter is not None:
+            self.sqs.send_message(QueueUrl=config.dead_letter, MessageBody=json.dumps(event), MessageAttributes={
+                "RequestID": {"DataType": "String", "StringValue": result.request_id},
+                "ErrorCode": {"DataType": "Number", "StringValue": "200"},
+                "ErrorMessage": {"DataType": "String", "StringValue": (result.error_message or "")[:256]}})
+            log.warning("asynchronous invocation failed: sent to its dead-letter queue", function=function,
+                        request_id=result.request_id, attempts=attempts)
+        else:
+            log.warning("asynchronous invocation failed: discarded (no OnFailure destination, no DeadLetterQueue)",
+                        function=function, request_id=result.request_id, attempts=attempts)
+
+    def server(self, sock: Any) -> ThreadingHTTPServer:
+        """An HTTP server answering on the listening socket ``sock``."""
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                try:
+                    status, answer_headers, payload = api.answer(self.command, self.path, headers, body)
+                except Exception as exc:  # never leave a caller hanging
+                    log.error("lambda api failed", error=str(exc), exc_info=True)
+                    status, answer_headers, payload = _error(500, "ServiceException", str(exc))
+                self.send_response(status)
+                for name, value in answer_headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_PUT = do_DELETE = do_POST  # the same answer: Invoke only
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(sock.getsockname()[:2], Handler, bind_and_activate=False)
+        server.socket.close()
+        server.socket = sock
+        server.daemon_threads = True
+        return server
+
+
+def _payload(result: InvocationResult) -> Any:
+    if result.ok:
+        return result.payload
+    return {"errorMessage": result.error_message or "", "errorType": result.error_type or "Unhandled",
+            "requestId": result.request_id, "stackTrace": list(result.stack_trace)}
+
+
+def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+    return status, {"x-amzn-errortype": code, "content-type": "application/json"}, json.dumps(
+        {"Type": "User", "message": message}).encode()
