@@ -170,6 +170,11 @@ class LambdaInvoker:
         self.invocations = 0
         self._closed = False
 
+    @property
+    def hooked(self) -> bool:
+        """Whether the application named an invocation hook: crash points and clock skew can be armed."""
+        return self._hook is not None
+
     # ------------------------------------------------------------------------------------------- invoke
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",

@@ -77,6 +77,8 @@ class QueuePoller:
         self.queue_arn = queue_arn
         self.region = region
         self.faults = faults
+        #: Crash points and clock skew need the application's invocation hook: without one they are not drawn.
+        self._hooked = bool(getattr(invoker, "hooked", True))
         self.name = f"{mapping.function}.{mapping.event}"
         self._sleep = sleep
         self._stop = threading.Event()
@@ -238,7 +240,7 @@ class QueuePoller:
         if self.faults is None:
             return crash_points, timeout
         first = records[0]
-        crash = self.faults.decide(FaultKind.WORKER_CRASH, self._key(first, "crash"))
+        crash = self.faults.decide(FaultKind.WORKER_CRASH, self._key(first, "crash")) if self._hooked else None
         if crash is not None and crash.crash_point is not None:
             crash_points.append(crash.crash_point)
         cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, self._key(first, "timeout"))
@@ -248,7 +250,7 @@ class QueuePoller:
 
     def _clock_skew(self, records: list[dict[str, Any]], what: str) -> float:
         """clock_skew: seconds this invocation's clock runs ahead (0 when the fault does not fire)."""
-        if self.faults is None:
+        if self.faults is None or not self._hooked:
             return 0.0
         decision = self.faults.decide(FaultKind.CLOCK_SKEW, self._key(records[0], what))
         return decision.amount / 1000 if decision is not None and decision.amount is not None else 0.0

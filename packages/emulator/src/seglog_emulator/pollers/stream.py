@@ -273,7 +273,8 @@ class StreamPoller:
         crash_points: list[str] = []
         timeout: float | None = None
         if self.faults is not None:
-            if self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys)):
+            if (getattr(self.invoker, "hooked", True)
+                    and self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys))):
                 crash_points.append(ROUTER_AFTER_SEND)
             cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, site("stream-timeout", *keys))
             if cut is not None and cut.amount is not None:
