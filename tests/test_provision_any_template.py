@@ -80,13 +80,15 @@ def test_a_parameter_without_a_default_must_be_given(tmp_path: Path) -> None:
     assert [] == offline(path, Stage="dev").missing  # given: accepted
 
 
-def test_an_explicit_name_is_the_resources_name_and_only_a_literal_one_is_taken(tmp_path: Path) -> None:
+def test_an_explicit_name_is_the_resources_name_when_literal_or_named_after_the_stack(tmp_path: Path) -> None:
     resources = load_template(template(tmp_path, ORDERS.format(run="x"))).resources
     assert ("orders-x", "work-x", "app-uploads") == tuple(
         resource_name(resources, "app", logical) for logical in ("OrdersTable", "WorkQueue", "Uploads"))
+    resources["OrdersTable"]["Properties"]["TableName"] = {"Fn::Sub": "${AWS::StackName}-orders-${AWS::AccountId}"}
+    assert "app-orders-000000000000" == resource_name(resources, "app", "OrdersTable")
     resources["OrdersTable"]["Properties"]["TableName"] = {"Fn::Sub": "${Stage}-orders"}
-    with pytest.raises(TemplateError, match="only as a literal string; write the name itself, or leave TableName "
-                                            "out \\(the resource is then named 'app-OrdersTable'\\)"):
+    with pytest.raises(TemplateError, match="a literal string or a !Sub naming only \\$\\{AWS::StackName\\} and "
+                                            ".*\\(the resource is then named 'app-OrdersTable'\\)"):
         resource_name(resources, "app", "OrdersTable")
 
 

@@ -54,8 +54,7 @@ def api(invoker: Scripted, config: AsyncConfig | None = None) -> tuple[LambdaApi
 
 
 def wait_threads(lambda_api: LambdaApi) -> None:
-    for thread in lambda_api._threads:
-        thread.join(5)
+    lambda_api.asynchronous.join(5)
 
 
 def test_a_synchronous_invoke_answers_the_value_or_the_error_with_function_error() -> None:

@@ -226,6 +226,21 @@ class HttpApiSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class S3Notification:
+    """An S3 event of a function: the bucket's notification SAM configures, invoking the function asynchronously
+    for each object event that matches (sam-property-function-s3)."""
+
+    function: str
+    event: str
+    #: Logical id of the AWS::S3::Bucket (SAM requires one of the same template).
+    bucket: str
+    #: S3 event types: "s3:ObjectCreated:*", "s3:ObjectRemoved:Delete", ...
+    events: tuple[str, ...]
+    #: Filter.S3Key.Rules: ("prefix" | "suffix", value) pairs.
+    rules: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScheduleRule:
     """A Schedule event of a function: the EventBridge rule SAM makes for it, invoking the function
     asynchronously at each time ``Schedule`` names (sam-property-function-schedule)."""
@@ -257,6 +272,7 @@ class EmulatorConfig:
     queue_mappings: tuple[QueueMapping, ...]
     http_routes: tuple[HttpRoute, ...]
     schedules: tuple[ScheduleRule, ...] = ()
+    s3_notifications: tuple[S3Notification, ...] = ()
     #: The template's AWS::Serverless::HttpApi resources by logical id.
     http_apis: dict[str, HttpApiSpec] = field(default_factory=dict)
     #: What was ignored or adjusted, one sentence each (also logged).

@@ -38,9 +38,10 @@ from seglog_emulator.iam.evaluation import FunctionPermissions
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.lambda_api import ENDPOINT_VARIABLE as LAMBDA_ENDPOINT_VARIABLE
 from seglog_emulator.lambda_api import LISTENER_ENV as LAMBDA_LISTENER_ENV
-from seglog_emulator.lambda_api import LambdaApi, async_configs
+from seglog_emulator.lambda_api import AsyncConfig, AsyncInvoker, LambdaApi, async_configs
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
+from seglog_emulator.s3_events import S3Poller, queue_name
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import LISTENER_ENV, EmulatorSettings
 from seglog_stack.clients import local_client
@@ -189,9 +190,17 @@ class Child:
             self._serve(scheduler.run, scheduler.stop)
         elif self.role == "lambda":
             self._serve_lambda_api()
+        elif self.role == "s3":
+            notification = next(n for n in self.config.s3_notifications if f"{n.function}.{n.event}" == self.target)
+            url = self.sqs.get_queue_url(QueueName=queue_name(self.settings.stack, notification))["QueueUrl"]
+            invoker = self._invoker(notification.function, GATEWAY_CONCURRENCY)
+            asynchronous = AsyncInvoker(lambda _function: invoker, configs=self._async_configs(), sqs=self.sqs,
+                                        region=self.settings.deployment.region)
+            s3_poller = S3Poller(notification, queue_url=url, sqs=self.sqs, asynchronous=asynchronous)
+            self._serve(s3_poller.run, s3_poller.stop)
         else:
-            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule: "
-                             "or lambda:")
+            raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule:, "
+                             "s3: or lambda:")
 
     def _serve_lambda_api(self) -> None:
         """The Lambda Invoke API (:mod:`seglog_emulator.lambda_api`) for every function, each run by an invoker of
@@ -206,14 +215,18 @@ class Child:
                     invokers[function] = self._invoker(function, GATEWAY_CONCURRENCY)
                 return invokers[function]
 
-        def queue_url(arn: str) -> str:
-            return str(self.sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[-1])["QueueUrl"])
-
-        api = LambdaApi(names, invoker, configs=async_configs(self._template, self._resolver, queue_url),
-                        sqs=self.sqs, region=self.settings.deployment.region)
+        api = LambdaApi(names, invoker, configs=self._async_configs(), sqs=self.sqs,
+                        region=self.settings.deployment.region)
         server = api.server(socket.socket(fileno=int(os.environ[LAMBDA_LISTENER_ENV])))
         log.info("lambda api listening", url=os.environ.get(LAMBDA_ENDPOINT_VARIABLE), functions=sorted(names))
         self._serve(server.serve_forever, server.shutdown)
+
+    def _async_configs(self) -> dict[str, AsyncConfig]:
+        """Each function's asynchronous handling (EventInvokeConfig, DeadLetterQueue), queues by URL."""
+        def queue_url(arn: str) -> str:
+            return str(self.sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[-1])["QueueUrl"])
+
+        return async_configs(self._template, self._resolver, queue_url)
 
     def _name(self, logical: str) -> str:
         """The physical name of one of the template's resources, as `seglog up` named it."""

@@ -102,6 +102,82 @@ def async_configs(template: Template, resolve: Callable[[Any], Any], queue_url: 
     return found
 
 
+class AsyncInvoker:
+    """Lambda's asynchronous invocation of a function (invocation-async): the event is accepted at once, then tried,
+    retried after 1 and 2 minutes while retries and the event's age allow, and on failure sent to the function's
+    OnFailure destination or its DeadLetterQueue (see the module docstring). Used for Invoke's Event type and for the
+    services that invoke asynchronously (S3 notifications).
+
+    Args:
+        invoker: the invoker of a function by logical id.
+        configs: each function's asynchronous handling.
+        sqs: a client for the destinations and dead-letter queues.
+        sleep: waits between retries (a test's clock).
+    """
+
+    def __init__(self, invoker: Callable[[str], Invoker], *, configs: Mapping[str, AsyncConfig], sqs: Any,
+                 region: str, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.invoker = invoker
+        self.configs = configs
+        self.sqs = sqs
+        self.region = region
+        self.sleep = sleep
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, function: str, event: Any, *, source: str) -> None:
+        """Accept ``event`` for ``function``; it runs on a thread of its own."""
+        thread = threading.Thread(target=self._run, args=(function, event, source), daemon=True,
+                                  name=f"async {function}")
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait for the invocations accepted so far (a test's, or a draining child's)."""
+        for thread in list(self._threads):
+            thread.join(timeout)
+
+    def _run(self, function: str, event: Any, source: str) -> None:
+        config = self.configs.get(function, AsyncConfig())
+        started = time.monotonic()
+        result: InvocationResult | None = None
+        for attempt in range(1, config.max_retries + 2):
+            if attempt > 1:
+                self.sleep(RETRY_DELAYS[min(attempt - 2, len(RETRY_DELAYS) - 1)])
+                if time.monotonic() - started > config.max_age:
+                    break
+            result = self.invoker(function).invoke(event, attempt=attempt, source=source)
+            if result.ok:
+                return
+        assert result is not None
+        self._failed(function, event, result, attempts=attempt)
+
+    def _failed(self, function: str, event: Any, result: InvocationResult, *, attempts: int) -> None:
+        config = self.configs.get(function, AsyncConfig())
+        if config.on_failure is not None:
+            record = {
+                "version": "1.0", "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace(
+                    "+00:00", "Z"),
+                "requestContext": {"requestId": result.request_id,
+                                   "functionArn": f"{function_arn(self.region, function)}:$LATEST",
+                                   "condition": "RetriesExhausted", "approximateInvokeCount": attempts},
+                "requestPayload": event,
+                "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+                "responsePayload": _payload(result)}
+            self.sqs.send_message(QueueUrl=config.on_failure, MessageBody=json.dumps(record))
+            log.warning("asynchronous invocation failed: sent to its OnFailure destination", function=function,
+                        request_id=result.request_id, attempts=attempts)
+        elif config.dead_letter is not None:
+            self.sqs.send_message(QueueUrl=config.dead_letter, MessageBody=json.dumps(event), MessageAttributes={
+                "RequestID": {"DataType": "String", "StringValue": result.request_id},
+                "ErrorCode": {"DataType": "Number", "StringValue": "200"},
+                "ErrorMessage": {"DataType": "String", "StringValue": (result.error_message or "")[:256]}})
+            log.warning("asynchronous invocation failed: sent to its dead-letter queue", function=function,
+                        request_id=result.request_id, attempts=attempts)
+        else:
+            log.warning("asynchronous invocation failed: discarded (no OnFailure destination, no DeadLetterQueue)",
+                        function=function, request_id=result.request_id, attempts=attempts)
+
+
 class LambdaApi:
     """Answers Invoke for the template's functions (see the module docstring).
 
@@ -118,14 +194,12 @@ class LambdaApi:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.names = dict(names)
         self.invoker = invoker
-        self.configs = configs
-        self.sqs = sqs
         self.region = region
-        self.sleep = sleep
-        self._threads: list[threading.Thread] = []
+        #: Runs the Event invocations.
+        self.asynchronous = AsyncInvoker(invoker, configs=configs, sqs=sqs, region=region, sleep=sleep)
 
     def arn(self, function: str) -> str:
-        return f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{function}"
+        return function_arn(self.region, function)
 
     def function_of(self, name: str) -> str | None:
         """The logical id ``name`` (a name, ARN or name:qualifier) stands for, or None."""
@@ -155,10 +229,7 @@ class LambdaApi:
         if kind == "DryRun":
             return 204, {}, b""
         if kind == "Event":
-            thread = threading.Thread(target=self._run_async, args=(function, event), daemon=True,
-                                      name=f"async {function}")
-            self._threads.append(thread)
-            thread.start()
+            self.asynchronous.submit(function, event, source="lambda-event")
             return 202, {}, b""
         if kind != "RequestResponse":
             return _error(400, "InvalidParameterValueException",
@@ -168,46 +239,6 @@ class LambdaApi:
         if not result.ok:
             answer_headers["x-amz-function-error"] = "Unhandled"
         return 200, answer_headers, json.dumps(_payload(result)).encode()
-
-    def _run_async(self, function: str, event: Any) -> None:
-        config = self.configs.get(function, AsyncConfig())
-        started = time.monotonic()
-        result: InvocationResult | None = None
-        for attempt in range(1, config.max_retries + 2):
-            if attempt > 1:
-                self.sleep(RETRY_DELAYS[min(attempt - 2, len(RETRY_DELAYS) - 1)])
-                if time.monotonic() - started > config.max_age:
-                    break
-            result = self.invoker(function).invoke(event, attempt=attempt, source="lambda-event")
-            if result.ok:
-                return
-        assert result is not None
-        self._failed(function, event, result, attempts=attempt)
-
-    def _failed(self, function: str, event: Any, result: InvocationResult, *, attempts: int) -> None:
-        config = self.configs.get(function, AsyncConfig())
-        if config.on_failure is not None:
-            record = {
-                "version": "1.0", "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace(
-                    "+00:00", "Z"),
-                "requestContext": {"requestId": result.request_id, "functionArn": f"{self.arn(function)}:$LATEST",
-                                   "condition": "RetriesExhausted", "approximateInvokeCount": attempts},
-                "requestPayload": event,
-                "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-                "responsePayload": _payload(result)}
-            self.sqs.send_message(QueueUrl=config.on_failure, MessageBody=json.dumps(record))
-            log.warning("asynchronous invocation failed: sent to its OnFailure destination", function=function,
-                        request_id=result.request_id, attempts=attempts)
-        elif config.dead_letter is not None:
-            self.sqs.send_message(QueueUrl=config.dead_letter, MessageBody=json.dumps(event), MessageAttributes={
-                "RequestID": {"DataType": "String", "StringValue": result.request_id},
-                "ErrorCode": {"DataType": "Number", "StringValue": "200"},
-                "ErrorMessage": {"DataType": "String", "StringValue": (result.error_message or "")[:256]}})
-            log.warning("asynchronous invocation failed: sent to its dead-letter queue", function=function,
-                        request_id=result.request_id, attempts=attempts)
-        else:
-            log.warning("asynchronous invocation failed: discarded (no OnFailure destination, no DeadLetterQueue)",
-                        function=function, request_id=result.request_id, attempts=attempts)
 
     def server(self, sock: Any) -> ThreadingHTTPServer:
         """An HTTP server answering on the listening socket ``sock``."""
@@ -242,6 +273,10 @@ class LambdaApi:
         server.socket = sock
         server.daemon_threads = True
         return server
+
+
+def function_arn(region: str, function: str) -> str:
+    return f"arn:aws:lambda:{region}:{LOCAL_ACCOUNT_ID}:function:{function}"
 
 
 def _payload(result: InvocationResult) -> Any:

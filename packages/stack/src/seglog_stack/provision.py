@@ -65,6 +65,8 @@ def physical_name(stack: str, logical_id: str, type_: str) -> str:
 #: The property that names a resource of each type explicitly. "If you specify a name, you cannot perform updates
 #: that require replacement"; without one "AWS CloudFormation generates a unique physical ID" (AWS CloudFormation
 #: User Guide, aws-properties-name). Handlers often hard-code the name they gave.
+#: The account of the local stack (LocalStack's and DynamoDB Local's default).
+LOCAL_ACCOUNT = "000000000000"
 NAME_PROPERTIES: dict[str, str] = {
     "AWS::DynamoDB::Table": "TableName",
     "AWS::SQS::Queue": "QueueName",
@@ -79,8 +81,12 @@ def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logica
     ``QueueName``, ...) when the template gives one, else :func:`physical_name`. The one rule the provisioner and
     every emulator process name resources by, so what one creates the others find.
 
+    An explicit name may also be ``!Sub`` of a text naming only ``${AWS::StackName}`` and ``${AWS::AccountId}``
+    (the usual way to name a bucket after its stack without a circular reference: its notification names a function
+    whose policy names the bucket).
+
     Raises:
-        TemplateError: the explicit name is not a literal string (an intrinsic is not resolved in names here).
+        TemplateError: the explicit name is neither a literal string nor such a ``!Sub``.
     """
     resource = resources.get(logical_id) or {}
     type_ = str(resource.get("Type", ""))
@@ -90,9 +96,14 @@ def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logica
         return physical_name(stack, logical_id, type_)
     if isinstance(explicit, str) and explicit:
         return explicit
-    raise TemplateError(f"{logical_id}: {prop} is {explicit!r}: the local stack takes an explicit name only as a "
-                        f"literal string; write the name itself, or leave {prop} out (the resource is then named "
-                        f"{physical_name(stack, logical_id, type_)!r})")
+    text = explicit.get("Fn::Sub") if isinstance(explicit, Mapping) and len(explicit) == 1 else None
+    if isinstance(text, str):
+        named = text.replace("${AWS::StackName}", stack).replace("${AWS::AccountId}", LOCAL_ACCOUNT)
+        if "${" not in named:
+            return named
+    raise TemplateError(f"{logical_id}: {prop} is {explicit!r}: the local stack takes an explicit name as a literal "
+                        "string or a !Sub naming only ${AWS::StackName} and ${AWS::AccountId}; write it so, or leave "
+                        f"{prop} out (the resource is then named {physical_name(stack, logical_id, type_)!r})")
 
 
 class Provisioner:
