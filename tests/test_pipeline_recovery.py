@@ -19,6 +19,7 @@ from pipeline_support import Crash, PipelineDriver
 from seglog_aws.clients import client, local_session
 from seglog_aws.items import entry_to_item
 from seglog_aws.redrive import redrive
+from seglog_cli.blocked import BlockedSnapshots
 from seglog_cli.main import cli
 from seglog_core.pipeline import Outcome
 from seglog_core.pipeline.fallback import reprocess
@@ -265,9 +266,10 @@ def test_an_entry_of_a_type_only_newer_code_knows_blocks_the_snapshots_after_it_
         (line["entry_type"], line["blocked_segment"], line["blocked_entry"], line["action"], line["log_level"])
         for line in logs if line["event"].startswith("snapshot blocked")]
     assert after.message_id == driver.receive_one().message_id  # kept: back after the deferral
-    status = read_status(tmp_path, pending=driver.backend.pending)
-    assert status.blocked is not None
-    assert [(0, 5, reason)] == [(b.segment, b.entry, b.reason) for b in status.blocked if b.log_id == str(log_id)]
+    section = BlockedSnapshots.read(driver.backend.pending)
+    status = read_status(tmp_path, app=section)
+    assert section.blocked is not None
+    assert [(0, 5, reason)] == [(b.segment, b.entry, b.reason) for b in section.blocked if b.log_id == str(log_id)]
     assert "snapshots blocked: " in status.render()
 
 

@@ -87,8 +87,8 @@ def test_an_explicit_name_is_the_resources_name_when_literal_or_named_after_the_
     resources["OrdersTable"]["Properties"]["TableName"] = {"Fn::Sub": "${AWS::StackName}-orders-${AWS::AccountId}"}
     assert "app-orders-000000000000" == resource_name(resources, "app", "OrdersTable")
     resources["OrdersTable"]["Properties"]["TableName"] = {"Fn::Sub": "${Stage}-orders"}
-    with pytest.raises(TemplateError, match="a literal string or a !Sub naming only \\$\\{AWS::StackName\\} and "
-                                            ".*\\(the resource is then named 'app-OrdersTable'\\)"):
+    with pytest.raises(TemplateError, match=r"a literal string or a !Sub naming only \$\{AWS::StackName\} and "
+                                            r".*\(the resource is then named 'app-OrdersTable'\)"):
         resource_name(resources, "app", "OrdersTable")
 
 

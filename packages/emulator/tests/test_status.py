@@ -9,16 +9,11 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from seglog_aws.clients import client, local_session
-from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
-from seglog_core.memory import InMemoryPendingStore
-from seglog_core.schema import PendingSnapshot
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.child import status_file
 from seglog_emulator.faults.runtime import LOG_FILE
@@ -115,29 +110,3 @@ def test_a_killed_supervisor_is_dead_and_checkpoints_and_faults_are_shown(tmp_pa
     assert "2 shards (1 read to their end)" in found.render()
 
 
-def test_snapshots_blocked_until_newer_code_are_listed_with_their_reason(tmp_path: Path) -> None:
-    """Only the pending table knows them; the status must name each one and why, or a stalled pipeline looks
-    idle."""
-    pending = InMemoryPendingStore()  # passes the PendingStore contract suite, as DynamoDB does
-    log_id = uuid.uuid4()
-    reason = "entry 0/4 has type 'pivot', unknown to this code: deploy newer code of the snapshot worker"
-    pending.create(PendingSnapshot(log_id=log_id, segment=0, entry=5, created=1, modified=1, blocked=reason))
-    pending.create(PendingSnapshot(log_id=log_id, segment=0, entry=9, created=1, modified=1))  # only waiting
-    found = read_status(tmp_path / "nothing", pending=pending)
-    assert [(str(log_id), 0, 5, reason)] == [(b.log_id, b.segment, b.entry, b.reason) for b in found.blocked or []]
-    assert (f"  snapshots blocked: 1 (deploy newer code of the snapshot worker)\n    {log_id} 0/5: {reason}"
-            in found.render())
-    assert reason == json.loads(json.dumps(found.to_dict()))["blocked"][0]["reason"]
-    assert "snapshots blocked" not in read_status(tmp_path / "nothing").render()  # not asked: not claimed
-
-
-def test_a_pending_table_that_does_not_answer_still_leaves_the_rest_of_the_status(
-        tmp_path: Path, sleeper: subprocess.Popen[bytes]) -> None:
-    """The stack may be down while the emulator's state is still worth reading: say the table did not answer."""
-    write_state(tmp_path, {"gateway:ApiFunction": sleeper.pid})
-    report(tmp_path, "gateway:ApiFunction", sleeper.pid)
-    closed = client("dynamodb", session=local_session("us-east-1"), endpoint_url="http://127.0.0.1:9")
-    found = read_status(tmp_path, pending=DynamoDBPendingStore(closed, table="nowhere"))
-    assert ("running", True, None) == (found.state, found.healthy, found.blocked)
-    assert found.pending_error is not None and "cannot connect" in found.pending_error
-    assert "snapshots blocked: unknown (the pending table did not answer: " in found.render()

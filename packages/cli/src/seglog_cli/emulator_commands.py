@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from seglog_awsmodel.template import default_template_path
+from seglog_cli.blocked import BlockedSnapshots
 from seglog_cli.build_commands import (
     artifact_option,
     emulated_artifact,
@@ -145,7 +146,8 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
     config = settings(ctx).stack_config()
     deployment = local.current(config)
     found = read_status(state_dir or config.run_dir / "emulator",
-                        pending=deployment.backend().pending if deployment and deployment.seglog else None)
+                        app=BlockedSnapshots.read(deployment.backend().pending) if deployment and deployment.seglog
+                        else None)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
     raise SystemExit(0 if found.healthy else 1)
 

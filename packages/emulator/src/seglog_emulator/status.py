@@ -6,9 +6,9 @@ their checkpoints; a fault runtime appends to ``faults/faults.jsonl``. Reading t
 is it busy, how far has it read" without talking to the emulator, so ``seglog emulate status`` works from any
 shell, while the emulator runs, after it stopped, and after it was killed.
 
-One thing only the tables know: snapshots the worker cannot build with this code (an entry only newer code
-reads; DESIGN §2) wait with their reason on the pending item. Given the pending store, the status lists them;
-when the table does not answer (the stack is down) it says so and shows the rest all the same.
+What only the application knows (seglog: the snapshots its worker cannot build with this code, on its pending
+table) it adds as a section of its own (:class:`AppSection`, seglog's is :mod:`seglog_cli.blocked`): merged into
+the JSON form and appended to the text.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from seglog_core.errors import SeglogError
-from seglog_core.ports import PendingStore
 from seglog_emulator.alarm_watch import AlarmStatus, read_alarm_states
 from seglog_emulator.child import read_statuses, status_file
 from seglog_emulator.faults.runtime import read_injected
@@ -44,14 +42,12 @@ class ChildStatus:
     reported_ago: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class BlockedSnapshot:
-    """A snapshot deferred because an entry before it needs newer code (its pending item's ``blocked``)."""
+class AppSection(Protocol):
+    """What an application adds to the status: keys of the JSON form and lines of the text form."""
 
-    log_id: str
-    segment: int
-    entry: int
-    reason: str
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def lines(self) -> list[str]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,10 +64,8 @@ class EmulatorStatus:
     checkpoints: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Faults injected so far, by kind (empty when no fault plan ran).
     faults: dict[str, int] = field(default_factory=dict)
-    #: Snapshots blocked until newer code is deployed (None: the pending table was not read).
-    blocked: list[BlockedSnapshot] | None = None
-    #: Why the pending table could not be read, when it could not.
-    pending_error: str | None = None
+    #: The application's own section, if it gave one.
+    app: AppSection | None = None
     #: The template's alarms as the alarm watcher last evaluated them (empty: it never ran here).
     alarms: list[AlarmStatus] = field(default_factory=list)
     #: When they were evaluated (Unix time).
@@ -88,7 +82,10 @@ class EmulatorStatus:
             c.running and c.reported_ago is not None and c.reported_ago < STALE_SECONDS for c in self.children)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "healthy": self.healthy, "in_alarm": [a.name for a in self.in_alarm]}
+        own = asdict(replace(self, app=None))
+        del own["app"]
+        return {**own, **(self.app.to_dict() if self.app else {}), "healthy": self.healthy,
+                "in_alarm": [a.name for a in self.in_alarm]}
 
     def render(self) -> str:
         lines = [f"emulator: {self.state}" + (f" (pid {self.pid})" if self.pid else "") + f"  state {self.state_dir}"]
@@ -108,13 +105,8 @@ class EmulatorStatus:
         if self.faults:
             shown = ", ".join(f"{k} {n}" for k, n in sorted(self.faults.items()))
             lines.append(f"  faults injected: {sum(self.faults.values())} ({shown})")
-        if self.pending_error is not None:
-            lines.append(f"  snapshots blocked: unknown (the pending table did not answer: {self.pending_error})")
-        elif self.blocked:
-            lines.append(f"  snapshots blocked: {len(self.blocked)} (deploy newer code of the snapshot worker)")
-            lines += [f"    {b.log_id} {b.segment}/{b.entry}: {b.reason}" for b in self.blocked[:_SHOWN]]
-            if len(self.blocked) > _SHOWN:
-                lines.append(f"    ... and {len(self.blocked) - _SHOWN} more (--json lists them all)")
+        if self.app is not None:
+            lines += self.app.lines()
         lines += self._render_alarms()
         if self.state != "running":
             lines.append("  `seglog emulate` starts it; stream pollers resume from these checkpoints")
@@ -136,24 +128,11 @@ class EmulatorStatus:
         return lines
 
 
-#: Blocked snapshots listed one by one in the text form.
-_SHOWN: Final = 5
-
-
-def read_status(state_dir: Path, *, now: float | None = None, pending: PendingStore | None = None) -> EmulatorStatus:
-    """The status of the emulator whose state directory is ``state_dir``; with ``pending``, also the snapshots
-    blocked until newer code is deployed."""
+def read_status(state_dir: Path, *, now: float | None = None, app: AppSection | None = None) -> EmulatorStatus:
+    """The status of the emulator whose state directory is ``state_dir``, with the application's section."""
     found = _read_state_dir(state_dir, now=time.time() if now is None else now)
     alarms_at, alarms = read_alarm_states(state_dir)
-    found = replace(found, alarms=alarms, alarms_at=alarms_at)
-    if pending is None:
-        return found
-    try:
-        blocked = [BlockedSnapshot(log_id=str(p.log_id), segment=p.segment, entry=p.entry, reason=p.blocked)
-                   for p in pending.scan() if p.blocked is not None]
-    except SeglogError as exc:
-        return replace(found, pending_error=str(exc))
-    return replace(found, blocked=sorted(blocked, key=lambda b: (b.log_id, b.segment, b.entry)))
+    return replace(found, alarms=alarms, alarms_at=alarms_at, app=app)
 
 
 def _read_state_dir(state_dir: Path, *, now: float) -> EmulatorStatus:
