@@ -11,6 +11,7 @@ from pathlib import Path
 from seglog_aws.clients import client, local_session
 from seglog_aws.dynamodb_pending_store import DynamoDBPendingStore
 from seglog_cli.blocked import BlockedSnapshots
+from seglog_cli.emulator_commands import emulator_state_dir
 from seglog_core.memory import InMemoryPendingStore
 from seglog_core.schema import PendingSnapshot
 from seglog_emulator.status import read_status
@@ -43,3 +44,10 @@ def test_a_pending_table_that_does_not_answer_still_leaves_the_rest_of_the_statu
     assert section.pending_error is not None and "cannot connect" in section.pending_error
     assert "snapshots blocked: unknown (the pending table did not answer: " in found.render()
     assert found.render().startswith("emulator: not running")
+
+
+def test_each_stack_keeps_its_emulator_state_apart(tmp_path: Path) -> None:
+    """Checkpoints, faults and alarms of one app's emulator never show in another's status: seglog's stack keeps
+    emulator/, another stack emulator-<name>/ (emulate and emulate status agree through one function)."""
+    assert tmp_path / "emulator" == emulator_state_dir(tmp_path, "seglog")
+    assert tmp_path / "emulator-orders" == emulator_state_dir(tmp_path, "orders")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from seglog_awsmodel.config import AWS_IAM
 from seglog_awsmodel.template import default_template_path
 from seglog_cli.blocked import BlockedSnapshots
 from seglog_cli.build_commands import (
@@ -104,7 +105,7 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
     else:
         deployment = local.up(config, parameters=overrides, template=template, stack_name=stack_name)
     plan = fault_plan(faults, fault_plan_file, rate, seed)
-    state = state_dir or config.run_dir / "emulator"
+    state = state_dir or emulator_state_dir(config.run_dir, stack_name)
     runtime = FaultRuntime(plan, state / "faults") if plan else None
     if runtime is not None:
         runtime.start()
@@ -117,26 +118,39 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
     click.echo(f"seglog emulator: API at {supervisor.api_url}  (Ctrl-C to stop; IAM {'on' if iam else 'off'})",
                err=True)
     key = supervisor.settings.api_credentials[0]
-    click.echo(f"  requests must be SigV4-signed (IAM authorization, as on AWS) with key {key.access_key_id}: "
-               "seglog_client and `seglog sheet --api-url` sign with `eval \"$(seglog env)\"`'s; curl with "
-               f"--aws-sigv4 aws:amz:{deployment.region}:execute-api --user {key.access_key_id}:<secret>", err=True)
+    signed = [f"{r.Method} {r.Path}" for r in supervisor.config.http_routes if r.Authorizer == AWS_IAM]
+    if signed:
+        seglog_clients = ("seglog_client and `seglog sheet --api-url` sign with `eval \"$(seglog env)\"`'s; "
+                          if deployment.seglog else "")
+        click.echo(f"  requests to {len(signed)} route(s) must be SigV4-signed (IAM authorization, as on AWS) with "
+                   f"key {key.access_key_id}: {seglog_clients}curl with --aws-sigv4 "
+                   f"aws:amz:{deployment.region}:execute-api --user {key.access_key_id}:<secret>", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
-    console = start_console(console_port, lane="supervisor", deployment=deployment, host=host) if console_on \
-        else None
+    # The console's probe reads seglog's queues and pending table; for another app it shows the invocations only.
+    console = start_console(console_port, lane="supervisor", deployment=deployment if deployment.seglog else None,
+                            host=host) if console_on else None
     try:
         raise SystemExit(supervisor.run())
     finally:
         stop_console(console)
 
 
+def emulator_state_dir(run_dir: Path, stack_name: str) -> Path:
+    """Where an emulator of ``stack_name`` keeps its state by default: ``emulator/`` for seglog's stack, else
+    ``emulator-<stack>/``, so two apps' checkpoints, faults and alarms never mix."""
+    return run_dir / ("emulator" if stack_name == local.DEFAULT_STACK_NAME else f"emulator-{stack_name}")
+
+
 @emulate.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="The emulator's state directory (default: emulator/ in the stack's run directory).")
+              help="The emulator's state directory (default: emulator/ in the stack's run directory, "
+                   "emulator-<stack>/ for another stack name).")
+@stack_name_option
 @click.pass_context
 @reports_errors
-def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) -> None:
+def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None, stack_name: str) -> None:
     """Whether the emulator runs, its children, invocations in flight, stream checkpoints and faults so far,
     snapshots blocked until newer code is deployed (read from the pending table when the stack answers), and the
     template's alarms as CloudWatch would evaluate them on the emulator's metrics (each one in ALARM with why).
@@ -145,7 +159,7 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None) ->
     """
     config = settings(ctx).stack_config()
     deployment = local.current(config)
-    found = read_status(state_dir or config.run_dir / "emulator",
+    found = read_status(state_dir or emulator_state_dir(config.run_dir, stack_name),
                         app=BlockedSnapshots.read(deployment.backend().pending) if deployment and deployment.seglog
                         else None)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
