@@ -1,19 +1,24 @@
-"""Running one of examples/ through the emulator on the session's local stack, as its README's two commands do
-(`seglog up --template ... --stack-name ...`, then `seglog emulate` with the same two): provisioned under a fresh
-stack name, built from its own folder, IAM enforced, torn down after."""
+"""Running one of examples/ through the emulator on the session's local stack, as its README's two commands say
+(issue 36, point 5): the README's first sh block must hold exactly ``./dev up ...`` and ``./dev emulate ...`` for
+the example's own template; both are parsed by seglog's own CLI, and the template, stack name, parameters and
+emulator options they give are what the example runs with (provisioned, built from its own folder, IAM as the
+command says, torn down after). Only the ports are the session's (the README's are the emulator's defaults)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
+import shlex
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from seglog_cli.build_commands import parse_parameters
+from seglog_cli.main import cli
 from seglog_deploy.build import Builder, host_arch
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
@@ -23,19 +28,47 @@ from seglog_stack.clients import local_client
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+def readme_commands(example: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The options of the ``./dev up`` and ``./dev emulate`` commands of the example's README, as seglog's CLI
+    parses them.
+
+    Raises:
+        AssertionError: the README's first sh block is not those two commands, for the example's own template.
+    """
+    text = (EXAMPLES / example / "README.md").read_text()
+    block = re.search(r"^```sh\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert block is not None, f"examples/{example}/README.md has no sh block"
+    lines = [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.strip()]
+    assert [line[:2] for line in lines] == [["./dev", "up"], ["./dev", "emulate"]], lines
+    root = cli.make_context("seglog", ["up"], resilient_parsing=True)
+    parsed = []
+    for line in lines:
+        command = cli.get_command(root, line[1])
+        assert command is not None
+        parsed.append(command.make_context(line[1], line[2:]).params)
+    up, emulate = parsed
+    template = Path("examples") / example / "template.yaml"
+    assert (template, template) == (up["template"], emulate["template"]), "the README runs another template"
+    assert up["stack_name"] == emulate["stack_name"] and up["parameters"] == emulate["parameters"]
+    return up, emulate
+
+
 @contextlib.contextmanager
-def running(example: str, stacks: Any, state_dir: Path, **settings: Any) -> Iterator[Supervisor]:
-    """The example running (``settings``: more of :class:`EmulatorSettings`, as the README's flags give them)."""
+def running(example: str, stacks: Any, state_dir: Path) -> Iterator[Supervisor]:
+    """The example running as its README's commands start it."""
+    up, emulate = readme_commands(example)
     base = stacks.deployment("dynamodb-local")
-    stack = f"{example.split('-')[-1]}-{uuid.uuid4().hex[:6]}"
+    stack = up["stack_name"]
     template = EXAMPLES / example / "template.yaml"
+    parameters = parse_parameters(up["parameters"])
     deployment = local.provision(base.endpoints, profile=base.profile, region=base.region, template=template,
-                                 stack_name=stack)
+                                 stack_name=stack, parameters=parameters)
     try:
         builder = Builder(template, arch=host_arch())
         builder.build()
         settings = EmulatorSettings(deployment=deployment, template=template, stack=stack, state_dir=state_dir,
-                                    artifact=builder.manifest_path, **settings)
+                                    artifact=builder.manifest_path, parameters=parameters, iam=emulate["iam"],
+                                    schedule_scale=emulate["schedule_scale"], alarm_scale=emulate["alarm_scale"])
         supervisor = Supervisor(settings)
         supervisor.start()
         try:

@@ -1,5 +1,5 @@
 """examples/heartbeat-schedule runs through the emulator on the real local stack (issue 36, point 5): its
-Schedule event fires on the rule's clock (60 times faster, as the README's --schedule-scale 60 runs it), the
+Schedule event fires on the rule's clock (60 times faster: the README's --schedule-scale 60, read from it), the
 function gets the rule's constant Input, and the beats climb in the table's counter."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ pytestmark = pytest.mark.stack
 
 @pytest.fixture(scope="module")
 def heartbeat(stacks: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    with running("heartbeat-schedule", stacks, tmp_path_factory.mktemp("beat-state"),
-                 schedule_scale=60.0) as supervisor:
+    with running("heartbeat-schedule", stacks, tmp_path_factory.mktemp("beat-state")) as supervisor:
         yield supervisor
 
 
