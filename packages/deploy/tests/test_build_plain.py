@@ -60,3 +60,17 @@ def test_seglog_s_own_code_uri_is_a_workspace_package_and_the_example_s_is_plain
     assert (False, "seglog-services") == (is_plain(seglog.code_uri), seglog.package)
     [example] = group(read_functions(load_template(root / "examples" / "orders-http" / "template.yaml")))
     assert (True, None) == (is_plain(example.code_uri), example.project)
+
+
+def test_a_runtime_not_installed_here_is_built_with_the_nearest_python_and_says_so(tmp_path: Path) -> None:
+    """python3.99 exists nowhere: the folder is built all the same, with a warning naming what stood in, and without
+    bytecode (a .pyc of another Python would not load on the runtime's)."""
+    (tmp_path / "app" / "hello").mkdir(parents=True)
+    (tmp_path / "app" / "hello" / "app.py").write_text("def handler(event, context):\n    return 1\n")
+    (tmp_path / "app" / "template.yaml").write_text(APP.replace("python3.13", "python3.99"))
+    lines: list[str] = []
+    manifest = Builder(tmp_path / "app" / "template.yaml", arch=host_arch(), progress=lines.append).build()
+    [record] = manifest.artifacts.values()
+    assert any("python3.99 is not installed here" in line and "nearest installed" in line for line in lines), lines
+    assert not record.bytecode
+    assert not any(name.endswith(".pyc") for name in zipfile.ZipFile(record.zip).namelist())

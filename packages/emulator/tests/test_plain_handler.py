@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from seglog_emulator import metrics, sandbox
 from seglog_emulator.invoker import FunctionSpec, LambdaInvoker, Outcome
@@ -58,3 +59,13 @@ def test_crash_points_without_an_invocation_hook_are_refused() -> None:
     with (LambdaInvoker(spec, code=[PLAIN_APP], stderr=subprocess.DEVNULL) as invoker,
           pytest.raises(ValueError, match="invocation hook")):
         invoker.invoke({"order": "o-2"}, crash_points=["after_claim"])
+
+
+def test_a_runtime_other_than_this_interpreter_runs_here_with_a_warning() -> None:
+    """python3.12 is not what workers run (this interpreter is): the function runs on it, and the log says so."""
+    spec = FunctionSpec(logical_id="OrdersFunction", Handler="orders.handler", Runtime="python3.12")
+    with capture_logs() as logs, LambdaInvoker(spec, code=[PLAIN_APP], stderr=subprocess.DEVNULL) as invoker:
+        result = invoker.invoke({"order": "o-3"})
+    assert Outcome.SUCCESS == result.outcome, result.error_message
+    [warning] = [line for line in logs if line["event"].startswith("runtime not installed here")]
+    assert ("python3.12", "OrdersFunction") == (warning["runtime"], warning["function"])

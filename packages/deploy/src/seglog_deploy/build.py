@@ -30,6 +30,7 @@ import hashlib
 import os
 import platform
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,7 +144,12 @@ class Builder:
 
     def _artifact(self, target: ArtifactTarget) -> ArtifactRecord:
         names = ", ".join(f.logical_id for f in target.functions)
-        toolchain = Toolchain.find(self.workspace, target.python_version)
+        toolchain = Toolchain.find(self.workspace, target.python_version, nearest=True)
+        if not toolchain.exact:
+            self._progress(f"{names}: warning: {target.runtime} is not installed here; built with Python "
+                           f"{sys.version_info.major}.{sys.version_info.minor} (the nearest installed), wheels for "
+                           f"{target.runtime}, no bytecode (a .pyc of another version would not load); install "
+                           f"python{target.python_version} for the runtime's own")
         inputs = self._inputs(target, toolchain)
         final = self.out / target.arch / inputs.key
         record = read_record(final / "artifact.json")
@@ -194,8 +200,8 @@ class Builder:
             else:
                 requirements.append(line)
         digest = hashlib.sha256()
-        for part in (RECIPE, target.arch, target.runtime, str(self.bytecode), toolchain.uv_version(),
-                     toolchain.python_version(), *sorted(requirements)):
+        for part in (RECIPE, target.arch, target.runtime, str(self.bytecode and toolchain.exact),
+                     toolchain.uv_version(), toolchain.python_version(), *sorted(requirements)):
             digest.update(part.encode() + b"\0")
         for member in sorted(members):
             for path in _source_files(member):
@@ -214,7 +220,8 @@ class Builder:
                 if line and not line.startswith("#"):
                     requirements.append(line)
         digest = hashlib.sha256()
-        for part in (RECIPE, "plain", target.arch, target.runtime, str(self.bytecode), toolchain.uv_version(),
+        for part in (RECIPE, "plain", target.arch, target.runtime, str(self.bytecode and toolchain.exact),
+                     toolchain.uv_version(),
                      toolchain.python_version(), *requirements):
             digest.update(part.encode() + b"\0")
         for path in _tree_files(target.code_uri):
@@ -242,7 +249,7 @@ class Builder:
                               "--only-binary", ":all:", "--link-mode", "copy", "-r",
                               str(work / "requirements.txt"), *sorted(str(p) for p in dist.glob("*.whl"))])
         tree.strip_install_records(code)
-        if self.bytecode:
+        if self.bytecode and toolchain.exact:
             self._progress("  bytecode (unchecked-hash .pyc)")
             toolchain.run([str(toolchain.python), "-I", "-m", "compileall", "-q", "-j", "0",
                            "--invalidation-mode", "unchecked-hash", "-s", str(code), "-p", "/var/task", str(code)],
@@ -261,7 +268,8 @@ class Builder:
             zip_sha256=digest, code_sha256=tree.code_sha256(digest),
             zipped_bytes=(work / "function.zip").stat().st_size,
             unzipped_bytes=tree.unzipped_size(code), files=sum(1 for _ in tree.walk(code)),
-            machines={machine: len(files) for machine, files in sorted(found.items())}, bytecode=self.bytecode)
+            machines={machine: len(files) for machine, files in sorted(found.items())},
+            bytecode=self.bytecode and toolchain.exact)
         write_record(record, work / "artifact.json")
         return record
 

@@ -80,10 +80,19 @@ class Toolchain:
     uv: Path
     python: Path
     workspace: Path
+    #: Whether ``python`` is of the runtime's version (False: the nearest installed one stands in for it).
+    exact: bool = True
 
     @classmethod
-    def find(cls, workspace: Path, python_version: str) -> Toolchain:
-        return cls(uv=find_uv(), python=find_python(python_version), workspace=workspace)
+    def find(cls, workspace: Path, python_version: str, *, nearest: bool = False) -> Toolchain:
+        """uv and a Python of ``python_version``; with ``nearest``, when there is none, the Python running this
+        (``exact`` False) instead of ToolNotFoundError."""
+        try:
+            return cls(uv=find_uv(), python=find_python(python_version), workspace=workspace)
+        except ToolNotFoundError as exc:
+            if not nearest or exc.tool == "uv":
+                raise
+            return cls(uv=find_uv(), python=Path(sys.executable), workspace=workspace, exact=False)
 
     def uv_version(self) -> str:
         return self.run_uv(["--version"]).strip()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -154,6 +155,10 @@ class LambdaInvoker:
                              f"`seglog build`); {'none given' if not code else f'missing: {missing}'}")
         self.code = tuple(Path(path).resolve() for path in code)
         self.function = function
+        here = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        if function.Runtime.startswith("python") and function.Runtime != here:
+            log.warning("runtime not installed here: runs on the nearest installed interpreter",
+                        function=function.logical_id, runtime=function.Runtime, interpreter=here)
         self._stderr = stderr
         self._hook = invocation_hook
         self._log_level = log_level

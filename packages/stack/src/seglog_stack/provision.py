@@ -169,9 +169,10 @@ class Provisioner:
             listed = ", ".join(f"{logical} ({type_})" for logical, type_ in sorted(unsupported.items()))
             raise TemplateError(
                 f"{self.template.path}: the local stack cannot provide {listed}. It creates DynamoDB tables, S3 "
-                "buckets and SQS queues, and the emulator runs AWS::Serverless::Function with DynamoDB, SQS and "
-                "Schedule events behind AWS::Serverless::HttpApi: run a template without them locally, or "
-                "deploy this one to AWS with `seglog deploy`")
+                "buckets and SQS queues, and the emulator runs AWS::Serverless::Function behind "
+                "AWS::Serverless::HttpApi and AWS::Serverless::Api, with DynamoDB, SQS, S3 and Schedule events and "
+                "lambda.invoke: run a template without them locally, or deploy this one to AWS with `seglog "
+                "deploy`")
         made = self._made
         creators: dict[str, Callable[[str, str, dict[str, Any]], str]] = {
             "AWS::DynamoDB::Table": self._table, "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
