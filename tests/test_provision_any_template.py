@@ -58,8 +58,8 @@ def offline(path: Path, **parameters: Any) -> Provisioner:
 
 def test_resources_the_local_stack_cannot_provide_are_all_named_before_anything_is_made(tmp_path: Path) -> None:
     path = template(tmp_path, ORDERS.format(run="x") + """\
-  Topic:
-    Type: AWS::SNS::Topic
+  Machine:
+    Type: AWS::StepFunctions::StateMachine
   Rule:
     Type: AWS::Events::Rule
     Properties: {EventPattern: {source: [app]}}
@@ -67,7 +67,7 @@ def test_resources_the_local_stack_cannot_provide_are_all_named_before_anything_
     with pytest.raises(TemplateError) as refused:
         offline(path, Stage="dev").provision()
     message = str(refused.value)
-    assert "Rule (AWS::Events::Rule), Topic (AWS::SNS::Topic)" in message
+    assert "Machine (AWS::StepFunctions::StateMachine), Rule (AWS::Events::Rule)" in message
     assert "seglog deploy" in message
 
 

@@ -241,6 +241,20 @@ class S3Notification:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SnsSubscription:
+    """An SNS event of a function: its subscription to a topic, invoking the function asynchronously with each
+    message the filter policy passes (sam-property-function-sns)."""
+
+    function: str
+    event: str
+    #: Logical id of the AWS::SNS::Topic.
+    topic: str
+    #: The subscription's FilterPolicy as JSON text, if any, and its scope.
+    filter_policy: str | None = None
+    scope: str = "MessageAttributes"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScheduleRule:
     """A Schedule event of a function: the EventBridge rule SAM makes for it, invoking the function
     asynchronously at each time ``Schedule`` names (sam-property-function-schedule)."""
@@ -273,6 +287,7 @@ class EmulatorConfig:
     http_routes: tuple[HttpRoute, ...]
     schedules: tuple[ScheduleRule, ...] = ()
     s3_notifications: tuple[S3Notification, ...] = ()
+    sns_subscriptions: tuple[SnsSubscription, ...] = ()
     #: The template's AWS::Serverless::HttpApi resources by logical id.
     http_apis: dict[str, HttpApiSpec] = field(default_factory=dict)
     #: What was ignored or adjusted, one sentence each (also logged).

@@ -22,6 +22,7 @@ from seglog_awsmodel.config import (
     Resolver,
     S3Notification,
     ScheduleRule,
+    SnsSubscription,
     StreamMapping,
     StreamPosition,
     TemplateConfigError,
@@ -29,6 +30,7 @@ from seglog_awsmodel.config import (
 from seglog_awsmodel.errors import ScheduleExpressionError, ToolError
 from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filter_criteria
 from seglog_awsmodel.http_api_reader import HttpApiReader
+from seglog_awsmodel.notification_reader import s3_notification, sns_subscription
 from seglog_awsmodel.schedule_expressions import parse_schedule_expression
 from seglog_awsmodel.template import Template
 
@@ -70,6 +72,7 @@ class TemplateReader:
         routes: list[HttpRoute] = []
         schedules: list[ScheduleRule] = []
         notifications: list[S3Notification] = []
+        subscriptions: list[SnsSubscription] = []
         for logical, res in self.resources.items():
             if res.get("Type") == "AWS::Lambda::Function":
                 self._note(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
@@ -100,22 +103,26 @@ class TemplateReader:
                     if route is not None:
                         routes.append(route)
                 elif kind == "S3":
-                    notification = self._s3(logical, event, props, where)
+                    notification = s3_notification(self, logical, event, props, where)
                     if notification is not None:
                         notifications.append(notification)
+                elif kind == "SNS":
+                    subscription = sns_subscription(self, logical, event, props, where)
+                    if subscription is not None:
+                        subscriptions.append(subscription)
                 elif kind == "Schedule":
                     schedule = self._schedule(logical, event, props, where)
                     if schedule is not None:
                         schedules.append(schedule)
                 else:
                     self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
-                               "HttpApi, Api, S3 and Schedule events")
+                               "HttpApi, Api, S3, SNS and Schedule events")
         if self.problems:
             raise TemplateConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
                               queue_mappings=tuple(queue_mappings), http_routes=tuple(routes),
-                              schedules=tuple(schedules), s3_notifications=tuple(notifications), http_apis=apis,
-                              notes=tuple(self.notes))
+                              schedules=tuple(schedules), s3_notifications=tuple(notifications),
+                              sns_subscriptions=tuple(subscriptions), http_apis=apis, notes=tuple(self.notes))
 
     # ------------------------------------------------------------------------------------ resources
 
@@ -257,32 +264,6 @@ class TemplateReader:
             # timeout on your function". Advice, not a rule.
             self._note(f"{where}: queue {queue.logical_id}'s VisibilityTimeout {queue.VisibilityTimeout} s is "
                        f"less than 6 x the function's Timeout {spec.Timeout} s that AWS recommends")
-
-    def _s3(self, function: str, event: str, props: Mapping[str, Any], where: str) -> S3Notification | None:
-        # sam-property-function-s3: Bucket is "!Ref" of an AWS::S3::Bucket of the same template; Events one S3
-        # event type or a list of them; Filter the notification's filter (S3Key.Rules of prefix/suffix).
-        self._note_unread(props, frozenset({"Bucket", "Events", "Filter"}), where)
-        bucket = props.get("Bucket")
-        ref = bucket.get("Ref") if isinstance(bucket, Mapping) and set(bucket) == {"Ref"} else None
-        if not isinstance(ref, str) or (self.resources.get(ref) or {}).get("Type") != "AWS::S3::Bucket":
-            self._problem(f"{where}.Bucket: must be !Ref of an AWS::S3::Bucket of this template, got {bucket!r}")
-            return None
-        events = self._parameter(props.get("Events"))
-        events = [events] if isinstance(events, str) else events
-        if not isinstance(events, list) or not events or not all(
-                isinstance(e, str) and e.startswith("s3:") for e in events):
-            self._problem(f"{where}.Events: one S3 event type or a list of them (s3:ObjectCreated:*, ...), got "
-                          f"{props.get('Events')!r}")
-            return None
-        rules = []
-        for rule in (((props.get("Filter") or {}).get("S3Key") or {}).get("Rules") or []):
-            name, value = str(rule.get("Name", "")).lower(), self._parameter(rule.get("Value"))
-            if name not in ("prefix", "suffix") or not isinstance(value, str):
-                self._problem(f"{where}.Filter.S3Key.Rules: each rule is Name prefix or suffix with a Value, got "
-                              f"{rule!r}")
-                return None
-            rules.append((name, value))
-        return S3Notification(function=function, event=event, bucket=ref, events=tuple(events), rules=tuple(rules))
 
     def _schedule(self, function: str, event: str, props: Mapping[str, Any], where: str) -> ScheduleRule | None:
         # sam-property-function-schedule: SAM makes an AWS::Events::Rule with ScheduleExpression = Schedule and

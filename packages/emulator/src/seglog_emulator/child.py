@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec, S3Notification, SnsSubscription
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import emulator_metadata, load_template
 from seglog_emulator import logfeed, logs, metrics
@@ -39,9 +39,9 @@ from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.lambda_api import ENDPOINT_VARIABLE as LAMBDA_ENDPOINT_VARIABLE
 from seglog_emulator.lambda_api import LISTENER_ENV as LAMBDA_LISTENER_ENV
 from seglog_emulator.lambda_api import AsyncConfig, AsyncInvoker, LambdaApi, async_configs
+from seglog_emulator.notifications import NotificationPoller, queue_name, s3_event, sns_event
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
-from seglog_emulator.s3_events import S3Poller, queue_name
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import LISTENER_ENV, EmulatorSettings
 from seglog_stack.clients import local_client
@@ -190,17 +190,21 @@ class Child:
             self._serve(scheduler.run, scheduler.stop)
         elif self.role == "lambda":
             self._serve_lambda_api()
-        elif self.role == "s3":
-            notification = next(n for n in self.config.s3_notifications if f"{n.function}.{n.event}" == self.target)
+        elif self.role in ("s3", "sns"):
+            found: list[S3Notification | SnsSubscription] = [
+                *self.config.s3_notifications, *self.config.sns_subscriptions]
+            notification = next(n for n in found if f"{n.function}.{n.event}" == self.target
+                                and isinstance(n, S3Notification) == (self.role == "s3"))
             url = self.sqs.get_queue_url(QueueName=queue_name(self.settings.stack, notification))["QueueUrl"]
             invoker = self._invoker(notification.function, GATEWAY_CONCURRENCY)
             asynchronous = AsyncInvoker(lambda _function: invoker, configs=self._async_configs(), sqs=self.sqs,
                                         region=self.settings.deployment.region)
-            s3_poller = S3Poller(notification, queue_url=url, sqs=self.sqs, asynchronous=asynchronous)
-            self._serve(s3_poller.run, s3_poller.stop)
+            notifications = NotificationPoller(notification, queue_url=url, sqs=self.sqs, asynchronous=asynchronous,
+                                               convert=s3_event if self.role == "s3" else sns_event)
+            self._serve(notifications.run, notifications.stop)
         else:
             raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule:, "
-                             "s3: or lambda:")
+                             "s3:, sns: or lambda:")
 
     def _serve_lambda_api(self) -> None:
         """The Lambda Invoke API (:mod:`seglog_emulator.lambda_api`) for every function, each run by an invoker of

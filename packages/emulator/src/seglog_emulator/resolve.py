@@ -44,6 +44,8 @@ class LocalResolver:
             if type_ in FUNCTION_TYPES:  # the emulator runs a function under its logical id (as IAM's Ref does)
                 return arg
             name = resource_name(self.template.resources, self.stack, arg)
+            if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN
+                return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
             return self._queue_url(name) if type_ == "AWS::SQS::Queue" else name
         if key == "Fn::GetAtt":
             logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
@@ -66,6 +68,10 @@ class LocalResolver:
             return str(table["LatestStreamArn"] if attribute == "StreamArn" else table["TableArn"])
         if type_ == "AWS::S3::Bucket" and attribute == "Arn":
             return f"arn:aws:s3:::{name}"
+        if type_ == "AWS::SNS::Topic" and attribute == "TopicName":
+            return name
+        if type_ == "AWS::SNS::Topic" and attribute == "TopicArn":
+            return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
         if type_ == "AWS::Serverless::Function" and attribute == "Arn":
             return f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{logical}"
         raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")

@@ -40,7 +40,7 @@ import structlog
 
 from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.template import load_template
-from seglog_emulator import lambda_api, logfeed, metrics, s3_events
+from seglog_emulator import lambda_api, logfeed, metrics, notifications
 from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
@@ -91,6 +91,7 @@ def child_names(config: EmulatorConfig) -> list[str]:
     names += [f"queue:{m.function}.{m.event}" for m in config.queue_mappings if m.Enabled]
     names += [f"schedule:{r.function}.{r.event}" for r in config.schedules if r.Enabled]
     names += [f"s3:{n.function}.{n.event}" for n in config.s3_notifications]
+    names += [f"sns:{n.function}.{n.event}" for n in config.sns_subscriptions]
     apis = list(dict.fromkeys(r.api for r in config.http_routes))
     if len(apis) > 1:
         raise EmulatorError(f"the template declares {len(apis)} APIs with routes ({', '.join(apis)}): the "
@@ -149,11 +150,22 @@ class Supervisor:
         longest = max((f.Timeout for f in self.config.functions.values()), default=30)
         self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
         self.children = {name: _Child(name) for name in child_names(self.config)}
-        if self.config.s3_notifications:  # the buckets notify queues the s3: children read (seglog_emulator.s3_events)
-            s3_events.configure(self.config.s3_notifications, stack=settings.stack,
-                                bucket_name=lambda logical: resource_name(template.resources, settings.stack, logical),
-                                s3=local_client("s3", endpoint_url=endpoints["s3"], region=region),
-                                sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
+        # Buckets and topics notify queues the s3: and sns: children read (seglog_emulator.notifications).
+        if self.config.s3_notifications:
+            notifications.configure_s3(
+                self.config.s3_notifications, stack=settings.stack,
+                bucket_name=lambda logical: resource_name(template.resources, settings.stack, logical),
+                s3=local_client("s3", endpoint_url=endpoints["s3"], region=region),
+                sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
+        if self.config.sns_subscriptions:
+            if "sns" not in endpoints:
+                raise EmulatorError("the template's SNS events need the stack's SNS endpoint, which this deployment "
+                                    "record lacks: run `seglog up` again")
+            notifications.configure_sns(
+                self.config.sns_subscriptions, stack=settings.stack,
+                topic_arn=lambda logical: resolver({"Ref": logical}),
+                sns=local_client("sns", endpoint_url=endpoints["sns"], region=region),
+                sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
         #: The Lambda Invoke API's listening socket, when a function may invoke another (lambda_api.wanted).
         self.lambda_listener: socket.socket | None = None
         if lambda_api.wanted(template):

@@ -23,7 +23,7 @@ HOME_ENV = "SEGLOG_HOME"
 PYTHON_ENV = "SEGLOG_PYTHON"
 
 # AWS service names (as boto3 spells them) that the stack serves.
-SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "s3")
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "s3", "sns")
 #: What deploying template.yaml through CloudFormation touches, as LocalStack names its services: the SAM
 #: transform's resources (roles, functions, mappings, the schedule rule, log groups) and the alarms and dashboard
 #: besides the four above.
@@ -66,7 +66,7 @@ class Profile(StrEnum):
             return SERVICES
         if self is Profile.DEPLOY:
             return DEPLOY_SERVICES
-        return ("sqs", "s3")
+        return ("sqs", "s3", "sns")
 
     @property
     def runs_dynamodb_local(self) -> bool:
@@ -176,7 +176,8 @@ class StackConfig:
 
     @property
     def endpoints(self) -> dict[str, str]:
-        """The endpoint URL of each service (keys: dynamodb, dynamodbstreams, sqs, s3)."""
+        """The endpoint URL of each service (keys: dynamodb, dynamodbstreams, sqs, s3, sns)."""
         localstack = self.url(self.localstack_port)
         dynamodb = self.url(self.dynamodb_port) if self.profile.runs_dynamodb_local else localstack
-        return {"dynamodb": dynamodb, "dynamodbstreams": dynamodb, "sqs": localstack, "s3": localstack}
+        return {"dynamodb": dynamodb, "dynamodbstreams": dynamodb, "sqs": localstack, "s3": localstack,
+                "sns": localstack}

@@ -24,6 +24,7 @@ ENDPOINT_ENV = {
     "dynamodbstreams": "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
     "sqs": "AWS_ENDPOINT_URL_SQS",
     "s3": "AWS_ENDPOINT_URL_S3",
+    "sns": "AWS_ENDPOINT_URL_SNS",
 }
 
 

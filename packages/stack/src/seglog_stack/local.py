@@ -118,6 +118,7 @@ def _provisioner(endpoints: dict[str, str], *, region: str, template: Path | Non
         dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
         s3=local_client("s3", endpoint_url=endpoints["s3"], region=region),
         sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region), parameters=parameters,
+        sns=local_client("sns", endpoint_url=endpoints["sns"], region=region) if "sns" in endpoints else None,
     )
 
 

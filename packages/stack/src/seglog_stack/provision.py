@@ -29,7 +29,7 @@ log = structlog.get_logger("seglog.provision")
 
 #: Resource types created here, on the local stack.
 PROVISIONED_TYPES: frozenset[str] = frozenset(
-    {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::S3::BucketPolicy"})
+    {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::S3::BucketPolicy", "AWS::SNS::Topic"})
 #: Types the emulator reads from the template itself: functions and their events, the HTTP API, alarms, and the
 #: IAM it enforces (an AWS::Lambda::Function is read and noted as not run).
 EMULATED_TYPES: frozenset[str] = frozenset(
@@ -109,7 +109,7 @@ def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logica
 class Provisioner:
     """Resolves and creates a template's resources with the given boto3 clients."""
 
-    def __init__(self, template: Template, *, stack: str, dynamodb: Any, s3: Any, sqs: Any,
+    def __init__(self, template: Template, *, stack: str, dynamodb: Any, s3: Any, sqs: Any, sns: Any = None,
                  region: str = "us-east-1", account: str = "000000000000",
                  parameters: dict[str, Any] | None = None) -> None:
         self.template = template
@@ -120,7 +120,7 @@ class Provisioner:
         self.missing = missing_parameters(template.parameters, parameters or {})
         self.parameters = {**template.parameters, **(parameters or {})}
         self.stack = stack
-        self.ddb, self.s3, self.sqs = dynamodb, s3, sqs
+        self.ddb, self.s3, self.sqs, self.sns = dynamodb, s3, sqs, sns
         self.region, self.account = region, account
         self._arns: dict[str, str] = {}
         #: Logical id -> what ``!Ref`` gives of it once created (a queue: its URL, as CloudFormation's Ref).
@@ -176,7 +176,7 @@ class Provisioner:
         made = self._made
         creators: dict[str, Callable[[str, str, dict[str, Any]], str]] = {
             "AWS::DynamoDB::Table": self._table, "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
-            "AWS::S3::BucketPolicy": self._bucket_policy,
+            "AWS::S3::BucketPolicy": self._bucket_policy, "AWS::SNS::Topic": self._topic,
         }
         ordered = sorted(self.template.resources.items(),
                          key=lambda kv: (kv[1].get("Type") == "AWS::S3::BucketPolicy",
@@ -208,6 +208,8 @@ class Provisioner:
                     self.s3.delete_bucket(Bucket=name)
                 elif type_ == "AWS::SQS::Queue":
                     self.sqs.delete_queue(QueueUrl=self.sqs.get_queue_url(QueueName=name)["QueueUrl"])
+                elif type_ == "AWS::SNS::Topic" and self.sns is not None:
+                    self.sns.delete_topic(TopicArn=f"arn:aws:sns:{self.region}:{self.account}:{name}")
                 else:
                     continue
             except ClientError as exc:
@@ -280,6 +282,16 @@ class Provisioner:
         bucket: str = props["Bucket"]
         self.s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(props["PolicyDocument"]))
         return bucket
+
+    def _topic(self, logical: str, name: str, props: dict[str, Any]) -> str:
+        """A topic (its ``Ref`` is its ARN, as CloudFormation's); subscriptions come from the functions' SNS events
+        (the emulator makes them) or are refused as a resource type."""
+        if self.sns is None:
+            raise TemplateError(f"{logical}: an SNS topic needs the stack's SNS endpoint; run `seglog up` again")
+        attributes = {key: str(props[key]) for key in ("DisplayName", "FifoTopic") if key in props}
+        arn = str(self.sns.create_topic(Name=name, Attributes=attributes)["TopicArn"])
+        self._arns[logical] = arn
+        return arn
 
     def _queue(self, logical: str, name: str, props: dict[str, Any]) -> str:
         attributes = {k: _attribute(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}

@@ -81,7 +81,9 @@ class PolicyIntrinsics:
         if name in self.values:
             return self.values[name]
         type_ = self._type(name)
-        if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::SNS::Topic"):
+        if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN (CloudFormation, aws-resource-sns-topic)
+            return f"arn:aws:sns:{self.region}:{self.account}:{resource_name(self.resources, self.stack, name)}"
+        if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role"):
             return resource_name(self.resources, self.stack, name)
         if type_ == "AWS::Lambda::Function":
             return name  # the emulator runs a function under its logical id
@@ -98,6 +100,7 @@ class PolicyIntrinsics:
             ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{self.account}:role/{name}",
             ("AWS::Lambda::Function", "Arn"): f"arn:aws:lambda:{self.region}:{self.account}:function:{logical}",
             ("AWS::SNS::Topic", "TopicArn"): f"arn:aws:sns:{self.region}:{self.account}:{name}",
+            ("AWS::SNS::Topic", "TopicName"): name,
         }.get((type_, attribute))
         if built is not None:
             return built

@@ -260,9 +260,24 @@ def _function_arn(params: Mapping[str, Any], target: Target) -> list[Check]:
 
 LAMBDA: Final[dict[str, Mapper]] = {"Invoke": _function_arn}
 
+# ------------------------------------------------------------------------------------------------ SNS
+
+
+def _topic(action: str) -> Mapper:
+    def checks(params: Mapping[str, Any], target: Target) -> list[Check]:
+        arn = params.get("TopicArn") or params.get("TargetArn")
+        if not arn:
+            raise UnknownResourceError("an SNS call without TopicArn or TargetArn (an SMS?) is not emulated")
+        return [Check(action, str(arn))]
+    return checks
+
+
+SNS: Final[dict[str, Mapper]] = {"Publish": _topic("sns:Publish"), "PublishBatch": _topic("sns:Publish"),
+                                 "GetTopicAttributes": _topic("sns:GetTopicAttributes")}
+
 #: botocore's service name -> its table.
 OPERATIONS: Final[dict[str, dict[str, Mapper]]] = {
-    "dynamodb": DYNAMODB, "dynamodbstreams": DYNAMODB_STREAMS, "s3": S3, "sqs": SQS, "lambda": LAMBDA}
+    "dynamodb": DYNAMODB, "dynamodbstreams": DYNAMODB_STREAMS, "s3": S3, "sqs": SQS, "lambda": LAMBDA, "sns": SNS}
 
 
 def checks(service: str, operation: str, params: Mapping[str, Any], target: Target) -> list[Check] | None:

@@ -1,0 +1,152 @@
+"""Services notifying functions: S3 event notifications and SNS subscriptions (issue 36, point 3; AWS SAM
+sam-property-function-s3 and -sns; S3 User Guide, notification-content-structure; Lambda Developer Guide,
+with-sns, for the event a function gets).
+
+On AWS, a bucket or a topic invokes the function asynchronously. Locally the bucket and the topic are LocalStack's,
+which cannot reach the emulator's functions, so:
+
+1. the supervisor makes one queue per S3 or SNS event of the template (:func:`configure_s3`: each bucket's
+   notification configuration sends the event types and keys a function asked for to its queue;
+   :func:`configure_sns`: the queue subscribes to the topic, with the event's filter policy), and LocalStack
+   writes each notification as a message;
+2. a child per event (:class:`NotificationPoller`) takes each message off its queue, makes the event the function
+   gets (S3's is the message itself; SNS's is Lambda's ``Records[].Sns`` made of SNS's envelope) and hands it over as
+   Lambda's asynchronous invocation does (:class:`seglog_emulator.lambda_api.AsyncInvoker`: retries, then the
+   OnFailure destination or DeadLetterQueue), dropping S3's ``s3:TestEvent``.
+
+::
+
+    client ──PutObject / Publish──► LocalStack ──► queue <stack>-{s3,sns}-<Function>-<Event>
+                                                     └─ NotificationPoller ──submit──► AsyncInvoker ──► function
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import structlog
+
+from seglog_awsmodel.config import S3Notification, SnsSubscription
+from seglog_emulator.lambda_api import AsyncInvoker
+
+log = structlog.get_logger("seglog.notifications")
+
+#: SQS's longest queue name.
+MAX_QUEUE_NAME: Final = 80
+WAIT_SECONDS: Final = 2
+
+
+def queue_name(stack: str, notification: S3Notification | SnsSubscription) -> str:
+    """The queue an event's notifications go to (SQS names: letters, digits, - and _, at most 80)."""
+    kind = "s3" if isinstance(notification, S3Notification) else "sns"
+    raw = f"{stack}-{kind}-{notification.function}-{notification.event}"
+    return re.sub(r"[^A-Za-z0-9_-]", "-", raw)[:MAX_QUEUE_NAME]
+
+
+def _queue(sqs: Any, name: str) -> tuple[str, str]:
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    return url, sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def configure_s3(notifications: Sequence[S3Notification], *, stack: str, bucket_name: Any, s3: Any,
+                 sqs: Any) -> None:
+    """Make the queues and set every notified bucket's notification configuration (which replaces the bucket's
+    previous one, as a template's deploy does); ``bucket_name`` maps a bucket's logical id to its name."""
+    by_bucket: dict[str, list[dict[str, Any]]] = {}
+    for notification in notifications:
+        _url, arn = _queue(sqs, queue_name(stack, notification))
+        entry: dict[str, Any] = {"Id": f"{notification.function}-{notification.event}", "QueueArn": arn,
+                                 "Events": list(notification.events)}
+        if notification.rules:
+            entry["Filter"] = {"Key": {"FilterRules": [{"Name": name, "Value": value}
+                                                       for name, value in notification.rules]}}
+        by_bucket.setdefault(bucket_name(notification.bucket), []).append(entry)
+    for bucket, entries in by_bucket.items():
+        s3.put_bucket_notification_configuration(Bucket=bucket,
+                                                 NotificationConfiguration={"QueueConfigurations": entries})
+        log.info("bucket notifications set", bucket=bucket, targets=[e["Id"] for e in entries])
+
+
+def configure_sns(subscriptions: Sequence[SnsSubscription], *, stack: str, topic_arn: Any, sns: Any,
+                  sqs: Any) -> None:
+    """Make the queues and subscribe each to its topic (``topic_arn``: a topic's ARN by logical id), with the
+    event's filter policy; a subscription already there is found again, not doubled (SNS's Subscribe is
+    idempotent for the same topic, protocol, endpoint and attributes)."""
+    for subscription in subscriptions:
+        _url, arn = _queue(sqs, queue_name(stack, subscription))
+        attributes = {"FilterPolicy": subscription.filter_policy,
+                      "FilterPolicyScope": subscription.scope} if subscription.filter_policy else {}
+        made = sns.subscribe(TopicArn=topic_arn(subscription.topic), Protocol="sqs", Endpoint=arn,
+                             Attributes=attributes, ReturnSubscriptionArn=True)
+        log.info("topic subscription set", topic=subscription.topic, function=subscription.function,
+                 subscription=made.get("SubscriptionArn"))
+
+
+def s3_event(body: Any) -> dict[str, Any] | None:
+    """S3 writes the event a function gets as the message itself (None: not an event, e.g. s3:TestEvent)."""
+    return body if isinstance(body, dict) and isinstance(body.get("Records"), list) else None
+
+
+def sns_event(body: Any, *, subscription_arn: str = "") -> dict[str, Any] | None:
+    """Lambda's SNS event of one notification SNS delivered to a queue (the envelope: Type, MessageId, TopicArn,
+    Subject, Message, Timestamp, signature fields, MessageAttributes); Lambda names two URL fields otherwise
+    (SigningCertUrl, UnsubscribeUrl) and sets Subject null when there is none (with-sns, the sample event)."""
+    if not isinstance(body, dict) or body.get("Type") != "Notification":
+        return None
+    sns = {"Type": "Notification", "MessageId": body.get("MessageId"), "TopicArn": body.get("TopicArn"),
+           "Subject": body.get("Subject"), "Message": body.get("Message"), "Timestamp": body.get("Timestamp"),
+           "SignatureVersion": body.get("SignatureVersion", "1"), "Signature": body.get("Signature", ""),
+           "SigningCertUrl": body.get("SigningCertURL", ""), "UnsubscribeUrl": body.get("UnsubscribeURL", ""),
+           "MessageAttributes": body.get("MessageAttributes") or {}}
+    return {"Records": [{"EventSource": "aws:sns", "EventVersion": "1.0",
+                         "EventSubscriptionArn": subscription_arn or f"{body.get('TopicArn')}:local", "Sns": sns}]}
+
+
+class NotificationPoller:
+    """Hands the notifications of one queue to one function, asynchronously (see the module docstring).
+
+    Args:
+        convert: the event the function gets of one message's (JSON) body, or None for one to drop.
+    """
+
+    def __init__(self, notification: S3Notification | SnsSubscription, *, queue_url: str, sqs: Any,
+                 asynchronous: AsyncInvoker, convert: Callable[[Any], dict[str, Any] | None]) -> None:
+        self.notification = notification
+        self.queue_url = queue_url
+        self.sqs = sqs
+        self.asynchronous = asynchronous
+        self.convert = convert
+        self.kind = "s3" if isinstance(notification, S3Notification) else "sns"
+        self.name = f"{notification.function}.{notification.event}"
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        log.info("notification poller started", poller=self.name, queue=self.queue_url)
+        while not self._stop.is_set():
+            self.poll_once()
+
+    def poll_once(self) -> int:
+        """One receive: each event handed to the function, each message deleted; the events handed over."""
+        answer = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10,
+                                          WaitTimeSeconds=WAIT_SECONDS)
+        handed = 0
+        for message in answer.get("Messages", []):
+            try:
+                body = json.loads(message["Body"])
+            except ValueError:
+                body = None
+            event = self.convert(body)
+            if event is not None:
+                self.asynchronous.submit(self.notification.function, event, source=f"{self.kind}:{self.name}")
+                handed += 1
+            elif not (isinstance(body, dict) and body.get("Event") == "s3:TestEvent"):
+                log.warning("not a notification: dropped", poller=self.name, body=message["Body"][:200])
+            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return handed
+
+    def stop(self) -> None:
+        self._stop.set()
