@@ -60,6 +60,12 @@ def test_resources_the_local_stack_cannot_provide_are_all_named_before_anything_
     path = template(tmp_path, ORDERS.format(run="x") + """\
   Machine:
     Type: AWS::StepFunctions::StateMachine
+  ApplicationResourceGroup:
+    Type: AWS::ResourceGroups::Group
+    Properties: {Name: app-group}
+  ApplicationInsightsMonitoring:
+    Type: AWS::ApplicationInsights::Application
+    Properties: {ResourceGroupName: !Ref ApplicationResourceGroup, AutoConfigurationEnabled: true}
   Rule:
     Type: AWS::Events::Rule
     Properties: {EventPattern: {source: [app]}}
@@ -68,6 +74,7 @@ def test_resources_the_local_stack_cannot_provide_are_all_named_before_anything_
         offline(path, Stage="dev").provision()
     message = str(refused.value)
     assert "Machine (AWS::StepFunctions::StateMachine), Rule (AWS::Events::Rule)" in message
+    assert "Application" not in message  # sam init's monitoring pair only watches: nothing to make locally
     assert "seglog deploy" in message
 
 

@@ -36,8 +36,12 @@ EMULATED_TYPES: frozenset[str] = frozenset(
     {"AWS::Serverless::Function", "AWS::Lambda::Function", "AWS::Serverless::HttpApi", "AWS::Serverless::Api",
      "AWS::CloudWatch::Alarm",
      "AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::SQS::QueuePolicy"})
-#: Types with nothing to do locally (logs go to the terminal; a dashboard draws CloudWatch's figures).
-UNNEEDED_TYPES: frozenset[str] = frozenset({"AWS::Logs::LogGroup", "AWS::CloudWatch::Dashboard"})
+#: Types with nothing to do locally: logs go to the terminal; a dashboard draws CloudWatch's figures; `sam init`'s
+#: Application Insights pair (a resource group and its monitoring, added when that option is chosen) only
+#: watches; a function's resource policy (AWS::Lambda::Permission) guards callers the emulator does not check.
+UNNEEDED_TYPES: frozenset[str] = frozenset({
+    "AWS::Logs::LogGroup", "AWS::CloudWatch::Dashboard", "AWS::ResourceGroups::Group",
+    "AWS::ApplicationInsights::Application", "AWS::Lambda::Permission"})
 
 
 def unsupported_resources(resources: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
