@@ -7,6 +7,8 @@ handler writes reaches the emulator's log and metrics through the invoker's tap 
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,34 @@ def test_a_runtime_other_than_this_interpreter_runs_here_with_a_warning() -> Non
     assert Outcome.SUCCESS == result.outcome, result.error_message
     [warning] = [line for line in logs if line["event"].startswith("runtime not installed here")]
     assert ("python3.12", "OrdersFunction") == (warning["runtime"], warning["function"])
+
+
+def test_a_worker_whose_invoker_dies_finishes_and_keeps_its_lines(tmp_path: Path) -> None:
+    """A poller restart or a killed child leaves its workers running, as Lambda lets an invocation finish when the
+    service loses its connection: the worker's lines then go to the invoker's own destination, and the handler
+    never sees the broken pipe of the log tap that died with its invoker."""
+    log_path = tmp_path / "invoker.log"
+    script = f"""
+import os, threading, time
+from pathlib import Path
+from seglog_emulator.invoker import FunctionSpec, LambdaInvoker
+spec = FunctionSpec(logical_id="OrdersFunction", Handler="orders.slow_print", Timeout=10)
+invoker = LambdaInvoker(spec, code=[Path({str(PLAIN_APP)!r})])
+threading.Thread(target=invoker.invoke, args=({{"seconds": 1.5}},), daemon=True).start()
+while not invoker.workers() or not invoker.workers()[0].request_id:  # past its Init, the event sent
+    time.sleep(0.05)
+time.sleep(0.5)  # the handler is asleep in its 1.5 s
+print("worker", invoker.workers()[0].pid, flush=True)
+os._exit(0)
+"""
+    with open(log_path, "wb") as log:
+        done = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=log, text=True,
+                              timeout=60, check=True)
+    pid = int(done.stdout.split()[-1])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.1)
+    written = log_path.read_text()
+    assert "printed after the invoker died" in written, written
+    assert "logged after the invoker died" in written
+    assert "BrokenPipeError" not in written

@@ -14,11 +14,78 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 import traceback
 from typing import Any
 
 #: Set by the worker wrapper (:func:`write_directly`): lines go straight to fd 2, not through structlog.
 _direct = False
+#: Where a worker's lines go once its invoker is gone (:class:`WorkerStderr`); None: dropped.
+_fallback: int | None = None
+
+
+def write_line(data: bytes) -> None:
+    """Write ``data`` to the worker's standard error in one write: the invoker's log tap; once that pipe has no
+    reader (the invoker's process died: a poller_restart, a child killed), the fallback descriptor the invoker
+    handed down (its own destination), so the lines of an invocation that runs on are kept and the handler never
+    sees a broken pipe, as a Lambda function never does when the service loses its connection."""
+    global _fallback
+    try:
+        os.write(2, data)
+        return
+    except OSError:
+        pass
+    target, _fallback = _fallback, None
+    if target is not None:
+        try:
+            os.dup2(target, 2)  # every later write (print, structlog, logging) goes there directly
+            os.dup2(target, 1)
+            os.write(2, data)
+            return
+        except OSError:
+            pass
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+class WorkerStderr:
+    """``sys.stdout`` and ``sys.stderr`` of a worker: text written through :func:`write_line`, whole lines at a
+    time (a partial line is held until its newline or a flush)."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            whole, _, self._pending = self._pending.rpartition("\n")
+            write_line((whole + "\n").encode("utf-8", "replace"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            text, self._pending = self._pending, ""
+            write_line(text.encode("utf-8", "replace"))
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 2
+
+    def writable(self) -> bool:
+        return True
+
+
+def install_worker_stderr(fallback: int | None) -> None:
+    """In a worker: its stdout and stderr write through :func:`write_line`, falling back to ``fallback``."""
+    global _fallback
+    _fallback = fallback
+    sys.stdout = sys.stderr = WorkerStderr()
 #: The worker's ids for the invocation in flight (``function_name``, ``request_id``).
 _context: dict[str, Any] = {}
 
@@ -62,7 +129,7 @@ class Logger:
 
             getattr(structlog.get_logger(self.name), level)(event, **fields)
             return
-        os.write(2, render(level, event, fields))
+        write_line(render(level, event, fields))
 
 
 def get_logger(name: str) -> Logger:

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import IO, Any, Final
 
 from seglog_emulator import logfeed, metrics
-from seglog_emulator.worker_process import DONE_MARK
+from seglog_emulator.worker_process import DONE_MARK, FALLBACK_VARIABLE
 
 #: How long a worker gets to exit on its own (stdin closed, or dying) before it is killed.
 EXIT_GRACE_SECONDS = 1.0
@@ -122,6 +122,18 @@ class LogTap:
                 metrics.dropped += 1
 
 
+def _descriptor(destination: int | IO[Any] | None) -> int | None:
+    """The file descriptor ``destination`` writes to (None: nowhere, or an object without one)."""
+    if destination == subprocess.DEVNULL:
+        return None
+    if isinstance(destination, int):
+        return destination if destination >= 0 else None
+    try:
+        return (sys.stderr if destination is None else destination).fileno()
+    except (AttributeError, OSError, ValueError):  # a test's StringIO, pytest's capture: no descriptor
+        return 2 if destination is None else None
+
+
 def _writer(destination: int | IO[Any] | None) -> Any:
     """A function writing one line, whole, to ``destination`` (see :class:`LogTap`)."""
     if destination == subprocess.DEVNULL:
@@ -159,14 +171,20 @@ class WorkerProcess:
         A new session keeps the terminal's Ctrl-C away from workers: the invoker decides when they stop.
         """
         read_end, write_end = os.pipe()
+        # The worker writes here itself if this process dies while it runs on (its lines are not lost).
+        fallback = _descriptor(stderr)
+        passed = (os.dup(fallback),) if fallback is not None else ()
+        env = {**env, **({FALLBACK_VARIABLE: str(passed[0])} if passed else {})}
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end,
-                                    env=dict(env), start_new_session=True)
+                                    env=dict(env), start_new_session=True, pass_fds=passed)
         except BaseException:
             os.close(read_end)
             raise
         finally:
             os.close(write_end)
+            for fd in passed:
+                os.close(fd)
         return cls(proc, LogTap(read_end, lane=f"{lane} pid {proc.pid}", destination=stderr, level=level))
 
     def __init__(self, proc: subprocess.Popen[bytes], tap: LogTap | None = None) -> None:

@@ -73,7 +73,10 @@ HOOK_VARIABLE: Final = "SEGLOG_EMULATOR_HOOK"
 #: Emulator-only settings the invoker hands the wrapper in its environment (the fault plan and its directory, the
 #: function's IAM permissions, the invocation hook), removed from ``os.environ`` before the handler is imported: a
 #: handler never sees them, as on AWS.
-WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, HOOK_VARIABLE)
+#: A descriptor the worker inherits: where its lines go if the invoker's log tap is gone (the invoker's own
+#: destination), so an invocation that outlives its invoker keeps its log.
+FALLBACK_VARIABLE: Final = "SEGLOG_LOG_FALLBACK_FD"
+WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, HOOK_VARIABLE, FALLBACK_VARIABLE)
 #: Written on stderr, with the request id, once an invocation is over and before its reply (see the protocol).
 DONE_MARK: Final = b"\x1eseglog-invocation-done "
 
@@ -238,6 +241,8 @@ def main() -> int:
     """Init once, then serve invocations until stdin closes."""
     global _hook_name
     requests, replies = _protocol_streams()
+    fallback = os.environ.get(FALLBACK_VARIABLE)
+    jsonlog.install_worker_stderr(int(fallback) if fallback else None)
     jsonlog.write_directly()
     _lambda_logging()
     started = time.perf_counter()
@@ -274,11 +279,10 @@ def main() -> int:
 
 def _done(request_id: str) -> None:
     """Tell the invoker's log tap that every line of ``request_id`` ("init": of the Init) is written."""
-    for stream in (sys.stdout, sys.stderr):  # a handler's buffered print() first
+    for stream in (sys.stdout, sys.stderr):  # a handler's unfinished print() line first
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    with contextlib.suppress(OSError):
-        os.write(2, DONE_MARK + request_id.encode() + b"\n")
+    jsonlog.write_line(DONE_MARK + request_id.encode() + b"\n")
 
 
 class _LambdaLogHandler(logging.Handler):
@@ -291,7 +295,7 @@ class _LambdaLogHandler(logging.Handler):
         try:
             when = dt.datetime.fromtimestamp(record.created, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
             text = self.format(record).replace("\n", "\r")  # one line: Lambda's runtime does the same
-            os.write(2, f"[{record.levelname}]\t{when}Z\t{jsonlog.current_request_id()}\t{text}\n".encode())
+            jsonlog.write_line(f"[{record.levelname}]\t{when}Z\t{jsonlog.current_request_id()}\t{text}\n".encode())
         except Exception:
             self.handleError(record)
 

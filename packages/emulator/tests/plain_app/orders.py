@@ -26,3 +26,13 @@ def handler(event, context):
     return {"order": event["order"], "boto3": boto3.__file__, "absent": absent,
             "loaded": sorted({m.split(".")[0] for m in sys.modules} & {"structlog", "seglog_core", "seglog_aws"}),
             "request_id": context.aws_request_id}
+
+
+def slow_print(event, context):
+    """Sleeps, then writes two lines (test_plain_handler.py kills its invoker meanwhile)."""
+    import time
+
+    time.sleep(event["seconds"])
+    print("printed after the invoker died")
+    logger.warning("logged after the invoker died")
+    return "done"
