@@ -49,6 +49,7 @@ from seglog_awsmodel.config import FunctionSpec as FunctionSpec  # what an invok
 from seglog_emulator import logfeed, sandbox
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
+from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.worker_handle import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
 from seglog_emulator.worker_process import HOOK_VARIABLE
 
@@ -165,7 +166,7 @@ class LambdaInvoker:
         self._iam = iam.to_json() if iam is not None else None
         self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
                         or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-        self.arn = f"arn:aws:lambda:{self._region}:{LOCAL_ACCOUNT_ID}:function:{function.logical_id}"
+        self.arn = function_arn(self._region, LOCAL_ACCOUNT_ID, function.logical_id)
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Condition()
         self._idle: list[WorkerProcess] = []  # most recently used last

@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlsplit
 import structlog
 
 from seglog_awsmodel.template import Template
+from seglog_emulator.iam import arns
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker
 
@@ -276,7 +277,7 @@ class LambdaApi:
 
 
 def function_arn(region: str, function: str) -> str:
-    return f"arn:aws:lambda:{region}:{LOCAL_ACCOUNT_ID}:function:{function}"
+    return arns.function_arn(region, LOCAL_ACCOUNT_ID, function)
 
 
 def _payload(result: InvocationResult) -> Any:

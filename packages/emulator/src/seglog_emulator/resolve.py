@@ -13,6 +13,7 @@ import functools
 from typing import Any
 
 from seglog_awsmodel.template import Template, TemplateError
+from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_stack.provision import resource_name
 
@@ -73,7 +74,7 @@ class LocalResolver:
         if type_ == "AWS::SNS::Topic" and attribute == "TopicArn":
             return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
         if type_ == "AWS::Serverless::Function" and attribute == "Arn":
-            return f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{logical}"
+            return function_arn(self.region, LOCAL_ACCOUNT_ID, logical)
         raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")
 
     @functools.cache  # noqa: B019 - one resolver per process, a handful of names

@@ -135,19 +135,14 @@ def _descriptor(destination: int | IO[Any] | None) -> int | None:
 
 
 def _writer(destination: int | IO[Any] | None) -> Any:
-    """A function writing one line, whole, to ``destination`` (see :class:`LogTap`)."""
-    if destination == subprocess.DEVNULL:
-        return lambda _line: None
-    if destination is None:
-        destination = sys.stderr
-    if isinstance(destination, int):
-        fd = destination
-    else:
-        try:
-            fd = destination.fileno()
-        except (AttributeError, OSError, ValueError):  # a file object without a descriptor (a test's StringIO)
-            stream = destination
-            return lambda line: (stream.write(line.decode(errors="replace")), stream.flush())
+    """A function writing one line, whole, to ``destination`` (see :class:`LogTap`): to its descriptor, or, for a
+    file object without one (a test's StringIO), through its ``write``."""
+    fd = _descriptor(destination)
+    if fd is None:
+        if destination is None or isinstance(destination, int):
+            return lambda _line: None
+        stream = destination
+        return lambda line: (stream.write(line.decode(errors="replace")), stream.flush())
 
     def write(line: bytes) -> None:
         with contextlib.suppress(OSError):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from seglog_emulator.errors import IamTemplateError
-from seglog_emulator.iam.arns import local_arn
+from seglog_emulator.iam.arns import function_arn, local_arn
 from seglog_stack.provision import resource_name
 
 Fallback = Callable[[Any], Any]
@@ -98,7 +98,7 @@ class PolicyIntrinsics:
             ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{self.region}:{self.account}:{name}",
             ("AWS::SQS::Queue", "QueueName"): name,
             ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{self.account}:role/{name}",
-            ("AWS::Lambda::Function", "Arn"): f"arn:aws:lambda:{self.region}:{self.account}:function:{logical}",
+            ("AWS::Lambda::Function", "Arn"): function_arn(self.region, self.account, logical),
             ("AWS::SNS::Topic", "TopicArn"): f"arn:aws:sns:{self.region}:{self.account}:{name}",
             ("AWS::SNS::Topic", "TopicName"): name,
         }.get((type_, attribute))

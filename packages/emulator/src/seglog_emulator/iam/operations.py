@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
-from seglog_emulator.iam.arns import local_arn
+from seglog_emulator.iam.arns import function_arn, local_arn
 from seglog_emulator.iam.conditions import Context
 
 
@@ -252,7 +252,7 @@ def _function_arn(params: Mapping[str, Any], target: Target) -> list[Check]:
     if name.startswith("arn:"):
         arn = local_arn(name, target.region)
     else:
-        arn = f"arn:aws:lambda:{target.region}:{target.account}:function:{name}"
+        arn = function_arn(target.region, target.account, name)
     if params.get("Qualifier"):
         arn = f"{arn}:{params['Qualifier']}"
     return [Check("lambda:InvokeFunction", arn)]

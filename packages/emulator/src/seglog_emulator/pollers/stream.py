@@ -55,6 +55,7 @@ from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, s
 from seglog_core.crashpoints import ROUTER_AFTER_SEND
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
 from seglog_emulator.pollers.usage import PollerUsage, ShardAges
@@ -318,7 +319,7 @@ class StreamPoller:
 
     def _function_arn(self) -> str:
         arn = getattr(self.invoker, "arn", None)
-        return str(arn) if arn else f"arn:aws:lambda:{self.region}:{LOCAL_ACCOUNT_ID}:function:{self.mapping.function}"
+        return str(arn) if arn else function_arn(self.region, LOCAL_ACCOUNT_ID, self.mapping.function)
 
 
 def _created(record: Mapping[str, Any]) -> float | None:
