@@ -36,6 +36,7 @@ COPY --chown=seglog:seglog packages/sim/pyproject.toml packages/sim/
 COPY --chown=seglog:seglog packages/report/pyproject.toml packages/report/
 COPY --chown=seglog:seglog packages/cli/pyproject.toml packages/cli/
 COPY --chown=seglog:seglog packages/client/pyproject.toml packages/client/
+COPY --chown=seglog:seglog packages/plugin/pyproject.toml packages/plugin/
 COPY --chown=seglog:seglog services/pyproject.toml services/
 RUN uv sync --all-packages --no-dev --no-install-workspace
 

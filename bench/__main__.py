@@ -42,6 +42,7 @@ from bench import (
     bench_stall,
 )
 from bench.support import Headline, local_deployment, options, profiles, quiet_logs
+from seglog_plugin.resources import backend_of
 
 FOLD_TARGET = 200_000
 
@@ -100,7 +101,7 @@ def main() -> None:
     for profile in profiles(args.profile):
         print(f"\n# profile {profile}{' (quick)' if args.quick else ''}", flush=True)
         with local_deployment(profile) as deployment:
-            backend = deployment.backend()
+            backend = backend_of(deployment)
             for name, on_backend in (("bench_append", bench_append.run), ("bench_latency", bench_latency.run),
                                      ("bench_contention", bench_contention.run), ("bench_load", bench_load.run)):
                 lines += [h.line(profile) for h in _timed(name, on_backend)(backend, args.quick)]

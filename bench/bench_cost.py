@@ -35,7 +35,8 @@ from bench.bench_pipeline import Measured, drain, edit_concurrently, emulated, r
 from bench.support import Headline, deployed, scratch
 from seglog_awsmodel.template import default_template_path, load_template
 from seglog_client import SeglogClient
-from seglog_emulator.chaos.watch import SnapshotWatcher
+from seglog_plugin.chaos.watch import SnapshotWatcher
+from seglog_plugin.resources import backend_of
 from seglog_report.cost import Ledger, ledger
 from seglog_report.metering import Metering
 from seglog_stack.local import LocalDeployment
@@ -122,7 +123,7 @@ def run(deployment: LocalDeployment, quick: bool, *, snapshot_every: int | None 
             measured.seconds = time.monotonic() - started
             measured.load = os.getloadavg()[0]
             expected = sum(1 for (_, _, num) in measured.acks if num % every == 0)
-            watcher = SnapshotWatcher(pipe.backend(), sheets).start()
+            watcher = SnapshotWatcher(backend_of(pipe), sheets).start()
             try:
                 drain(watcher, expected=expected)
             finally:

@@ -55,11 +55,12 @@ from seglog_aws.backend import Backend
 from seglog_awsmodel.template import default_template_path
 from seglog_client import START, Credentials, SeglogClient, edits, set_cell
 from seglog_core.pipeline.order import ORDER_WAIT_SECONDS
-from seglog_emulator.chaos import Campaign, RunReport, Workload
-from seglog_emulator.chaos.watch import SnapshotWatcher
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor_process import SupervisorProcess
+from seglog_plugin.chaos import Campaign, RunReport, Workload
+from seglog_plugin.chaos.watch import SnapshotWatcher
+from seglog_plugin.resources import backend_of
 from seglog_stack import local
 from seglog_stack.local import LocalDeployment
 
@@ -159,7 +160,7 @@ def steady_state(deployment: LocalDeployment, load: Load, work: Path) -> list[He
                   log_path=log_path) as (pipe, supervisor, ready):
         measured.ready_seconds = ready
         settings = supervisor.settings
-        measure(pipe.backend(), settings.api_url, settings.api_credentials[0], load, measured)
+        measure(backend_of(pipe), settings.api_url, settings.api_credentials[0], load, measured)
     return report(measured, read_log(log_path))
 
 

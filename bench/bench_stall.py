@@ -5,8 +5,8 @@ Run: uv run --no-sync python -m bench.bench_stall [--profile ...] [--quick] [--m
 The emulator runs as ``seglog emulate --faults all --rate 0.05 --seed 7 --parameter SnapshotEvery=10`` runs it:
 the template's defaults otherwise (a 60 s worker timeout, the queue's 360 s visibility timeout, a 60 s takeover),
 on resources of its own on the bench stack. One signed client appends to one sheet through the API as fast as it
-is answered (:class:`~seglog_emulator.chaos.progress.FastWriter`), so a snapshot falls due every ten answers,
-while :class:`~seglog_emulator.chaos.progress.SnapshotProgress` reads the sheet's latest completed snapshot each
+is answered (:class:`~seglog_plugin.chaos.progress.FastWriter`), so a snapshot falls due every ten answers,
+while :class:`~seglog_plugin.chaos.progress.SnapshotProgress` reads the sheet's latest completed snapshot each
 second. A stall is the time between two of its moves; the figures are their p50 and max, and the 90-second
 windows in which it did not move at all. A job lost before its claim with nothing to recover it shows as a stall
 of the queue's visibility timeout (360 s).
@@ -25,8 +25,9 @@ from bench.bench_pipeline import emulated
 from bench.support import Headline, local_deployment, percentile, profiles, quiet_logs
 from seglog_cli.emulator_commands import fault_plan
 from seglog_client import SeglogClient
-from seglog_emulator.chaos.progress import FastWriter, SnapshotProgress, stalls, still_windows
 from seglog_emulator.faults.runtime import FaultRuntime
+from seglog_plugin.chaos.progress import FastWriter, SnapshotProgress, stalls, still_windows
+from seglog_plugin.resources import backend_of
 from seglog_stack.local import LocalDeployment
 
 #: The windows each of which must see the latest completed snapshot move (the liveness test's).
@@ -51,7 +52,7 @@ def measure(deployment: LocalDeployment, *, minutes: float, seed: int, rate: flo
             api = SeglogClient(emulator.api_url, credentials=emulator.settings.api_credentials[0])
             log_id = api.create().log_id
             writer = FastWriter(api, log_id).start()
-            progress = SnapshotProgress(pipe.backend().store, log_id).start()
+            progress = SnapshotProgress(backend_of(pipe).store, log_id).start()
             started = time.monotonic()
             try:
                 while time.monotonic() - started < minutes * 60:

@@ -23,7 +23,8 @@ from seglog_aws.backend import Backend
 from seglog_aws.items import entry_to_item
 from seglog_core import logs
 from seglog_core.schema import Entry, SetCell, encode_body
-from seglog_emulator.chaos.watch import percentile as chaos_percentile
+from seglog_plugin.chaos.watch import percentile as chaos_percentile
+from seglog_plugin.resources import backend_of
 from seglog_stack import StackConfig, StackManager, local
 from seglog_stack.local import LocalDeployment
 
@@ -42,7 +43,7 @@ ITEM_SIZE = 1000
 def local_backend(profile: str) -> Iterator[Backend]:
     """Start a provisioned stack of ``profile`` in a temporary run dir; stop it and remove the dir at the end."""
     with local_deployment(profile) as deployment:
-        yield deployment.backend()
+        yield backend_of(deployment)
 
 
 @contextmanager
@@ -166,7 +167,7 @@ def profiles(choice: str) -> tuple[str, ...]:
 
 def standalone(description: str, run: Callable[[Backend, bool], list[Headline]]) -> None:
     """``python -m bench.<module>``: run one benchmark on each chosen profile and print its headlines."""
-    deployed(description, lambda deployment, quick: run(deployment.backend(), quick))
+    deployed(description, lambda deployment, quick: run(backend_of(deployment), quick))
 
 
 def deployed(description: str, run: Callable[[LocalDeployment, bool], list[Headline]]) -> None:

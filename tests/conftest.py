@@ -29,6 +29,7 @@ from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_awsmodel.template import load_template
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_plugin.resources import backend_of
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
 from seglog_sim.aws.sqs import SimSQS, SimSQSClient
@@ -128,7 +129,7 @@ def deployment(request: pytest.FixtureRequest, stacks: _Stacks) -> local.LocalDe
 @pytest.fixture
 def backend(deployment: local.LocalDeployment) -> Backend:
     """Fresh clients (and a fresh meter) on the session's deployment."""
-    return deployment.backend()
+    return backend_of(deployment)
 
 
 def _marks(name: str) -> list[pytest.MarkDecorator]:
@@ -168,7 +169,7 @@ def stores(request: pytest.FixtureRequest, stacks: _Stacks) -> tuple[LogStore, B
         s3.create_bucket("seglog-sim")
         return (DynamoDBLogStore(sim_dynamodb(), segments_table="Segments", entries_table="Entries"),
                 S3BlobStore(SimS3Client.of(s3), bucket="seglog-sim"))
-    backend = stacks.deployment(request.param).backend()
+    backend = backend_of(stacks.deployment(request.param))
     return backend.store, backend.blobs
 
 
@@ -179,7 +180,7 @@ def pending_store(request: pytest.FixtureRequest, stacks: _Stacks) -> PendingSto
         return InMemoryPendingStore()
     if request.param == "sim":
         return DynamoDBPendingStore(sim_dynamodb(), table="PendingSnapshots")
-    return stacks.deployment(request.param).backend().pending
+    return backend_of(stacks.deployment(request.param)).pending
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_core.document import SheetDocument
 from seglog_core.pipeline import SnapshotWorker, route
 from seglog_core.ports import QueueMessage
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_stack.local import LocalDeployment
 
 
@@ -33,7 +34,7 @@ class PipelineDriver:
 
     def __init__(self, deployment: LocalDeployment, *, max_receive: int | None = None) -> None:
         """``max_receive``: give the queue a DLQ (``dlq_url``) that takes a message at that receive count."""
-        self.backend: Backend = deployment.backend()
+        self.backend: Backend = backend_of(deployment)
         session = local_session(deployment.region)
         self.sqs = client("sqs", session=session, endpoint_url=deployment.endpoints["sqs"])
         name = f"t-{uuid.uuid4().hex[:12]}"
@@ -48,7 +49,7 @@ class PipelineDriver:
         self.queue = SqsJobQueue(self.sqs, queue_url=url)
         streams = client("dynamodbstreams", session=session, endpoint_url=deployment.endpoints["dynamodbstreams"])
         ddb = client("dynamodb", session=session, endpoint_url=deployment.endpoints["dynamodb"])
-        self.reader = StreamReader.for_table(streams, ddb, deployment.resources.entries_table)
+        self.reader = StreamReader.for_table(streams, ddb, resources_of(deployment).entries_table)
         #: Last sequence number read per shard; the table lives for the test session, so reading from
         #: TRIM_HORIZON and keeping only our logs' entries is cheap.
         self.positions: dict[str, str] = {}

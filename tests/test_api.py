@@ -21,6 +21,7 @@ from structlog.testing import capture_logs
 from seglog_awsmodel.events import http_api_event
 from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import EMPTY_SNAPSHOT_ROOT, PendingSnapshot, SetRange
+from seglog_plugin.resources import backend_of, local_env
 from seglog_services import runtime
 from seglog_services.api import app, handler, openapi, routes
 from seglog_stack.local import LocalDeployment
@@ -94,7 +95,7 @@ class Api:
 
 def use_deployment(deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
     """Point the function at the deployment, as the template's environment does, with fresh clients."""
-    for key, value in {**deployment.env(), "SEGLOG_SNAPSHOT_EVERY": "1000", **env}.items():
+    for key, value in {**local_env(deployment), "SEGLOG_SNAPSHOT_EVERY": "1000", **env}.items():
         monkeypatch.setenv(key, value)
     runtime.backend.cache_clear()
 
@@ -176,7 +177,7 @@ def test_a_sheet_larger_than_a_lambda_response_loads_in_pages_of_one_state(
     and an edit made between two pages does not show up in the later page (they read one state)."""
     log_id = api.create()
     lid = uuid.UUID(log_id)
-    writer = deployment.backend().event_log()
+    writer = backend_of(deployment).event_log()
     rows = [[f"r{r}c{c}:" + "x" * 80 for c in range(5)] for r in range(20_000)]
     for start in range(0, len(rows), 4000):
         writer.append(lid, SetRange(row=start + 1, col=1, values=rows[start:start + 4000]))
@@ -237,7 +238,7 @@ def test_sync_answers_the_entries_after_a_position_and_the_new_position(api: Api
 def test_sync_asks_a_client_behind_both_latest_segments_to_reload(api: Api, deployment: LocalDeployment) -> None:
     log_id = api.create()
     lid = uuid.UUID(log_id)
-    backend = deployment.backend()
+    backend = backend_of(deployment)
     writer = backend.event_log()
     writer.start_segment(lid)
     # Nothing was appended, so the empty document is the true state at segment 1's snapshot entry.
@@ -260,7 +261,7 @@ def test_sync_past_the_end_of_a_closed_segment_is_an_unknown_position(api: Api, 
     """Segment 0 ends at its EndSegment 0/1 once segment 1 exists: a sync after 0/5 names a position the log never
     held (it used to answer segment 1's entries as if they followed it). After the EndSegment it goes on at 1/1."""
     log_id = api.create()
-    deployment.backend().event_log().start_segment(uuid.UUID(log_id))
+    backend_of(deployment).event_log().start_segment(uuid.UUID(log_id))
     api.append(log_id, {"type": "set", "ref": "A1", "value": 1})
 
     past = api.call("GET", f"/sheets/{log_id}/entries", query={"segment": "0", "after": "5"})
@@ -303,7 +304,7 @@ def test_a_retry_whose_since_retention_retired_is_answered_or_refused_never_stor
     use_deployment(deployment, monkeypatch, SEGLOG_RETENTION_MIN_AGE_SECONDS="3600")
     log_id = api.create()
     lid = uuid.UUID(log_id)
-    backend = deployment.backend()
+    backend = backend_of(deployment)
     writer = backend.event_log()
     landed_id, lost_id = str(uuid.uuid4()), str(uuid.uuid4())
     landed_entry, lost_entry = {"type": "set", "ref": "A1", "value": 1}, {"type": "set", "ref": "A2", "value": 2}
@@ -437,7 +438,7 @@ def test_snapshot_status_lists_completed_snapshots_per_segment_and_pending_build
     lid = uuid.UUID(log_id)
     api.append(log_id, {"type": "set", "ref": "A1", "value": 1})
     api.append(log_id, {"type": "set", "ref": "A2", "value": 2})  # num 2: the policy appends Snapshot entry 3
-    backend = deployment.backend()
+    backend = backend_of(deployment)
     backend.pending.create(PendingSnapshot(log_id=lid, segment=0, entry=3, created=100, modified=100))
 
     reply = api.call("GET", f"/sheets/{log_id}/snapshots")

@@ -18,6 +18,7 @@ import openpyxl
 import pytest
 
 from seglog_core.bodies import MAX_BODY
+from seglog_plugin.resources import backend_of
 from seglog_services import runtime
 from seglog_stack.local import LocalDeployment
 from test_api import OMIT, START, Api, Reply, assert_error, use_deployment
@@ -78,7 +79,7 @@ def test_step_1_answers_a_presigned_put_whose_object_carries_the_discardable_tag
     assert "X-Amz-Signature=" in body["url"]
     assert "content-length%3Bcontent-type%3Bhost%3Bif-none-match%3Bx-amz-tagging" in body["url"]  # X-Amz-SignedHeaders
     assert 200 == put(body, data)
-    s3 = deployment.backend().blobs
+    s3 = backend_of(deployment).blobs
     assert data == s3.get(body["key"])
     assert s3.is_discardable(body["key"])
 
@@ -148,7 +149,7 @@ def test_a_presigned_url_writes_once_and_the_entry_is_made_of_the_first_upload(
 
     assert 200 == landed.status, landed.json
     assert [["name", "qty"], ["bolt", 12]] == api.call("GET", f"/sheets/{log_id}").json["rows"]
-    assert b"name,qty\nbolt,12\n" == deployment.backend().blobs.get(first["key"])
+    assert b"name,qty\nbolt,12\n" == backend_of(deployment).blobs.get(first["key"])
 
 
 def test_an_uploaded_range_the_sheet_cannot_take_is_422_does_not_fit_as_an_append_is(api: Api) -> None:
@@ -187,7 +188,7 @@ def test_a_range_upload_put_without_its_tag_is_tagged_when_completed(api: Api, d
     step_1 = api.call("POST", f"/sheets/{log_id}/uploads", {"size": len(data), "content_type": "application/json"}
                       ).json
     assert 200 == put(step_1, data, {"Content-Type": "application/json"})
-    blobs = deployment.backend().blobs
+    blobs = backend_of(deployment).blobs
     if blobs.is_discardable(step_1["key"]):
         pytest.fail("the store applied a tag the PUT did not send")
 
@@ -203,7 +204,7 @@ def test_an_imported_file_is_kept_however_often_its_completion_is_repeated(
     completion tagged it discardable again and nothing untagged it, so the lifecycle rule expired it."""
     log_id = api.create()
     uploaded = upload(api, log_id, b"name,qty\nbolt,12\n", "text/csv")
-    blobs = deployment.backend().blobs
+    blobs = backend_of(deployment).blobs
     assert blobs.is_discardable(uploaded["key"])  # as PUT: abandoned, it would expire
 
     first = complete(api, log_id, uploaded["upload_id"], "imp")
@@ -218,7 +219,7 @@ def test_a_repeated_completion_keeps_the_body_the_router_already_kept(api: Api, 
     log_id = api.create()
     uploaded = upload(api, log_id, b"a,b\n", "text/csv")
     first = complete(api, log_id, uploaded["upload_id"], "imp", since=START).json
-    blobs = deployment.backend().blobs
+    blobs = backend_of(deployment).blobs
     blobs.keep(first["external"])  # what the stream router does on the entry's INSERT
 
     again = complete(api, log_id, uploaded["upload_id"], "imp", since=START)

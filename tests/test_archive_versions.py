@@ -12,6 +12,7 @@ from seglog_aws.clients import client, local_session
 from seglog_core import errors
 from seglog_core.retention import apply_retention, archive_key, read_archive
 from seglog_core.verify import verify_log
+from seglog_plugin.resources import resources_of
 from seglog_stack import local
 from test_retention import KEEP_TWO, make_log
 
@@ -25,7 +26,7 @@ def test_an_overwritten_then_deleted_archive_is_restored_from_the_version_retent
     GetObject with its VersionId returns the bytes retention wrote, and putting them back makes the log whole."""
     store, blobs = backend.store, backend.blobs
     s3 = client("s3", session=local_session(deployment.region), endpoint_url=deployment.endpoints["s3"])
-    bucket = deployment.resources.bucket
+    bucket = resources_of(deployment).bucket
     log_id = make_log(store, blobs, segments=3)
     whole = list(store.entries(log_id, 0))
     assert [0] == apply_retention(store, blobs, log_id, KEEP_TWO)

@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 
 from seglog_cli.main import cli
 from seglog_core.reader import LogReader
+from seglog_plugin.resources import backend_of, local_env
 from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.stack
 
 @pytest.fixture
 def run(deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    for key, value in deployment.env().items():
+    for key, value in local_env(deployment).items():
         monkeypatch.setenv(key, value)
     runner = CliRunner()
 
@@ -37,7 +38,7 @@ def run(deployment: LocalDeployment, monkeypatch: pytest.MonkeyPatch):  # type: 
 
 
 def _entries(deployment: LocalDeployment, log: str) -> list[dict[str, object]]:
-    reader = LogReader(store=deployment.backend().store)
+    reader = LogReader(store=backend_of(deployment).store)
     return [{"num": e.num, "K": e.entry_id} for e in reader.all_entries(uuid.UUID(log))]
 
 
@@ -80,7 +81,7 @@ def test_a_repeat_with_the_printed_since_finds_its_entry_behind_a_later_snapshot
     entry_id = str(uuid.uuid4())
     first = run("sheet", "set", log, "A1=1", "--entry-id", entry_id)
     since = first.stdout.split("--since ")[1].split(")")[0]
-    backend, lid = deployment.backend(), uuid.UUID(log)
+    backend, lid = backend_of(deployment), uuid.UUID(log)
     snapshot = backend.event_log().append_snapshot(lid)
     backend.store.complete_snapshot(lid, snapshot.segment, snapshot.num, "root-of-a-later-snapshot")
 
@@ -148,7 +149,7 @@ def test_concurrent_processes_leave_a_gap_free_log_with_each_entry_id_once(stack
     """
     deployment = stacks.deployment("dynamodb-local")
     calls = int(os.environ.get("SEGLOG_CLI_CALLS", "5"))
-    env = {**os.environ, **deployment.env()}
+    env = {**os.environ, **local_env(deployment)}
     seglog = str(Path(sys.executable).with_name("seglog"))
     log = subprocess.run([seglog, "sheet", "create"], env=env, check=True, capture_output=True, text=True,
                          stdin=subprocess.DEVNULL).stdout.strip()

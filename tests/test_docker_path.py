@@ -27,6 +27,7 @@ import yaml
 from seglog_awsmodel.template import load_template
 from seglog_cli.emulator_commands import emulate
 from seglog_core.verify import verify_log
+from seglog_plugin.resources import backend_of
 from seglog_stack import DYNAMODB_PORT_ENV, LOCALSTACK_PORT_ENV, SERVICES, Profile, docker_available, local
 from seglog_stack.config import DEFAULT_REGION
 from seglog_stack.info import ENDPOINT_ENV, stack_env
@@ -394,7 +395,7 @@ def create_append_snapshot_verify(api: str, deployment: LocalDeployment, timeout
     assert 200 == status, loaded
     assert snapshots["latest"] == {k: loaded["snapshot"][k] for k in ("segment", "num")}
 
-    backend = deployment.backend()
+    backend = backend_of(deployment)
     report = verify_log(backend.store, log_id, acknowledged=acknowledged, blobs=backend.blobs,
                         pending=backend.pending, quiescent=True)
     assert [] == [v.to_dict() for v in report.violations]

@@ -29,6 +29,7 @@ from seglog_awsmodel.events import (
     stream_event,
     stream_record,
 )
+from seglog_plugin.resources import resources_of
 from seglog_stack.local import LocalDeployment
 
 # One record of the DynamoDB Streams event, from the "Example event" of the with-ddb page (a TTL delete carries
@@ -170,7 +171,7 @@ def clients(deployment: LocalDeployment) -> dict[str, Any]:
 
 @pytest.fixture
 def reader(deployment: LocalDeployment, clients: dict[str, Any]) -> StreamReader:
-    return StreamReader(clients["dynamodbstreams"], deployment.resources.entries_stream_arn)
+    return StreamReader(clients["dynamodbstreams"], resources_of(deployment).entries_stream_arn)
 
 
 def segment_key() -> bytes:
@@ -217,7 +218,7 @@ def of_key(g: bytes) -> Callable[[dict[str, Any]], bool]:
 def test_the_stream_reader_finds_the_tables_stream(deployment: LocalDeployment, clients: dict[str, Any],
                                                    reader: StreamReader) -> None:
     by_table = StreamReader.for_table(clients["dynamodbstreams"], clients["dynamodb"],
-                                      deployment.resources.entries_table)
+                                      resources_of(deployment).entries_table)
     assert reader.stream_arn == by_table.stream_arn
     shards = reader.shards()
     assert shards, "an enabled stream has at least one shard"
@@ -230,7 +231,7 @@ def test_the_stream_reader_finds_the_tables_stream(deployment: LocalDeployment, 
 @pytest.mark.stack
 def test_insert_modify_remove_become_the_lambda_stream_event(deployment: LocalDeployment, clients: dict[str, Any],
                                                              reader: StreamReader) -> None:
-    ddb, table = clients["dynamodb"], deployment.resources.entries_table
+    ddb, table = clients["dynamodb"], resources_of(deployment).entries_table
     g = segment_key()
     key = {"G": {"B": g}, "N": {"N": "0"}}
     item = {**key, "C": {"N": "1700000000"}, "T": {"S": "Snapshot"}, "V": {"N": "1"}, "B": {"B": b"\x00\x01\xff"},
@@ -283,7 +284,7 @@ def test_insert_modify_remove_become_the_lambda_stream_event(deployment: LocalDe
 @pytest.mark.stack
 def test_reading_at_and_after_a_sequence_number(deployment: LocalDeployment, clients: dict[str, Any],
                                                 reader: StreamReader) -> None:
-    ddb, table = clients["dynamodb"], deployment.resources.entries_table
+    ddb, table = clients["dynamodb"], resources_of(deployment).entries_table
     g = segment_key()
     iterators = latest_iterators(reader)
     for n in range(3):
@@ -307,7 +308,7 @@ def test_reading_at_and_after_a_sequence_number(deployment: LocalDeployment, cli
 def test_reading_from_the_trim_horizon_reaches_new_records(deployment: LocalDeployment, clients: dict[str, Any],
                                                            reader: StreamReader) -> None:
     g = segment_key()
-    clients["dynamodb"].put_item(TableName=deployment.resources.entries_table,
+    clients["dynamodb"].put_item(TableName=resources_of(deployment).entries_table,
                                  Item={"G": {"B": g}, "N": {"N": "0"}})
     iterators = {s["ShardId"]: reader.iterator(s["ShardId"], ShardIteratorType.TRIM_HORIZON)
                  for s in reader.shards()}
@@ -340,7 +341,7 @@ def test_binary_and_list_message_attributes_take_lambdas_spelling() -> None:
 @pytest.fixture
 def queue(deployment: LocalDeployment, clients: dict[str, Any]) -> tuple[str, str]:
     """The deployment's snapshot queue: (url, arn)."""
-    url = deployment.resources.queue_url
+    url = resources_of(deployment).queue_url
     attributes = clients["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
     return url, attributes["QueueArn"]
 

@@ -20,6 +20,7 @@ from seglog_core.ports import BlobStore
 from seglog_core.schema import SetCell, SetRange
 from seglog_core.snapshot import load_root
 from seglog_core.verify import verify_log
+from seglog_plugin.resources import local_env, resources_of
 from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
@@ -134,7 +135,7 @@ def test_the_deployed_handlers_run_on_real_lambda_events(deployment: LocalDeploy
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from seglog_services import runtime, snapshot_worker, stream_router
 
-    for key, value in deployment.env().items():
+    for key, value in local_env(deployment).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("SEGLOG_CHUNK_CELLS", "50")
     runtime.backend.cache_clear()
@@ -148,17 +149,17 @@ def test_the_deployed_handlers_run_on_real_lambda_events(deployment: LocalDeploy
     event = stream_event(ours, event_source_arn=driver.reader.stream_arn, region=deployment.region)
     assert stream_router.handler(event, None) == {"batchItemFailures": []}
     b = driver.backend
-    queue_arn = b.sqs.get_queue_attributes(QueueUrl=deployment.resources.queue_url,
+    queue_arn = b.sqs.get_queue_attributes(QueueUrl=resources_of(deployment).queue_url,
                                            AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     done = False
     deadline = time.monotonic() + 20
     while not done and time.monotonic() < deadline:
-        messages = b.sqs.receive_message(QueueUrl=deployment.resources.queue_url, MaxNumberOfMessages=1,
+        messages = b.sqs.receive_message(QueueUrl=resources_of(deployment).queue_url, MaxNumberOfMessages=1,
                                          VisibilityTimeout=30, MessageSystemAttributeNames=["All"],
                                          MessageAttributeNames=["All"]).get("Messages", [])
         for m in messages:
             if str(log_id) not in m["Body"]:  # another test's job: leave it
-                b.sqs.change_message_visibility(QueueUrl=deployment.resources.queue_url,
+                b.sqs.change_message_visibility(QueueUrl=resources_of(deployment).queue_url,
                                                 ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0)
                 continue
             response = snapshot_worker.handler(sqs_event([m], queue_arn=queue_arn, region=deployment.region), None)
@@ -179,7 +180,7 @@ def test_cli_rebuild_after_retain_delete_keeps_every_snapshot_and_verify_is_clea
     for i in range(24):
         log.append(log_id, SetCell(row=i % 5 + 1, col=i % 3 + 1, value=i))
         driver.drain()
-    for key, value in deployment.env().items():
+    for key, value in local_env(deployment).items():
         monkeypatch.setenv(key, value)
     runner = CliRunner()
     b = driver.backend

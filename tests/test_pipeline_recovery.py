@@ -28,6 +28,7 @@ from seglog_core.retention import RetentionPolicy, apply_retention
 from seglog_core.schema import Entry, EntryType, PendingSnapshot, SetCell, SnapshotJob, encode_body
 from seglog_core.verify import verify_log
 from seglog_emulator.status import read_status
+from seglog_plugin.resources import local_env, resources_of
 from seglog_services.snapshot_sweep import sweep
 from seglog_stack.local import LocalDeployment
 
@@ -239,7 +240,7 @@ def _put_raw(deployment: LocalDeployment, entry: Entry, *, type_: str | None = N
     if type_ is not None:
         item["T"] = {"S": type_}
     ddb = client("dynamodb", session=local_session(deployment.region), endpoint_url=deployment.endpoints["dynamodb"])
-    ddb.put_item(TableName=deployment.resources.entries_table, Item=item)
+    ddb.put_item(TableName=resources_of(deployment).entries_table, Item=item)
 
 
 def test_an_entry_of_a_type_only_newer_code_knows_blocks_the_snapshots_after_it_with_a_reason(
@@ -292,7 +293,7 @@ def test_a_body_version_from_newer_code_blocks_its_snapshot_until_newer_code_bui
     assert item is not None
     assert (reason, False, 1) == (item.blocked, item.active, item.increment)
     monkeypatch.setattr(SetCell, "VERSION", 2)  # newer code: first the operator's CLI, then the worker
-    for key, value in deployment.env().items():
+    for key, value in local_env(deployment).items():
         monkeypatch.setenv(key, value)
     shown = CliRunner().invoke(cli, ["log", "verify", str(log_id)])
     assert 1 == shown.exit_code

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 
 from seglog_aws.clients import client, local_session
 from seglog_awsmodel.template import load_template
+from seglog_plugin.resources import resources_of
 from seglog_stack import local
 from seglog_stack.provision import physical_name
 
@@ -34,7 +35,7 @@ def clients(deployment: local.LocalDeployment) -> tuple[Any, Any]:
 
 
 def stack_of(deployment: local.LocalDeployment) -> str:
-    return deployment.resources.entries_table.rsplit("-", 1)[0]
+    return resources_of(deployment).entries_table.rsplit("-", 1)[0]
 
 
 def sse_by_queue(deployment: local.LocalDeployment, template: Path | None = None) -> dict[str, str | None]:
@@ -70,7 +71,7 @@ def test_the_bucket_carries_the_tls_only_policy_with_its_arns_resolved(deploymen
     """!GetAtt SnapshotBucket.Arn and !Sub "${SnapshotBucket.Arn}/*" become the local bucket's ARNs (S3 ARNs
     name no region or account: arn:aws:s3:::bucket)."""
     _, s3 = clients(deployment)
-    bucket = deployment.resources.bucket
+    bucket = resources_of(deployment).bucket
     policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
     expected = [{
         "Sid": "DenyInsecureTransport",
@@ -87,7 +88,7 @@ def test_the_bucket_is_versioned_with_the_templates_lifecycle_rules(deployment: 
     """The template's rules in the S3 API's shape (a CloudFormation Prefix becomes a Filter, ExpiredObjectDeleteMarker
     moves into Expiration, a Ref takes the parameter's value), so the local bucket keeps versions as AWS's does."""
     _, s3 = clients(deployment)
-    bucket = deployment.resources.bucket
+    bucket = resources_of(deployment).bucket
     assert "Enabled" == s3.get_bucket_versioning(Bucket=bucket).get("Status")
     rules = {r["ID"]: r for r in s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]}
     template_rules = load_template(None).resources["SnapshotBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
@@ -124,7 +125,7 @@ def test_provisioning_again_keeps_the_hardening(deployment: local.LocalDeploymen
     """`seglog up` provisions an existing stack again (idempotent): the policy is put again, the queues kept."""
     again = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
                             stack_name=stack_of(deployment))
-    assert deployment.resources == again.resources
+    assert resources_of(deployment) == again.resources
     sqs, s3 = clients(deployment)
     attributes = sqs.get_queue_attributes(QueueUrl=again.resources.queue_url,
                                           AttributeNames=["SqsManagedSseEnabled"])["Attributes"]

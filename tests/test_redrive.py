@@ -17,6 +17,7 @@ from seglog_aws import redrive as redrive_module
 from seglog_aws.clients import client, local_session
 from seglog_aws.redrive import redrive
 from seglog_cli.main import cli
+from seglog_plugin.resources import local_env
 from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
@@ -124,7 +125,7 @@ def test_seglog_redrive_moves_the_dlq_back_and_says_what_is_left(deployment: Loc
     """The command works on the queues the environment names (as the stack's outputs set them) and its summary
     tells how many moved and how many are still in the DLQ."""
     dlq, queue = queues
-    for key, value in {**deployment.env(), "SEGLOG_QUEUE_URL": queue, "SEGLOG_DLQ_URL": dlq}.items():
+    for key, value in {**local_env(deployment), "SEGLOG_QUEUE_URL": queue, "SEGLOG_DLQ_URL": dlq}.items():
         monkeypatch.setenv(key, value)
     _send(sqs, dlq, ["a", "b", "c"])
     runner = CliRunner()

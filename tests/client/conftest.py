@@ -16,6 +16,7 @@ from seglog_awsmodel.template import default_template_path
 from seglog_client import Credentials, SeglogClient
 from seglog_emulator.settings import LOCAL_CREDENTIALS, EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
+from seglog_plugin.resources import backend_of
 from seglog_stack import local
 
 #: A second key pair the emulator's gateway accepts: another caller of the same API.
@@ -37,7 +38,7 @@ class Emulated:
 
     def entry_ids(self, log_id: uuid.UUID) -> list[uuid.UUID | None]:
         """Every entry id in the sheet's log, read from the table (not through the API under test)."""
-        return [e.entry_id for e in self.deployment.backend().reader().all_entries(log_id)]
+        return [e.entry_id for e in backend_of(self.deployment).reader().all_entries(log_id)]
 
 
 @pytest.fixture(scope="package")

@@ -28,6 +28,7 @@ from seglog_client import (
     set_range,
 )
 from seglog_core.retention import RetentionPolicy, apply_retention
+from seglog_plugin.resources import backend_of
 from signed_http import send
 
 pytestmark = pytest.mark.stack
@@ -149,7 +150,7 @@ def test_a_key_the_emulator_does_not_accept_is_refused_with_api_gateways_message
 def _next_segment(emulator: Emulated, log_id: uuid.UUID) -> None:
     """Close the current segment and start the next, once the pipeline has completed the current one's snapshot
     (a segment closes only then, DESIGN §3)."""
-    backend = emulator.deployment.backend()
+    backend = backend_of(emulator.deployment)
     deadline = time.monotonic() + 60
     while backend.store.latest_segments(log_id, 1, consistent=True)[0].last_snapshot is None:
         assert time.monotonic() < deadline, "the pipeline did not complete the segment's snapshot in 60 s"
@@ -168,7 +169,7 @@ def test_the_client_follows_a_retired_since_inside_the_horizon_and_never_resends
     landed = client.append(log_id, set_cell("A1", 1))  # at 0/1
     for _ in range(3):
         _next_segment(emulator, log_id)
-    backend = emulator.deployment.backend()
+    backend = backend_of(emulator.deployment)
     assert [0, 1] == apply_retention(backend.store, backend.blobs, log_id,
                                      RetentionPolicy(keep=2, min_age=0, archive=False))
 

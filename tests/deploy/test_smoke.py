@@ -18,6 +18,7 @@ from seglog_awsmodel.template import default_template_path
 from seglog_cli.main import cli
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor import Supervisor
+from seglog_plugin.resources import local_env
 from seglog_stack import local
 
 pytestmark = pytest.mark.stack
@@ -33,7 +34,7 @@ class Emulated:
     other: local.LocalDeployment
 
     def smoke(self, *args: str, deployment: local.LocalDeployment | None = None) -> Result:
-        env = {**(deployment or self.deployment).env(), "SEGLOG_API_URL": self.url}
+        env = {**local_env(deployment or self.deployment), "SEGLOG_API_URL": self.url}
         return CliRunner().invoke(cli, ["smoke", *args], env=env, catch_exceptions=False)
 
 

@@ -12,7 +12,7 @@ import pytest
 from seglog_cli.console import probe
 from seglog_core import logs
 from seglog_emulator import logfeed
-from seglog_emulator.chaos import CHAOS_PARAMETERS
+from seglog_plugin.chaos import CHAOS_PARAMETERS
 from seglog_report.console import Console
 from seglog_stack import local
 

@@ -21,12 +21,13 @@ from seglog_awsmodel.faults import FaultKind
 from seglog_cli.main import cli
 from seglog_client import SeglogClient, set_cell
 from seglog_emulator.alarm_watch import metrics_dir
-from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.faults import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.metrics import MetricFiles
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
+from seglog_plugin.chaos import CHAOS_PARAMETERS
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_stack import local
 
 pytestmark = pytest.mark.stack
@@ -53,8 +54,8 @@ def test_alarms_go_to_alarm_when_provoked_and_back_to_ok(chaos_deployment: local
                                    parameters={**CHAOS_PARAMETERS, "StreamIteratorAgeAlarmMs": AGE_THRESHOLD_MS})
     supervisor = Supervisor(settings, faults=faults)
     assert 18 == len(supervisor.alarms.alarms)
-    sqs = chaos_deployment.backend().sqs
-    dlq = chaos_deployment.resources.dlq_url
+    sqs = backend_of(chaos_deployment).sqs
+    dlq = resources_of(chaos_deployment).dlq_url
     supervisor.start()
     try:
         supervisor.wait_ready()

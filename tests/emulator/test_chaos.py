@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from seglog_emulator.chaos import Campaign, Workload
 from seglog_emulator.faults.plan import FaultPlan
+from seglog_plugin.chaos import Campaign, Workload
 
 pytestmark = pytest.mark.stack
 

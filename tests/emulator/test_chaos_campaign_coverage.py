@@ -1,6 +1,6 @@
 """Chaos coverage by design (issue 19, point 6): a 5-run campaign of ``seglog chaos``'s default workload reaches
 every named crash point and fires every fault kind the emulator injects, since each run arms what the earlier
-ones missed (:mod:`seglog_emulator.chaos.coverage`). At default rates alone, seed 1000's five runs never hit
+ones missed (:mod:`seglog_plugin.chaos.coverage`). At default rates alone, seed 1000's five runs never hit
 after_root (and seed 2000's reached after_claim only in the last run).
 
 Minutes long, so not part of the default run: ``./dev test -m liveness tests/emulator/test_chaos_campaign_coverage.py``
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from seglog_emulator.chaos import Campaign, Workload
-from seglog_emulator.chaos.campaign import PLAN_FILE
-from seglog_emulator.chaos.coverage import CRASH_POINT_NAMES
 from seglog_emulator.faults import EMULATED, FaultPlan
+from seglog_plugin.chaos import Campaign, Workload
+from seglog_plugin.chaos.campaign import PLAN_FILE
+from seglog_plugin.chaos.coverage import CRASH_POINT_NAMES
 
 pytestmark = [pytest.mark.stack, pytest.mark.liveness]
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from seglog_awsmodel.template import default_template_path
-from seglog_emulator.chaos import CHAOS_PARAMETERS
-from seglog_emulator.chaos.dead_letters import DeadLetterFaults, stack_update
-from seglog_emulator.chaos.watch import queue_depth
 from seglog_emulator.faults import FaultPlan, FaultSchedule
+from seglog_plugin.chaos import CHAOS_PARAMETERS
+from seglog_plugin.chaos.dead_letters import DeadLetterFaults, stack_update
+from seglog_plugin.chaos.watch import queue_depth
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_stack import local
 
 pytestmark = pytest.mark.stack
@@ -54,8 +55,8 @@ def test_a_dlq_run_parks_a_job_after_max_receive_count_and_faults_stopping_redri
     redriven messages are new messages). If the stack update did not reach the queue, the job would never be
     parked; if the stop did not redrive, the run could not become quiescent."""
     deployment, stack = chaos_stack
-    backend = deployment.backend()
-    sqs, queue_url, dlq_url = backend.sqs, deployment.resources.queue_url, deployment.resources.dlq_url
+    backend = backend_of(deployment)
+    sqs, queue_url, dlq_url = backend.sqs, resources_of(deployment).queue_url, resources_of(deployment).dlq_url
     dead_letters = DeadLetterFaults(
         sqs, queue_url=queue_url, dlq_url=dlq_url, parameters=dict(CHAOS_PARAMETERS),
         update=stack_update(deployment, template=default_template_path(), stack=stack),

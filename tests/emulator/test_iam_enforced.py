@@ -34,6 +34,7 @@ from seglog_emulator.iam.roles import function_permissions
 from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.settings import EmulatorSettings
+from seglog_plugin.resources import local_env, resources_of
 from seglog_stack.local import LocalDeployment
 
 pytestmark = pytest.mark.stack
@@ -44,7 +45,7 @@ LARGE_RANGE = [[f"row {r} col {c} padding padding" for c in range(8)] for r in r
 
 
 def stack_of(deployment: LocalDeployment) -> str:
-    return deployment.resources.entries_table.rsplit("-", 1)[0]
+    return resources_of(deployment).entries_table.rsplit("-", 1)[0]
 
 
 def without_list_bucket(template: Template) -> Template:
@@ -74,7 +75,7 @@ def api_gateway(deployment: LocalDeployment, template: Template, log: Path, code
     """The template's ApiFunction behind the emulator's gateway, IAM enforced from ``template``; its base URL."""
     config = EmulatorConfig.from_template(template, resolver(deployment, template))
     spec = config.functions["ApiFunction"]
-    spec = dataclasses.replace(spec, Environment={**deployment.env(), **spec.Environment})
+    spec = dataclasses.replace(spec, Environment={**local_env(deployment), **spec.Environment})
     with log.open("w") as stderr:
         invoker = LambdaInvoker(spec, code=[code], concurrency=2, stderr=stderr,
                                 iam=permissions_for(deployment, template)["ApiFunction"])
@@ -144,7 +145,7 @@ def test_completing_an_upload_that_was_never_put_is_404_only_with_list_bucket(
 def probe_invoker(deployment: LocalDeployment, iam: FunctionPermissions | None, code: Path) -> LambdaInvoker:
     """The probe handler first on the path, then the built artifact (its boto3, seglog_aws), as a layer would."""
     spec = FunctionSpec(logical_id="ApiFunction", Handler="iam_probe.call", Timeout=20,
-                        Environment=deployment.env())
+                        Environment=local_env(deployment))
     return LambdaInvoker(spec, code=[HANDLERS, code], iam=iam)
 
 
@@ -155,7 +156,7 @@ def api_role(deployment: LocalDeployment) -> FunctionPermissions:
 
 def delete_entry(deployment: LocalDeployment) -> dict[str, Any]:
     return {"service": "dynamodb", "operation": "delete_item",
-            "params": {"TableName": deployment.resources.entries_table,
+            "params": {"TableName": resources_of(deployment).entries_table,
                        "Key": {"G": {"B": uuid.uuid4().hex}, "N": {"N": "0"}}}}
 
 
@@ -165,7 +166,7 @@ def test_a_denied_dynamodb_call_raises_access_denied_exception_in_the_function(
     with probe_invoker(deployment, api_role, lambda_code) as invoker:
         result = invoker.invoke(delete_entry(deployment))
     assert result.ok, result.error_message
-    table = f"arn:aws:dynamodb:{deployment.region}:000000000000:table/{deployment.resources.entries_table}"
+    table = f"arn:aws:dynamodb:{deployment.region}:000000000000:table/{resources_of(deployment).entries_table}"
     assert {"code": "AccessDeniedException", "status": 400, "iam_variable_visible": False,
             "message": f"User: {api_role.caller.session} is not authorized to perform: dynamodb:DeleteItem on "
                        f"resource: {table} because no identity-based policy allows the dynamodb:DeleteItem action"
@@ -182,7 +183,7 @@ def test_an_allowed_call_reaches_the_service(deployment: LocalDeployment, api_ro
                                              lambda_code: Path) -> None:
     """The API may read entries: the call is sent and answered by the local stack."""
     event = {"service": "dynamodb", "operation": "get_item",
-             "params": {"TableName": deployment.resources.entries_table,
+             "params": {"TableName": resources_of(deployment).entries_table,
                         "Key": {"G": {"B": uuid.uuid4().hex}, "N": {"N": "0"}}}}
     with probe_invoker(deployment, api_role, lambda_code) as invoker:
         result = invoker.invoke(event)

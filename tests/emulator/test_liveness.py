@@ -30,10 +30,11 @@ import pytest
 from seglog_awsmodel.template import default_template_path
 from seglog_cli.emulator_commands import fault_plan
 from seglog_client import SeglogClient
-from seglog_emulator.chaos.progress import FastWriter, SnapshotProgress, stalls, still_windows
 from seglog_emulator.faults.runtime import FaultRuntime, read_injected
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.supervisor_process import SupervisorProcess
+from seglog_plugin.chaos.progress import FastWriter, SnapshotProgress, stalls, still_windows
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_stack import local
 
 pytestmark = [pytest.mark.stack, pytest.mark.liveness]
@@ -61,7 +62,7 @@ def test_a_busy_sheets_snapshots_complete_in_every_window_while_every_fault_kind
     assert plan is not None
     runtime = FaultRuntime(plan, tmp_path / "state" / "faults")
     runtime.start()
-    stack = readme_deployment.resources.entries_table.rsplit("-", 1)[0]
+    stack = resources_of(readme_deployment).entries_table.rsplit("-", 1)[0]
     settings = EmulatorSettings(deployment=readme_deployment, template=default_template_path(), stack=stack,
                                 state_dir=tmp_path / "state", parameters=dict(PARAMETERS), artifact=lambda_artifact)
     try:
@@ -69,7 +70,7 @@ def test_a_busy_sheets_snapshots_complete_in_every_window_while_every_fault_kind
             api = SeglogClient(emulator.api_url, credentials=settings.api_credentials[0])
             log_id = api.create().log_id
             writer = FastWriter(api, log_id).start()
-            progress = SnapshotProgress(readme_deployment.backend().store, log_id).start()
+            progress = SnapshotProgress(backend_of(readme_deployment).store, log_id).start()
             started, wall = time.monotonic(), time.time()
             try:
                 time.sleep(RUN_SECONDS)

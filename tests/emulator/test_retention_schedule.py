@@ -17,10 +17,11 @@ from seglog_awsmodel.template import default_template_path
 from seglog_client import SeglogClient, set_cell
 from seglog_core.retention import read_archive
 from seglog_core.verify import verify_log
-from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
+from seglog_plugin.chaos import CHAOS_PARAMETERS
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_stack import local
 
 pytestmark = pytest.mark.stack
@@ -45,7 +46,7 @@ def own_stack(stacks: object, prefix: str, parameters: dict[str, Any]) -> Iterat
 def scaled(deployment: local.LocalDeployment, state: Path, parameters: dict[str, Any], scale: float,
            artifact: Path) -> EmulatorSettings:
     """The emulator on ``deployment`` with its schedules' clocks ``scale`` times faster."""
-    stack = deployment.resources.entries_table.rsplit("-", 1)[0]
+    stack = resources_of(deployment).entries_table.rsplit("-", 1)[0]
     return EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack, state_dir=state,
                             parameters=parameters, schedule_scale=scale, artifact=artifact)
 
@@ -76,7 +77,7 @@ def test_scheduled_retention_archives_rolled_segments_and_a_load_reads_two_at_mo
     state = tmp_path / "state"
     settings = scaled(deployment, state, PARAMETERS, SCALE, lambda_artifact)
     output = tmp_path / "emulator.log"
-    backend = deployment.backend()
+    backend = backend_of(deployment)
     with output.open("w") as sink:
         supervisor = Supervisor(settings, output=sink)
         supervisor.start()

@@ -16,8 +16,9 @@ from browser import Page
 from report_page import click_on, ledger, legend_problems, open_report, overflows, timeline
 from seglog_cli.demo import demo_plan
 from seglog_core.schema import EntryType
-from seglog_emulator.chaos import Campaign, Workload
-from seglog_emulator.chaos.report import CampaignReport
+from seglog_plugin.chaos import Campaign, Workload
+from seglog_plugin.chaos.report import CampaignReport
+from seglog_plugin.resources import backend_of
 from seglog_report import causes
 from seglog_report.cost import Ledger, money
 from seglog_report.html import publish
@@ -47,7 +48,7 @@ def demo_run(stacks: Any, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
                         workload=Workload(sheets=1, clients=3, edits=12, large_rows=200))
     result = campaign.run(SEED, 1, faults="all", base=demo_plan(SEED, "all"), kind="demo")
     snapshots = set()
-    store = campaign.deployment.backend().store
+    store = backend_of(campaign.deployment).store
     for log_id in result.runs[0].log_ids:
         latest = store.latest_segments(uuid.UUID(log_id), limit=1)[0].num
         for segment in range(latest + 1):

@@ -16,9 +16,10 @@ from emulator.test_supervisor import wait_for
 from seglog_aws.clients import client, local_session
 from seglog_aws.dynamodb_pending_store import pending_to_item
 from seglog_core.schema import PendingSnapshot
-from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
+from seglog_plugin.chaos import CHAOS_PARAMETERS
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_stack import local
 
 pytestmark = pytest.mark.stack
@@ -37,11 +38,11 @@ def sweep_deployment(stacks: object) -> Iterator[local.LocalDeployment]:
 def test_the_scheduled_sweep_resends_an_idle_pending_item_and_the_worker_finishes_it(
         sweep_deployment: local.LocalDeployment, tmp_path: Path, lambda_artifact: Path) -> None:
     deployment = sweep_deployment
-    backend = deployment.backend()
+    backend = backend_of(deployment)
     log_id = backend.event_log().create()  # its Snapshot entry 0/0 is complete at birth
     # Put as the dying worker left it (create refuses an item for a completed snapshot).
     ddb = client("dynamodb", session=local_session(deployment.region), endpoint_url=deployment.endpoints["dynamodb"])
-    ddb.put_item(TableName=deployment.resources.pending_table, Item=pending_to_item(PendingSnapshot(
+    ddb.put_item(TableName=resources_of(deployment).pending_table, Item=pending_to_item(PendingSnapshot(
         log_id=log_id, segment=0, entry=0, created=1, modified=1, claimer="parked")))
     state = tmp_path / "state"
     settings = scaled(deployment, state, PARAMETERS, SCALE, lambda_artifact)

@@ -22,17 +22,18 @@ from seglog_awsmodel.template import default_template_path
 from seglog_cli.main import cli
 from seglog_client import SeglogClient, set_cell
 from seglog_core.verify import verify_log
-from seglog_emulator.chaos import CHAOS_PARAMETERS
 from seglog_emulator.child import read_statuses
 from seglog_emulator.settings import ENV_VAR, EmulatorSettings
 from seglog_emulator.supervisor import STATE_FILE, Supervisor
+from seglog_plugin.chaos import CHAOS_PARAMETERS
+from seglog_plugin.resources import backend_of, local_env, resources_of
 from seglog_stack import local
 
 pytestmark = pytest.mark.stack
 
 
 def settings_for(deployment: local.LocalDeployment, state: Path, artifact: Path) -> EmulatorSettings:
-    stack = deployment.resources.entries_table.rsplit("-", 1)[0]
+    stack = resources_of(deployment).entries_table.rsplit("-", 1)[0]
     return EmulatorSettings(deployment=deployment, template=default_template_path(), stack=stack, state_dir=state,
                             parameters=dict(CHAOS_PARAMETERS), artifact=artifact)
 
@@ -54,7 +55,7 @@ def edit_and_wait(supervisor: Supervisor, deployment: local.LocalDeployment,
     assert created.created
     log_id = created.log_id
     ids = [api.append(log_id, set_cell(f"A{n + 1}", n)).entry_id for n in range(edits)]
-    backend = deployment.backend()
+    backend = backend_of(deployment)
 
     def snapshots_done() -> bool:
         snaps = [e for e in backend.reader().all_entries(log_id) if e.type.value == "snap"]
@@ -129,7 +130,7 @@ def test_supervisor_drains_on_sigterm_and_leaves_no_process(chaos_deployment: lo
                                                             tmp_path: Path, lambda_artifact: Path) -> None:
     """SIGTERM: every child finishes what is in flight and exits; the supervisor exits 0; no worker is left."""
     settings = settings_for(chaos_deployment, tmp_path / "state", lambda_artifact)
-    env = {**os.environ, **chaos_deployment.env(), ENV_VAR: settings.to_json()}
+    env = {**os.environ, **local_env(chaos_deployment), ENV_VAR: settings.to_json()}
     proc = subprocess.Popen([sys.executable, "-m", "seglog_emulator.supervisor"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -10,9 +10,9 @@ from pathlib import Path
 from rich.console import Console
 
 from seglog_cli.demo import InvocationCounts, live_view
-from seglog_emulator.chaos import RunProgress
-from seglog_emulator.chaos.workload import ClientStats
 from seglog_emulator.child import status_file
+from seglog_plugin.chaos import RunProgress
+from seglog_plugin.chaos.workload import ClientStats
 
 
 def report(state: Path, child: str, pid: int, invocations: int, in_flight: int = 0) -> None:

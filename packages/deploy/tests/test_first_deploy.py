@@ -38,13 +38,13 @@ from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.pipeline.fallback import rebuild
 from seglog_core.reader import LogReader
-from seglog_deploy import smoke
 from seglog_deploy.errors import TargetError
 from seglog_deploy.leftovers import removal
 from seglog_deploy.record import StackRecord
 from seglog_deploy.sam_cli import SamCli
 from seglog_deploy.target import Target, is_local_endpoint
 from seglog_deploy.toolchain import Toolchain
+from seglog_plugin import smoke
 from seglog_services.api.schemas import EntryIn, to_body
 
 WORKSPACE = Path(__file__).resolve().parents[3]

@@ -7,19 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from seglog_aws.resources import ENV as RESOURCE_ENV
 from seglog_awsmodel.template import load_template
 from seglog_deploy.artifacts import S3Location, bucket_name
 from seglog_deploy.deploy import artifacts_of
-from seglog_deploy.errors import DeployError, StackNotFoundError, TargetError
+from seglog_deploy.errors import DeployError, TargetError
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.package import INLINE_TEMPLATE_LIMIT, package_template, template_json
-from seglog_deploy.record import OUTPUT_FIELDS, StackRecord
+from seglog_deploy.record import StackRecord
 from seglog_deploy.target import Target
-
-OUTPUTS = {"SegmentsTableName": "s-Seg", "EntriesTableName": "s-Ent", "PendingSnapshotsTableName": "s-Pen",
-           "SnapshotBucketName": "s-bucket", "SnapshotQueueUrl": "https://sqs/q", "SnapshotDeadLetterQueueUrl":
-           "https://sqs/dlq", "EntriesStreamArn": "arn:stream", "ApiUrl": "https://abc.execute-api.eu-west-1.amazonaws.com"}
 
 
 def test_every_function_runs_its_own_artifact_version_and_the_local_folder_is_gone() -> None:
@@ -41,34 +36,13 @@ def test_a_function_without_an_artifact_is_refused() -> None:
         package_template(body, {"StreamRouterFunction": S3Location(bucket="b", key="k")})
 
 
-def test_every_resource_variable_of_the_code_has_a_stack_output() -> None:
-    assert set(RESOURCE_ENV) == set(OUTPUT_FIELDS.values())
-    template_outputs = set(load_template(None).body["Outputs"])
-    assert set(OUTPUT_FIELDS) <= template_outputs
-
-
-def test_the_record_exports_the_variables_the_cli_and_the_client_read(tmp_path: Path) -> None:
-    record = StackRecord(stack_name="s", stack_id="arn:stack/s", region="eu-west-1", outputs=OUTPUTS)
-    record.save(tmp_path)
-    loaded = StackRecord.load("s", tmp_path)
-    env = loaded.env()
-    assert OUTPUTS["ApiUrl"] == env["SEGLOG_API_URL"]
-    assert "s-Ent" == env["SEGLOG_ENTRIES_TABLE"] and "https://sqs/dlq" == env["SEGLOG_DLQ_URL"]
-    assert ("eu-west-1", "eu-west-1") == (env["AWS_REGION"], env["AWS_DEFAULT_REGION"])
-    assert "AWS_ENDPOINT_URL" not in env
-    lines = loaded.shell_lines()
-    # On AWS every endpoint variable a local `seglog env` may have exported is unset, first.
-    assert lines[0].startswith("unset AWS_ENDPOINT_URL AWS_ENDPOINT_URL_DYNAMODB")
-    assert "export SEGLOG_SEGMENTS_TABLE=s-Seg" in lines
-    StackRecord.forget("s", tmp_path)
-    with pytest.raises(StackNotFoundError):
-        StackRecord.load("s", tmp_path)
-
-
-def test_a_stack_without_seglogs_outputs_is_refused_with_the_names_it_lacks() -> None:
-    record = StackRecord(stack_name="other", stack_id="x", region="eu-west-1", outputs={"ApiUrl": "https://x"})
-    with pytest.raises(DeployError, match="no output SegmentsTableName, EntriesTableName"):
-        record.env()
+def test_the_record_of_any_template_exports_the_sdk_and_api_variables_only(tmp_path: Path) -> None:
+    """The record knows outputs by name, not any application's resources (seglog's: seglog_plugin.resources)."""
+    record = StackRecord(stack_name="other", stack_id="x", region="eu-west-1", outputs={"ApiUrl": "https://x",
+                         "OrdersTable": "other-Orders"}, endpoint_url="http://127.0.0.1:4566")
+    assert {"SEGLOG_API_URL": "https://x", "AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1",
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:4566"} == record.env()
+    assert "export AWS_ENDPOINT_URL=http://127.0.0.1:4566" in record.shell_lines()
 
 
 def test_a_twin_built_for_another_architecture_is_not_deployed() -> None:

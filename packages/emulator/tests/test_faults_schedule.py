@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from seglog_core.pipeline.worker import CRASH_POINTS
 from seglog_core.snapshot import DEFAULT_CHUNK_CELLS
-from seglog_emulator.chaos.runner import DEFAULT_RATES, default_plan
 from seglog_emulator.faults import (
     AMOUNTS,
     EMULATED,
@@ -24,6 +22,8 @@ from seglog_emulator.faults import (
     FaultSpec,
 )
 
+#: A function's declared crash points (template Metadata SeglogEmulator CrashPoints).
+POINTS = ("after_pending_upsert", "after_claim", "mid_chunk", "after_root")
 KEYS = [f"sqs:m{i}:{attempt}" for i in range(500) for attempt in (1, 2)]
 
 
@@ -90,7 +90,8 @@ def test_parameters_stay_in_the_plan_s_ranges_and_cover_them() -> None:
         "stale_read": {"items_behind": [1, 3]},
     }})
     schedule = FaultSchedule(plan)
-    crashes = [schedule.decide(FaultKind.WORKER_CRASH, k) for k in KEYS]
+    points = ("after_pending_upsert", "after_claim", "mid_chunk")  # the function's; the plan names two of them
+    crashes = [schedule.decide(FaultKind.WORKER_CRASH, k, points=points) for k in KEYS]
     latencies = [schedule.decide(FaultKind.S3_LATENCY, k) for k in KEYS]
     errors = [schedule.decide(FaultKind.S3_ERROR, k) for k in KEYS]
     stale = [schedule.decide(FaultKind.STALE_READ, k) for k in KEYS]
@@ -106,9 +107,9 @@ def test_parameters_stay_in_the_plan_s_ranges_and_cover_them() -> None:
 def test_every_injected_fault_is_logged_with_its_parameters_and_time() -> None:
     schedule = FaultSchedule(FaultPlan.from_flags("worker_crash", rate=1.0, seed=2), clock=lambda: 42.0)
     with capture_logs() as logs:
-        decision = schedule.decide(FaultKind.WORKER_CRASH, "invoke:m1:1")
+        decision = schedule.decide(FaultKind.WORKER_CRASH, "invoke:m1:1", points=POINTS)
 
-    assert decision is not None and decision.crash_point in CRASH_POINTS
+    assert decision is not None and decision.crash_point in POINTS
     [entry] = schedule.injected()
     assert (FaultKind.WORKER_CRASH, "invoke:m1:1", {"crash_point": decision.crash_point}, 42.0) == (
         entry.kind, entry.key, entry.params, entry.at)
@@ -123,7 +124,7 @@ def test_flags_name_kinds_with_a_shared_rate_and_per_kind_overrides() -> None:
     plan = FaultPlan.from_argv(["--faults", "worker_crash,ddb_throttle=0.3", "--rate=0.1", "--seed", "9"])
 
     assert FaultPlan(seed=9, specs={
-        FaultKind.WORKER_CRASH: FaultSpec(rate=0.1, crash_points=CRASH_POINTS),
+        FaultKind.WORKER_CRASH: FaultSpec(rate=0.1),
         FaultKind.DDB_THROTTLE: FaultSpec(rate=0.3),
     }) == plan
 
@@ -162,7 +163,7 @@ def test_a_toml_plan_reads_as_documented(tmp_path: Path) -> None:
 def test_bad_plan_input_lists_every_problem() -> None:
     with pytest.raises(FaultPlanError) as caught:
         FaultPlan.from_mapping({"seed": "x", "colour": 1, "faults": {
-            "worker_crash": {"rate": 1.5, "crash_points": ["nowhere"]},
+            "worker_crash": {"rate": 1.5, "crash_points": "nowhere"},
             "ddb_throtle": 0.1,
             "s3_latency": {"rate": 0.1, "latency_ms": [5, 1], "jitter": 2},
             "reorder": {},
@@ -266,18 +267,6 @@ def test_a_plan_file_sets_the_recovery_path_kinds_amounts(tmp_path: Path) -> Non
                                     FaultKind.REDRIVE: FaultSpec(rate=0.3, amount=(4, 4)),
                                     FaultKind.MIXED_VERSION: FaultSpec(rate=0.2, amount=(7, 9))}) == plan
     assert plan == FaultPlan.from_file(again)
-
-
-def test_chaos_gives_every_kind_a_rate_of_its_own() -> None:
-    """``seglog chaos --faults all`` uses DEFAULT_RATES: every kind, the recovery-path ones included, has one
-    (a kind without would make the default plan fail), and each is a probability per decision site."""
-    plan = default_plan(1, "all")
-
-    assert set(EMULATED) == set(plan.specs)
-    assert {kind: DEFAULT_RATES[kind] for kind in EMULATED} == {kind: spec.rate for kind, spec in plan.specs.items()}
-    assert all(0 < rate <= 1 for rate in DEFAULT_RATES.values())
-    assert {FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2} == {
-        kind: spec.rate for kind, spec in default_plan(1, "dlq,redrive,mixed_version").specs.items()}
 
 
 def test_a_plan_refuses_the_simulators_own_kinds_and_says_why() -> None:

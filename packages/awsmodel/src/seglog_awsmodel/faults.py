@@ -29,11 +29,13 @@ class FaultKind(StrEnum):
     REORDER = "reorder"
     """Out-of-order delivery: the message is held back ``delay_ms`` while later ones go first."""
     WORKER_CRASH = "worker_crash"
-    """kill -9 of the worker at :attr:`Decision.crash_point` (one of ``CRASH_POINTS``)."""
+    """kill -9 of a queue-triggered function's worker at :attr:`Decision.crash_point`, one of the points its
+    application declares for it (template ``Metadata: SeglogEmulator: CrashPoints``)."""
     FUNCTION_TIMEOUT = "function_timeout"
     """The invocation hits its time limit: the supervisor ends it as timed out ``after_ms`` into the run."""
     ROUTER_CRASH_AFTER_SEND = "router_crash_after_send"
-    """The stream router dies after SendMessage, before its checkpoint: the batch is delivered again."""
+    """A stream-triggered function dies at the points its application declares for it (seglog's router: after
+    SendMessage, before its checkpoint): the batch is delivered again."""
     POLLER_RESTART = "poller_restart"
     """A poller is stopped and started again (its in-memory state is lost)."""
     SUPERVISOR_RESTART = "supervisor_restart"
@@ -152,14 +154,5 @@ ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
 
 
 
-def crash_points() -> tuple[str, ...]:
-    """The named points worker_crash draws from: seglog's snapshot worker's, read when a plan is checked (not when
-    this module is imported: a worker whose artifact is not seglog's loads it too). Until applications declare their
-    own points (issue 36, docs/plans/issue-36-split.md step 5)."""
-    from seglog_core.pipeline.worker import CRASH_POINTS
-
-    return tuple(CRASH_POINTS)
-
-
 __all__ = ["AMOUNTS", "AWS_ERRORS", "CHUNK_CELLS_ENV", "EMULATED", "ERROR_CODES", "SIMULATED",
-           "FaultKind", "crash_points"]
+           "FaultKind"]

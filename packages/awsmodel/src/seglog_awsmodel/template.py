@@ -69,6 +69,10 @@ def emulator_metadata(template: Template) -> dict[str, Any]:
     ``InvocationHook``: a module of each function's artifact with ``arm(points, *, clock_skew)`` and ``disarm()``,
     which the worker calls around an invocation that a fault gives crash points or a clock skew.
 
+    ``CrashPoints``: the named points of each function's code where a fault may kill it (``{Function: [point,
+    ...]}``): ``worker_crash`` draws one of a queue-triggered function's, ``router_crash_after_send`` arms a
+    stream-triggered function's; the hook's ``arm`` receives them.
+
     Raises:
         TemplateError: the section is not a mapping, or a setting has the wrong type.
     """
@@ -82,7 +86,26 @@ def emulator_metadata(template: Template) -> dict[str, Any]:
     if hook is not None and not (isinstance(hook, str) and hook.replace(".", "").replace("_", "").isalnum()):
         raise TemplateError(f"{template.path}: Metadata.{EMULATOR_METADATA}.InvocationHook must be a module name "
                             f"(for example my_app.crashpoints), got {hook!r}")
+    points = section.get("CrashPoints", {})
+    if not (isinstance(points, dict) and all(
+            isinstance(function, str) and isinstance(names, list) and names
+            and all(isinstance(name, str) and name for name in names) for function, names in points.items())):
+        raise TemplateError(f"{template.path}: Metadata.{EMULATOR_METADATA}.CrashPoints must map a function's "
+                            f"logical id to a list of point names (for example Worker: [after_write]), got {points!r}")
+    unknown = sorted(set(points) - set(template.resources))
+    if unknown:
+        raise TemplateError(f"{template.path}: Metadata.{EMULATOR_METADATA}.CrashPoints names "
+                            f"{', '.join(unknown)}, which the template does not declare")
+    if points and hook is None:
+        raise TemplateError(f"{template.path}: Metadata.{EMULATOR_METADATA}.CrashPoints needs an InvocationHook "
+                            "(the module whose arm() the worker calls with the points to crash at)")
     return dict(section)
+
+
+def crash_points_of(template: Template) -> dict[str, tuple[str, ...]]:
+    """Each function's crash points, from ``Metadata.SeglogEmulator.CrashPoints`` (see :func:`emulator_metadata`)."""
+    points = emulator_metadata(template).get("CrashPoints") or {}
+    return {function: tuple(names) for function, names in points.items()}
 
 
 def default_template_path() -> Path:

@@ -14,6 +14,7 @@ from typing import Final
 import click
 
 from seglog_emulator import logfeed
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_report.console import Console, StackProbe
 from seglog_stack.local import LocalDeployment
 
@@ -23,8 +24,8 @@ DEFAULT_CONSOLE_PORT: Final = 4598
 
 def probe(deployment: LocalDeployment) -> StackProbe:
     """Reads the deployment's snapshot queue and dead-letter queue depths and its pending table."""
-    backend = deployment.backend()
-    resources = deployment.resources
+    backend = backend_of(deployment)
+    resources = resources_of(deployment)
     return StackProbe(backend.sqs, {"queue": resources.queue_url, "dlq": resources.dlq_url}, backend.pending.scan)
 
 

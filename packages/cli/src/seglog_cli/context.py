@@ -18,6 +18,7 @@ from seglog_aws.resources import Resources
 from seglog_awsmodel.errors import ToolError
 from seglog_client import SeglogClientError
 from seglog_core.errors import SeglogError
+from seglog_plugin.resources import backend_of
 from seglog_stack import StackConfig, local
 
 
@@ -42,7 +43,7 @@ class Settings:
         if deployment is None:
             raise click.ClickException(
                 "the local stack is not up: run `seglog up` first (or set SEGLOG_* resource variables for AWS)")
-        return deployment.backend()
+        return backend_of(deployment)
 
 
 def parse_log_id(value: str) -> uuid.UUID:

@@ -22,10 +22,11 @@ from seglog_cli.build_commands import artifact_option, emulated_artifact, templa
 from seglog_cli.context import reports_errors, settings
 from seglog_cli.reports import command_line, interruptible, report_directory, report_option
 from seglog_core.sheet import render
-from seglog_emulator.chaos import Campaign, RunProgress, Workload, default_plan
-from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.child import read_statuses
 from seglog_emulator.faults.plan import FaultPlan
+from seglog_plugin.chaos import Campaign, RunProgress, Workload, default_plan
+from seglog_plugin.chaos.watch import percentile
+from seglog_plugin.resources import backend_of
 from seglog_report.html import publish
 from seglog_stack import StackManager
 
@@ -147,7 +148,7 @@ def demo(ctx: click.Context, clients: int, edits: int, snapshot_every: int, faul
         ctx.exit(stopped.status)
     report = result.runs[0]
     console.out(priced.render())  # a table: never wrapped to the terminal's width
-    backend = campaign.deployment.backend()
+    backend = backend_of(campaign.deployment)
     for log_id in report.log_ids:
         try:
             state, view = backend.document().load(uuid.UUID(log_id))

@@ -30,8 +30,9 @@ from seglog_deploy.events import StackEvent
 from seglog_deploy.leftovers import Leftover, artifacts_bucket
 from seglog_deploy.manifest import Manifest
 from seglog_deploy.record import StackRecord
-from seglog_deploy.smoke import MAX_EDITS, MAX_SEARCH_APPENDS, has_api, next_steps, no_api_advice, run_smoke
 from seglog_deploy.target import Target
+from seglog_plugin.resources import record_resources
+from seglog_plugin.smoke import MAX_EDITS, MAX_SEARCH_APPENDS, has_api, next_steps, no_api_advice, run_smoke
 
 
 def _echo_event(event: StackEvent) -> None:
@@ -220,7 +221,7 @@ def smoke(ctx: click.Context, stack_name: str | None, api_url: str | None, edits
     if stack_name:
         record = StackRecord.load(stack_name)
         target = Target.resolve(region=record.region, profile=aws_profile, endpoint_url=record.endpoint_url)
-        backend = Backend.connect(record.resources(), session=target.session,
+        backend = Backend.connect(record_resources(record), session=target.session,
                                   endpoints=dict.fromkeys(("dynamodb", "s3", "sqs"), record.endpoint_url)
                                   if record.endpoint_url else None)
         if not api_url and not has_api(record):

@@ -22,12 +22,13 @@ from seglog_cli.build_commands import (
 from seglog_cli.console import DEFAULT_CONSOLE_PORT, start_console, stop_console
 from seglog_cli.context import reports_errors, settings
 from seglog_cli.reports import command_line, interruptible, report_directory, report_option
-from seglog_emulator.chaos.runner import RunReport
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.settings import EmulatorSettings
 from seglog_emulator.status import read_status
 from seglog_emulator.supervisor import Supervisor
+from seglog_plugin.chaos.runner import RunReport
+from seglog_plugin.resources import backend_of, seglog_resources
 from seglog_report.html import publish
 from seglog_stack import local
 from seglog_stack.info import ENDPOINT_ENV
@@ -121,14 +122,15 @@ def emulate(ctx: click.Context, port: int, host: str, endpoint_url: str | None, 
     signed = [f"{r.Method} {r.Path}" for r in supervisor.config.http_routes if r.Authorizer == AWS_IAM]
     if signed:
         seglog_clients = ("seglog_client and `seglog sheet --api-url` sign with `eval \"$(seglog env)\"`'s; "
-                          if deployment.seglog else "")
+                          if seglog_resources(deployment) else "")
         click.echo(f"  requests to {len(signed)} route(s) must be SigV4-signed (IAM authorization, as on AWS) with "
                    f"key {key.access_key_id}: {seglog_clients}curl with --aws-sigv4 "
                    f"aws:amz:{deployment.region}:execute-api --user {key.access_key_id}:<secret>", err=True)
     for name in supervisor.children:
         click.echo(f"  {name}", err=True)
     # The console's probe reads seglog's queues and pending table; for another app it shows the invocations only.
-    console = start_console(console_port, lane="supervisor", deployment=deployment if deployment.seglog else None,
+    seglog_app = seglog_resources(deployment) is not None
+    console = start_console(console_port, lane="supervisor", deployment=deployment if seglog_app else None,
                             host=host) if console_on else None
     try:
         raise SystemExit(supervisor.run())
@@ -160,8 +162,8 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None, st
     config = settings(ctx).stack_config()
     deployment = local.current(config)
     found = read_status(state_dir or emulator_state_dir(config.run_dir, stack_name),
-                        app=BlockedSnapshots.read(deployment.backend().pending) if deployment and deployment.seglog
-                        else None)
+                        app=BlockedSnapshots.read(backend_of(deployment).pending)
+                        if deployment and seglog_resources(deployment) else None)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.render())
     raise SystemExit(0 if found.healthy else 1)
 
@@ -207,8 +209,8 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     kind the plans could reach was reached by no run. Ctrl-C (or SIGTERM) stops the run under way, and the page is
     still written, with the runs finished and the interrupted one drawn from its log (exit status 130, or 143).
     """
-    from seglog_emulator.chaos import Campaign, Workload
-    from seglog_emulator.chaos.coverage import Coverage, parse_targets
+    from seglog_plugin.chaos import Campaign, Workload
+    from seglog_plugin.chaos.coverage import Coverage, parse_targets
     from seglog_stack import StackManager
 
     base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None

@@ -9,6 +9,7 @@ import click
 from seglog_cli.build_commands import parameter_option, parse_parameters, stack_name_option, template_option
 from seglog_cli.context import echo_json, reports_errors, settings
 from seglog_deploy.record import StackRecord
+from seglog_plugin.resources import local_env, record_env, seglog_resources
 from seglog_stack import Profile, StackConfig, StackManager, local
 from seglog_stack.errors import StackError
 
@@ -86,8 +87,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     deployment = local.current(config)
     data = state.to_dict()
     # seglog's resources by role for seglog's template; any other template's by logical id.
-    data["resources"] = (None if deployment is None else deployment.seglog.to_dict() if deployment.seglog
-                         else deployment.names)
+    seglog = seglog_resources(deployment) if deployment else None
+    data["resources"] = None if deployment is None else seglog.to_dict() if seglog else deployment.names
     if as_json:
         echo_json(data)
     else:
@@ -112,7 +113,8 @@ def env(ctx: click.Context, stack_name: str | None) -> None:
     stack's endpoint variables), so the CLI and the client library talk to that deployment.
     """
     if stack_name:
-        for line in StackRecord.load(stack_name).shell_lines():
+        record = StackRecord.load(stack_name)
+        for line in record.shell_lines(record_env(record)):
             click.echo(line)
         return
     config = settings(ctx).stack_config()
@@ -122,5 +124,5 @@ def env(ctx: click.Context, stack_name: str | None) -> None:
     deployment = local.current(config)
     if deployment is None:
         raise click.ClickException("the local stack is not up: run `seglog up` first")
-    for key, value in deployment.env().items():
+    for key, value in local_env(deployment).items():
         click.echo(f"export {key}={value}")

@@ -1,33 +1,23 @@
 """What a deploy leaves behind for later commands: ``.seglog/stacks/<name>.json``, and the environment it means.
 
 The record holds the stack's outputs, parameters, region and (for a local target) endpoint, so
-``seglog env --stack S`` prints the variables that point the CLI (seglog_aws.resources) and the client library
-(SEGLOG_API_URL) at the deployed stack, and ``seglog smoke --stack S`` knows what to test and read.
+``seglog env --stack S`` prints the variables that point the CLI (with seglog's resource names:
+seglog_plugin.resources) and the client library (SEGLOG_API_URL) at the deployed stack,
+and ``seglog smoke --stack S`` knows what to test and read.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog_aws.resources import Resources
-from seglog_deploy.errors import DeployError, StackNotFoundError
+from seglog_deploy.errors import StackNotFoundError
 
 API_URL_ENV = "SEGLOG_API_URL"
-#: The template's outputs, by the Resources field each one fills.
-OUTPUT_FIELDS = {
-    "SegmentsTableName": "segments_table",
-    "EntriesTableName": "entries_table",
-    "PendingSnapshotsTableName": "pending_table",
-    "SnapshotBucketName": "bucket",
-    "SnapshotQueueUrl": "queue_url",
-    "SnapshotDeadLetterQueueUrl": "dlq_url",
-    "EntriesStreamArn": "entries_stream_arn",
-}
 API_URL_OUTPUT = "ApiUrl"
 #: Variables that would send the SDK somewhere else than the deployment (a local stack's `seglog env`).
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
@@ -55,33 +45,20 @@ class StackRecord:
     def api_url(self) -> str:
         return self.outputs.get(API_URL_OUTPUT, "")
 
-    def resources(self) -> Resources:
-        """The physical names of the stack's tables, bucket and queues.
-
-        Raises:
-            DeployError: an output seglog needs is missing (the stack came from another template).
-        """
-        values = {f: self.outputs[o] for o, f in OUTPUT_FIELDS.items() if self.outputs.get(o)}
-        required = {f.name for f in dataclasses.fields(Resources) if f.default is dataclasses.MISSING}
-        missing = [o for o, f in OUTPUT_FIELDS.items() if f not in values and f in required]
-        if missing:
-            raise DeployError(f"stack {self.stack_name} has no output {', '.join(missing)}: deploy seglog's "
-                              "template.yaml (or a template with the same outputs)")
-        return Resources(**values)
-
     def env(self) -> dict[str, str]:
-        """The variables for the CLI and the client library."""
+        """The variables for the client library and the SDK: the API's URL, the region and a local endpoint (an
+        application adds its own: seglog's resource names are :func:`seglog_plugin.resources.record_env`)."""
         env: dict[str, str] = {API_URL_ENV: self.api_url} if self.api_url else {}
-        env.update(self.resources().env())
         env.update({"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region})
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url
         return env
 
-    def shell_lines(self) -> list[str]:
-        """``export`` lines for eval, and ``unset`` for endpoint variables that would point elsewhere (a service
-        variable outranks AWS_ENDPOINT_URL, so a local stack's would win over this deployment)."""
-        env = self.env()
+    def shell_lines(self, env: Mapping[str, str] | None = None) -> list[str]:
+        """``export`` lines for eval of ``env`` (:meth:`env` unless given), and ``unset`` for endpoint variables
+        that would point elsewhere (a service variable outranks AWS_ENDPOINT_URL, so a local stack's would win over
+        this deployment)."""
+        env = self.env() if env is None else env
         unset = [name for name in ENDPOINT_VARIABLES if name not in env]
         lines = [f"unset {' '.join(unset)}"] if unset else []
         return lines + [f"export {name}={shlex.quote(value)}" for name, value in env.items()]

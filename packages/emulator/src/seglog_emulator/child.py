@@ -25,7 +25,7 @@ import structlog
 
 from seglog_awsmodel.config import EmulatorConfig, FunctionSpec, S3Notification, SnsSubscription
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
-from seglog_awsmodel.template import emulator_metadata, load_template
+from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
 from seglog_emulator import logfeed, logs, metrics
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer
@@ -96,6 +96,8 @@ class Child:
         self._template, self._resolver = template, resolver
         #: The application's invocation hook module (template Metadata SeglogEmulator.InvocationHook), if any.
         self.invocation_hook = emulator_metadata(template).get("InvocationHook")
+        #: Each function's crash points (Metadata SeglogEmulator CrashPoints).
+        self.crash_points = crash_points_of(template)
         self._permissions: dict[str, FunctionPermissions] | None = None
         runtime = FaultRuntime.from_env()
         self.faults: FaultSchedule | None = runtime.schedule(name, count_start=True) if runtime else None
@@ -115,7 +117,8 @@ class Child:
         spec = dataclasses.replace(spec, Environment={**spec.Environment, "SEGLOG_LOG_LEVEL": handler_level})
         artifact = self.settings.artifact or host_artifact(self.settings.template)
         invoker = LambdaInvoker(spec, code=code_dirs(artifact, function), concurrency=concurrency,
-                                iam=self._iam(function), invocation_hook=self.invocation_hook, log_level=level)
+                                iam=self._iam(function), invocation_hook=self.invocation_hook,
+                                crash_points=self.crash_points.get(function, ()), log_level=level)
         self.invokers.append(invoker)
         return invoker
 

@@ -138,6 +138,8 @@ class LambdaInvoker:
         iam: the function's permissions, enforced on every AWS call its handler makes (None: no enforcement).
         invocation_hook: the application's hook module in the artifact (``arm``/``disarm``), which crash points
             and clock skew need (:mod:`seglog_emulator.worker_process`); None: ``invoke`` refuses them.
+        crash_points: the points the application declares in this function's code (template Metadata
+            SeglogEmulator CrashPoints), which crash faults choose from.
         log_level: workers' JSON lines under this level are read (console, metrics) but not copied to ``stderr``.
 
     Raises:
@@ -146,7 +148,7 @@ class LambdaInvoker:
 
     def __init__(self, function: FunctionSpec, *, code: Sequence[Path], concurrency: int = 1,
                  stderr: int | IO[Any] | None = None, iam: FunctionPermissions | None = None,
-                 invocation_hook: str | None = None, log_level: int = 0) -> None:
+                 invocation_hook: str | None = None, crash_points: Sequence[str] = (), log_level: int = 0) -> None:
         self.concurrency = concurrency
         if self.concurrency < 1:
             raise ValueError(f"concurrency of {function.logical_id!r} must be at least 1, got {concurrency}")
@@ -162,6 +164,8 @@ class LambdaInvoker:
                         function=function.logical_id, runtime=function.Runtime, interpreter=here)
         self._stderr = stderr
         self._hook = invocation_hook
+        #: The crash points the application declares in this function (empty without an invocation hook).
+        self.crash_points = tuple(crash_points) if invocation_hook else ()
         self._log_level = log_level
         self._iam = iam.to_json() if iam is not None else None
         self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")

@@ -39,12 +39,13 @@ from typing import IO, Any, Final
 import structlog
 
 from seglog_awsmodel.config import EmulatorConfig
-from seglog_awsmodel.template import load_template
+from seglog_awsmodel.template import crash_points_of, load_template
 from seglog_emulator import lambda_api, logfeed, metrics, notifications
 from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
 from seglog_emulator.artifacts import code_dirs, host_artifact
 from seglog_emulator.child import ready_marker
 from seglog_emulator.errors import EmulatorError
+from seglog_emulator.faults.plan import check_crash_points
 from seglog_emulator.faults.runtime import FaultRuntime
 from seglog_emulator.pollers.common import RESTART_EXIT_STATUS
 from seglog_emulator.resolve import LocalResolver
@@ -70,7 +71,7 @@ HEALTHY_AFTER_SECONDS: Final = 5.0
 #: a child's start, about 3 s here), its supervisor (a chaos supervisor_restart: about 5 s here) or the API's
 #: worker processes (the next request starts another), with room for a machine three times slower. The listening
 #: socket outlives them all, so a request sent meanwhile waits instead of being refused. bench.bench_recovery
-#: measures it; the chaos clients' patience is derived from it (seglog_emulator.chaos.workload).
+#: measures it; the chaos clients' patience is derived from it (seglog_plugin.chaos.workload).
 API_RECOVERY_SECONDS: Final = 15.0
 _PR_SET_PDEATHSIG: Final = 1
 
@@ -139,6 +140,8 @@ class Supervisor:
         deployment = settings.deployment
         region, endpoints = deployment.region, deployment.endpoints
         template = load_template(settings.template)
+        if faults is not None:
+            check_crash_points(faults.plan, crash_points_of(template))
         resolver = LocalResolver(template, stack=settings.stack, region=deployment.region,
                                  dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
                                  sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))

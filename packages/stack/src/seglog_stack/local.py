@@ -11,13 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog_aws.backend import Backend
-from seglog_aws.clients import local_session
-from seglog_aws.resources import Resources
 from seglog_awsmodel.template import load_template
 from seglog_stack import StackConfig, StackManager
 from seglog_stack.clients import local_client
-from seglog_stack.errors import StackError
 from seglog_stack.provision import Provisioner
 
 STATE_FILE = "deployment.json"
@@ -26,59 +22,40 @@ DEFAULT_STACK_NAME = "seglog"
 
 @dataclass(frozen=True, kw_only=True)
 class LocalDeployment:
-    """A template provisioned on the local stack.
+    """A template provisioned on the local stack (any template: an application reads its own resources out of
+    ``names``, ``types`` and ``attributes``, as seglog's does in :mod:`seglog_plugin.resources`).
 
     Attributes:
-        names: what was made, by logical id (a table's or bucket's name, a queue's URL), for any template.
+        names: what was made, by logical id (a table's or bucket's name, a queue's URL, a topic's ARN).
+        types: each provisioned resource's type, by logical id.
         attributes: ``"Logical.Arn"``, ``"Logical.StreamArn"``: what ``!GetAtt`` reads.
-        seglog: seglog's own resources when the template is seglog's (:meth:`Resources.of_template`), else None.
     """
 
     profile: str
     region: str
     endpoints: dict[str, str]
     names: dict[str, str] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
     attributes: dict[str, str] = field(default_factory=dict)
-    seglog: Resources | None = None
-
-    @property
-    def resources(self) -> Resources:
-        """seglog's resources.
-
-        Raises:
-            StackError: the provisioned template is not seglog's (it has no Segments table, SnapshotQueue, ...).
-        """
-        if self.seglog is None:
-            raise StackError("this deployment's template is not seglog's (it declares none of seglog's tables and "
-                             f"queues; it has {', '.join(sorted(self.names)) or 'no resources'}): seglog's commands "
-                             "need `seglog up` with seglog's template.yaml")
-        return self.seglog
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"profile": self.profile, "region": self.region, "endpoints": self.endpoints,
-                                "names": self.names, "attributes": self.attributes}
-        if self.seglog is not None:
-            data["resources"] = self.seglog.to_dict()
-        return data
+        return {"profile": self.profile, "region": self.region, "endpoints": self.endpoints, "names": self.names,
+                "types": self.types, "attributes": self.attributes}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LocalDeployment:
-        """What :meth:`to_dict` wrote (a record of an older version has only ``resources``: seglog's)."""
-        resources = data.get("resources")
+        """What :meth:`to_dict` wrote (a record of an older version has no ``types``: an application finds none of
+        its resources in it until ``seglog up`` runs again)."""
         return cls(profile=data["profile"], region=data["region"], endpoints=data["endpoints"],
-                   names=dict(data.get("names") or {}), attributes=dict(data.get("attributes") or {}),
-                   seglog=Resources(**resources) if resources else None)
+                   names=dict(data.get("names") or {}), types=dict(data.get("types") or {}),
+                   attributes=dict(data.get("attributes") or {}))
 
     def env(self) -> dict[str, str]:
-        """Environment for a process that should use this deployment (SDK endpoints, and seglog's resource names
-        when the template is seglog's)."""
+        """Environment for a process that should use this deployment: the SDK's endpoints, region and
+        credentials."""
         from seglog_stack.info import stack_env
 
-        return {**stack_env(self.endpoints, self.region), **(self.seglog.env() if self.seglog else {})}
-
-    def backend(self) -> Backend:
-        """Stores and clients for this deployment."""
-        return Backend.connect(self.resources, endpoints=self.endpoints, session=local_session(self.region))
+        return stack_env(self.endpoints, self.region)
 
 
 def up(config: StackConfig, *, template: Path | None = None, stack_name: str = DEFAULT_STACK_NAME,
@@ -101,9 +78,10 @@ def provision(endpoints: dict[str, str], *, profile: str, region: str, template:
     provisioner = _provisioner(endpoints, region=region, template=template, stack_name=stack_name,
                                parameters=parameters)
     made = provisioner.provision()
-    types = {logical: str(resource.get("Type", "")) for logical, resource in provisioner.template.resources.items()}
-    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, names=made.names,
-                           attributes=made.attributes, seglog=Resources.of_template(types, made.names, made.attributes))
+    types = {logical: str(resource.get("Type", "")) for logical, resource in provisioner.template.resources.items()
+             if logical in made.names}
+    return LocalDeployment(profile=profile, region=region, endpoints=endpoints, names=made.names, types=types,
+                           attributes=made.attributes)
 
 
 def deprovision(endpoints: dict[str, str], *, region: str, stack_name: str, template: Path | None = None) -> None:

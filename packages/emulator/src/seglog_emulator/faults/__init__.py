@@ -5,7 +5,7 @@
 * :class:`BotocoreFaultInjector` — the DynamoDB and S3 kinds, injected into boto3 clients.
 
 The other kinds (SQS delivery, crashes, timeouts, clock skew, code versions, restarts) are decided here and
-carried out by the supervisor; dlq, redrive and supervisor_restart by the chaos runner (:mod:`seglog_emulator.chaos`).
+carried out by the supervisor; dlq, redrive and supervisor_restart by the chaos runner (:mod:`seglog_plugin.chaos`).
 """
 
 from seglog_awsmodel.faults import AMOUNTS, EMULATED, ERROR_CODES, FaultKind

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog_awsmodel.faults import AMOUNTS, EMULATED, FaultKind, crash_points
+from seglog_awsmodel.faults import AMOUNTS, EMULATED, FaultKind
 from seglog_emulator.errors import FaultPlanError as FaultPlanError  # importable from here too
 
 _SUFFIXES = (".toml", ".json")
@@ -202,7 +202,7 @@ class FaultPlan:
             entry: dict[str, Any] = {"rate": spec.rate}
             if spec.amount is not None:
                 entry[AMOUNTS[kind][0]] = list(spec.amount)
-            if kind is FaultKind.WORKER_CRASH:
+            if kind is FaultKind.WORKER_CRASH and spec.crash_points:
                 entry["crash_points"] = list(spec.crash_points)
             faults[kind.value] = entry
         return {"seed": self.seed, "faults": faults}
@@ -277,16 +277,40 @@ def _spec(kind: FaultKind, settings: object, default_rate: object, problems: lis
                 problems.append(f"{kind}: {amount_name} must be [low, high], integers with 0 <= low <= high, "
                                 f"got {raw!r}")
     points: tuple[str, ...] = ()
-    if kind is FaultKind.WORKER_CRASH:
-        known = crash_points()
-        raw_points = settings.get("crash_points", list(known))
+    if kind is FaultKind.WORKER_CRASH and "crash_points" in settings:
+        # Which names exist is the application's to say (template Metadata SeglogEmulator CrashPoints): checked
+        # against the template by check_crash_points, where the emulator starts.
+        raw_points = settings["crash_points"]
         if (not isinstance(raw_points, list) or not raw_points
-                or any(p not in known for p in raw_points)):
-            problems.append(f"{kind}: crash_points must be a non-empty list from {', '.join(known)}; "
-                            f"got {raw_points!r}")
+                or not all(isinstance(p, str) and p for p in raw_points)):
+            problems.append(f"{kind}: crash_points must be a non-empty list of point names; got {raw_points!r}")
         else:
             points = tuple(dict.fromkeys(raw_points))
     if not _is_rate(rate):
         return None
     assert isinstance(rate, int | float)
     return FaultSpec(rate=float(rate), amount=amount, crash_points=points)
+
+
+def check_crash_points(plan: FaultPlan, declared: Mapping[str, Sequence[str]]) -> None:
+    """Refuse a plan whose crash kinds cannot fire in this application: ``worker_crash`` or
+    ``router_crash_after_send`` when no function declares crash points, or ``crash_points`` naming a point no
+    function declares. ``declared``: each function's points (:func:`seglog_awsmodel.template.crash_points_of`).
+
+    Raises:
+        FaultPlanError: what is wrong, with the points the template declares.
+    """
+    known = list(dict.fromkeys(point for points in declared.values() for point in points))
+    problems: list[str] = []
+    for kind in (FaultKind.WORKER_CRASH, FaultKind.ROUTER_CRASH_AFTER_SEND):
+        if kind in plan.specs and not known:
+            problems.append(f"{kind}: this application declares no crash points (template Metadata "
+                            "SeglogEmulator CrashPoints, with an InvocationHook): drop the kind from the plan")
+    spec = plan.specs.get(FaultKind.WORKER_CRASH)
+    unknown = [p for p in (spec.crash_points if spec else ()) if p not in known]
+    if known and unknown:
+        problems.append(f"{FaultKind.WORKER_CRASH}: crash_points {', '.join(unknown)} are not declared; the "
+                        f"template declares {', '.join(known)}")
+    if problems:
+        raise FaultPlanError("the fault plan", problems)
+

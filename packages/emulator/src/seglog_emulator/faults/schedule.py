@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,8 +96,9 @@ class FaultSchedule:
         self._lock = threading.Lock()
         self._log: list[InjectedFault] = []
 
-    def peek(self, kind: FaultKind, key: str) -> Decision | None:
-        """The decision for ``kind`` at site ``key``, without recording it."""
+    def peek(self, kind: FaultKind, key: str, *, points: Sequence[str] = ()) -> Decision | None:
+        """The decision for ``kind`` at site ``key``, without recording it. ``points``: the crash points of the
+        function at the site, which a crash kind draws from (those of them the plan names, if it names any)."""
         spec = self.plan.specs.get(kind)
         if spec is None or (self._active is not None and not self._active()):
             return None
@@ -107,17 +108,20 @@ class FaultSchedule:
         if spec.amount is not None:
             low, high = spec.amount
             amount = low + self._draw(kind, key, "amount") % (high - low + 1)
-        if spec.crash_points:
-            crash_point = spec.crash_points[self._draw(kind, key, "crash_point") % len(spec.crash_points)]
+        choices = [p for p in points if not spec.crash_points or p in spec.crash_points]
+        if kind is FaultKind.WORKER_CRASH and not choices:
+            return None  # nothing to crash at in this function
+        if choices:
+            crash_point = choices[self._draw(kind, key, "crash_point") % len(choices)]
         codes = ERROR_CODES.get(kind)
         if codes:
             error_code, status = codes[self._draw(kind, key, "code") % len(codes)]
         return Decision(kind=kind, key=key, amount=amount, crash_point=crash_point, error_code=error_code,
                         http_status=status)
 
-    def decide(self, kind: FaultKind, key: str) -> Decision | None:
+    def decide(self, kind: FaultKind, key: str, *, points: Sequence[str] = ()) -> Decision | None:
         """The decision for ``kind`` at site ``key`` (``None``: no fault); a fault returned is recorded."""
-        decision = self.peek(kind, key)
+        decision = self.peek(kind, key, points=points)
         if decision is not None:
             self.record(decision)
         return decision

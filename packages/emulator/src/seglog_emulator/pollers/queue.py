@@ -240,7 +240,8 @@ class QueuePoller:
         if self.faults is None:
             return crash_points, timeout
         first = records[0]
-        crash = self.faults.decide(FaultKind.WORKER_CRASH, self._key(first, "crash")) if self._hooked else None
+        points = tuple(getattr(self.invoker, "crash_points", ()))
+        crash = self.faults.decide(FaultKind.WORKER_CRASH, self._key(first, "crash"), points=points) if points else None
         if crash is not None and crash.crash_point is not None:
             crash_points.append(crash.crash_point)
         cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, self._key(first, "timeout"))

@@ -52,7 +52,6 @@ from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, sequence_number
-from seglog_core.crashpoints import ROUTER_AFTER_SEND
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.iam.arns import function_arn
@@ -274,9 +273,10 @@ class StreamPoller:
         crash_points: list[str] = []
         timeout: float | None = None
         if self.faults is not None:
-            if (getattr(self.invoker, "hooked", True)
-                    and self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys))):
-                crash_points.append(ROUTER_AFTER_SEND)
+            points = list(getattr(self.invoker, "crash_points", ()))
+            # Every point the function declares is armed: the first its code reaches kills it.
+            if points and self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys)):
+                crash_points.extend(points)
             cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, site("stream-timeout", *keys))
             if cut is not None and cut.amount is not None:
                 timeout = cut.amount / 1000

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from seglog_client import SeglogClient, set_cell
 from seglog_core.ports import LogStore
-from seglog_emulator.chaos.loop import Loop
+from seglog_plugin.chaos.loop import Loop
 
 
 @dataclass

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from seglog_core.violations import Violation
-from seglog_emulator.chaos.timeline import log_records, run_data
-from seglog_emulator.chaos.watch import SnapshotLife
-from seglog_emulator.chaos.workload import ClientTry
+from seglog_plugin.chaos.timeline import log_records, run_data
+from seglog_plugin.chaos.watch import SnapshotLife
+from seglog_plugin.chaos.workload import ClientTry
 from seglog_report.legend import CRASH_POINT
 from seglog_report.model import Link, Series
 

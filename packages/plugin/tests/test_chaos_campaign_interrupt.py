@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from seglog_core.violations import Violation
-from seglog_emulator.chaos.campaign import Campaign
-from seglog_emulator.chaos.runner import RunReport
+from seglog_plugin.chaos.campaign import Campaign
+from seglog_plugin.chaos.runner import RunReport
 from seglog_report.files import RUN_FILE, load_run
 from seglog_report.model import RunData, Span
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seglog_emulator.chaos.runlog import RunLog, json_lines, tally
-from seglog_emulator.chaos.timeline import log_records
+from seglog_plugin.chaos.runlog import RunLog, json_lines, tally
+from seglog_plugin.chaos.timeline import log_records
 
 LOG = "3f0c6f7e-1111-4d6b-9a58-000000000001"
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from seglog_aws.redrive import RedriveError
-from seglog_emulator.chaos.dead_letters import (
+from seglog_emulator.faults import FaultKind, FaultPlan, FaultSchedule
+from seglog_emulator.pollers.queue import WAIT_SECONDS
+from seglog_plugin.chaos.dead_letters import (
     MAX_RECEIVE_PARAMETER,
     SETTLE_SECONDS,
     DeadLetterFaults,
     claims_stale_after,
 )
-from seglog_emulator.faults import FaultKind, FaultPlan, FaultSchedule
-from seglog_emulator.pollers.queue import WAIT_SECONDS
 
 CAMPAIGN = {"SnapshotEvery": 10, "SnapshotWorkerTimeout": 3}
 #: Takeover time + largest clock skew + 1 s, as the runner computes it for the chaos parameters.

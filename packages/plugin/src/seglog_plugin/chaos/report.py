@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
-from seglog_emulator.chaos.coverage import target_args
-from seglog_emulator.chaos.runner import RunReport
-from seglog_emulator.chaos.watch import percentile
 from seglog_emulator.usage import Usage, add_usage
+from seglog_plugin.chaos.coverage import target_args
+from seglog_plugin.chaos.runner import RunReport
+from seglog_plugin.chaos.watch import percentile
 from seglog_report.model import Report, RunData
 
 

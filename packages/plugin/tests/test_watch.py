@@ -9,7 +9,7 @@ from typing import Any
 from seglog_core.log import EventLog
 from seglog_core.memory import InMemoryBlobStore, InMemoryLogStore
 from seglog_core.schema import SetCell
-from seglog_emulator.chaos.watch import QueueDepths, SnapshotWatcher, percentile
+from seglog_plugin.chaos.watch import QueueDepths, SnapshotWatcher, percentile
 
 
 def log_with_two_snapshots() -> tuple[InMemoryLogStore, uuid.UUID]:

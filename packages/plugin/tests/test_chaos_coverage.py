@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seglog_core.crashpoints import ROUTER_AFTER_SEND, WORKER_CRASH_POINTS
-from seglog_emulator.chaos.coverage import (
+from seglog_emulator.faults import EMULATED, FaultKind, FaultPlan, FaultPlanError
+from seglog_plugin.chaos.coverage import (
     CRASH_POINT_NAMES,
     TARGET_RATES,
     WORKER_CRASH_MOST,
@@ -20,9 +21,8 @@ from seglog_emulator.chaos.coverage import (
     reachable,
     target_args,
 )
-from seglog_emulator.chaos.report import CampaignReport
-from seglog_emulator.chaos.runner import DEFAULT_RATES, RunReport, default_plan
-from seglog_emulator.faults import EMULATED, FaultKind, FaultPlan, FaultPlanError
+from seglog_plugin.chaos.report import CampaignReport
+from seglog_plugin.chaos.runner import DEFAULT_RATES, RunReport, default_plan
 
 #: Every name a ``--faults all`` campaign must reach.
 EVERYTHING = (*(str(kind) for kind in EMULATED), *CRASH_POINT_NAMES)

@@ -36,13 +36,20 @@ from typing import Any, Final
 import structlog
 
 from seglog_awsmodel.faults import FaultKind
+from seglog_core.crashpoints import WORKER_CRASH_POINTS
 from seglog_core.verify import verify_log
 from seglog_core.violations import Violation
-from seglog_emulator.chaos import timeline
-from seglog_emulator.chaos.coverage import Target
-from seglog_emulator.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
-from seglog_emulator.chaos.runlog import tally
-from seglog_emulator.chaos.watch import (
+from seglog_emulator.errors import EmulatorError
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
+from seglog_emulator.settings import EmulatorSettings
+from seglog_emulator.supervisor_process import SupervisorProcess
+from seglog_emulator.usage import Usage
+from seglog_plugin.chaos import timeline
+from seglog_plugin.chaos.coverage import Target
+from seglog_plugin.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
+from seglog_plugin.chaos.runlog import tally
+from seglog_plugin.chaos.watch import (
     QueueDepths,
     SnapshotLife,
     SnapshotWatcher,
@@ -50,13 +57,8 @@ from seglog_emulator.chaos.watch import (
     queue_depth,
     quiescent,
 )
-from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
-from seglog_emulator.errors import EmulatorError
-from seglog_emulator.faults.plan import FaultPlan
-from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
-from seglog_emulator.settings import EmulatorSettings
-from seglog_emulator.supervisor_process import SupervisorProcess
-from seglog_emulator.usage import Usage
+from seglog_plugin.chaos.workload import ApiClient, ClientStats, Workload
+from seglog_plugin.resources import backend_of, resources_of
 from seglog_report.model import RunData, Series
 from seglog_stack.local import LocalDeployment
 
@@ -96,15 +98,15 @@ QUIESCENCE_SECONDS: Final = 120.0
 
 def default_plan(seed: int, faults: str = "all", rate: float | None = None) -> FaultPlan:
     """The plan of ``--faults`` for a chaos run: named kinds at :data:`DEFAULT_RATES` (or ``rate``), a kind
-    given as ``kind=rate`` at its own rate."""
-    plan = FaultPlan.from_flags(faults, rate=rate if rate is not None else 0.05, seed=seed)
-    if rate is not None:
-        return plan
-    mapping = plan.to_mapping()
+    given as ``kind=rate`` at its own rate; worker_crash names the snapshot worker's points (the coverage rounds
+    narrow them to the missed ones)."""
+    mapping = FaultPlan.from_flags(faults, rate=rate if rate is not None else 0.05, seed=seed).to_mapping()
     explicit = {part.split("=", 1)[0].strip() for part in faults.split(",") if "=" in part}
     for name, entry in mapping["faults"].items():
-        if name not in explicit:
+        if rate is None and name not in explicit:
             entry["rate"] = DEFAULT_RATES[FaultKind(name)]
+        if name == FaultKind.WORKER_CRASH:
+            entry["crash_points"] = list(WORKER_CRASH_POINTS)
     return FaultPlan.from_mapping(mapping, source="--faults")
 
 
@@ -191,7 +193,7 @@ class ChaosRunner:
         self.stack = stack
         self.quiescence_seconds = quiescence_seconds
         self.log_level = log_level
-        self.backend = deployment.backend()
+        self.backend = backend_of(deployment)
 
     def run(self, run: int, plan: FaultPlan | None, *, seed: int | None = None,
             monitor: Callable[[RunProgress], None] | None = None) -> RunReport:
@@ -214,9 +216,9 @@ class ChaosRunner:
         runtime = FaultRuntime(plan, run_dir / "faults") if plan is not None else None
         if runtime is not None:
             runtime.start()
-        dlq_url = self.deployment.resources.dlq_url
+        dlq_url = resources_of(self.deployment).dlq_url
         dead_letters = DeadLetterFaults(
-            self.backend.sqs, queue_url=self.deployment.resources.queue_url, dlq_url=dlq_url,
+            self.backend.sqs, queue_url=resources_of(self.deployment).queue_url, dlq_url=dlq_url,
             parameters=self.parameters, update=stack_update(self.deployment, template=self.template, stack=self.stack),
             schedule=runtime.schedule("chaos") if runtime is not None else None,
             depth=lambda: queue_depth(self.backend, dlq_url), stale_after=claims_stale_after(self.parameters, plan))
@@ -232,7 +234,7 @@ class ChaosRunner:
         progress = RunProgress(phase="starting the emulator", stats=stats, watcher=None, runtime=runtime,
                                state_dir=state, planned_edits=self.workload.planned_edits)
         stop_monitor = threading.Event()
-        depths = QueueDepths(self.backend, {SNAPSHOT_QUEUE_DEPTH: self.deployment.resources.queue_url,
+        depths = QueueDepths(self.backend, {SNAPSHOT_QUEUE_DEPTH: resources_of(self.deployment).queue_url,
                                             DLQ_DEPTH: dlq_url})
         threading.Thread(target=_monitor, args=(monitor, progress, stop_monitor, depths.sample), daemon=True).start()
         done = threading.Event()  # the ticks' end
@@ -344,13 +346,13 @@ class ChaosRunner:
         started = time.monotonic()
         state = "not checked"
         while time.monotonic() - started < self.quiescence_seconds:
-            done, state = quiescent(self.backend, log_ids, watcher, self.deployment.resources.queue_url)
+            done, state = quiescent(self.backend, log_ids, watcher, resources_of(self.deployment).queue_url)
             if done:
                 return round(time.monotonic() - started, 2)
             time.sleep(0.25)
         pending = [f"{p.segment}/{p.entry} retries={p.retries} active={p.active} claimer={p.claimer}"
                    for log_id in log_ids for p in self.backend.pending.for_log(log_id)]
-        attributes = self.backend.sqs.get_queue_attributes(QueueUrl=self.deployment.resources.queue_url,
+        attributes = self.backend.sqs.get_queue_attributes(QueueUrl=resources_of(self.deployment).queue_url,
                                                            AttributeNames=["All"])["Attributes"]
         queue = {k.removeprefix("ApproximateNumberOfMessages") or "visible": v for k, v in attributes.items()
                  if k.startswith("ApproximateNumberOfMessages")}
@@ -367,7 +369,7 @@ class ChaosRunner:
             result = verify_log(self.backend.store, log_id, acknowledged=stats.acknowledged.get(log_id, []),
                                 blobs=self.backend.blobs, pending=self.backend.pending, quiescent=True)
             report.violations += result.violations
-        dlq = queue_depth(self.backend, self.deployment.resources.dlq_url)
+        dlq = queue_depth(self.backend, resources_of(self.deployment).dlq_url)
         if dlq:
             report.violations.append(Violation(invariant="I5",
                                                message=f"{dlq} message(s) in the dead-letter queue"))

@@ -19,7 +19,7 @@ from typing import Any
 from seglog_aws.backend import Backend
 from seglog_core.schema import EntryType
 from seglog_core.violations import Violation
-from seglog_emulator.chaos.loop import Loop
+from seglog_plugin.chaos.loop import Loop
 from seglog_report.model import Series
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from seglog_core.violations import Violation
-from seglog_emulator.chaos.runlog import CRASH_EVENT, json_lines
-from seglog_emulator.chaos.watch import SnapshotLife
-from seglog_emulator.chaos.workload import ClientTry
+from seglog_plugin.chaos.runlog import CRASH_EVENT, json_lines
+from seglog_plugin.chaos.watch import SnapshotLife
+from seglog_plugin.chaos.workload import ClientTry
 from seglog_report import causes, events
 from seglog_report.legend import CRASH_POINT
 from seglog_report.metering import Metering

@@ -23,9 +23,10 @@ import structlog
 
 from seglog_awsmodel.template import default_template_path
 from seglog_emulator.artifacts import host_artifact
-from seglog_emulator.chaos.coverage import Coverage, Target
-from seglog_emulator.chaos.report import CampaignReport
-from seglog_emulator.chaos.runner import (
+from seglog_emulator.faults.plan import FaultPlan, FaultPlanError
+from seglog_plugin.chaos.coverage import Coverage, Target
+from seglog_plugin.chaos.report import CampaignReport
+from seglog_plugin.chaos.runner import (
     CHAOS_PARAMETERS,
     CHAOS_STACK,
     ChaosRunner,
@@ -33,8 +34,7 @@ from seglog_emulator.chaos.runner import (
     RunReport,
     default_plan,
 )
-from seglog_emulator.chaos.workload import Workload
-from seglog_emulator.faults.plan import FaultPlan, FaultPlanError
+from seglog_plugin.chaos.workload import Workload
 from seglog_report.files import save_run
 from seglog_stack import local
 

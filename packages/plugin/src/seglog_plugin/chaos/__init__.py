@@ -6,9 +6,9 @@
 * :class:`Workload` — the simulated clients (also the demo's).
 """
 
-from seglog_emulator.chaos.campaign import Campaign
-from seglog_emulator.chaos.report import CampaignReport
-from seglog_emulator.chaos.runner import (
+from seglog_plugin.chaos.campaign import Campaign
+from seglog_plugin.chaos.report import CampaignReport
+from seglog_plugin.chaos.runner import (
     CHAOS_PARAMETERS,
     CHAOS_STACK,
     DEFAULT_RATES,
@@ -17,7 +17,7 @@ from seglog_emulator.chaos.runner import (
     RunReport,
     default_plan,
 )
-from seglog_emulator.chaos.workload import ApiClient, ClientStats, Workload
+from seglog_plugin.chaos.workload import ApiClient, ClientStats, Workload
 
 __all__ = ["CHAOS_PARAMETERS", "CHAOS_STACK", "DEFAULT_RATES", "ApiClient", "Campaign", "CampaignReport",
            "ChaosRunner", "ClientStats", "RunProgress", "RunReport", "Workload", "default_plan"]
