@@ -106,7 +106,9 @@ def deployed(deploy_target: Target, manifest: Manifest, tmp_path_factory: pytest
     session's build)."""
     stack_name = f"dt-{uuid.uuid4().hex[:8]}"
     workdir = tmp_path_factory.mktemp("deploy-cli")
-    result = run_cli(deploy_target, workdir, "deploy", "--yes", "--stack-name", stack_name)
+    result = run_cli(deploy_target, workdir, "deploy", "--yes", "--template",
+                     str(Path(__file__).resolve().parents[2] / "template.yaml"),
+                     "--stack-name", stack_name)
     yield Deployed(target=deploy_target, stack_name=stack_name, result=result, workdir=workdir, manifest=manifest)
     with contextlib.suppress(ClientError):  # left by a failed test; destroy deleted it otherwise
         deploy_target.client("cloudformation").delete_stack(StackName=stack_name)

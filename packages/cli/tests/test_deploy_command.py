@@ -30,6 +30,9 @@ PLAN = ChangeSetPlan(stack_name="s", change_set_id="arn:changeSet/c", creating=F
                    replacement="True", physical_id="s-EntriesTable-1"),
 ))
 
+#: seglog's template: the deploy runs in an empty working directory, where no template is found by default.
+TEMPLATE = str(Path(__file__).resolve().parents[3] / "template.yaml")
+
 
 class StandIn:
     """deploying.deploy as the command sees it: the change set goes to ``confirm``; it runs only on yes."""
@@ -59,7 +62,8 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[StandI
 def _deploy(*args: str, terminal: bool = False, answer: str | None = None,
             monkeypatch: pytest.MonkeyPatch) -> Result:
     monkeypatch.setattr(deploy_commands, "_stdin_is_terminal", lambda: terminal)
-    return CliRunner().invoke(cli, ["deploy", "--stack-name", "s", *args], env=ENV, input=answer)
+    return CliRunner().invoke(cli, ["deploy", "--template", TEMPLATE, "--stack-name", "s", *args], env=ENV,
+                              input=answer)
 
 
 def test_without_a_terminal_or_yes_the_change_set_is_shown_then_refused_with_what_to_pass(
@@ -114,7 +118,8 @@ def test_values_the_template_refuses_stop_the_deploy_before_the_build(monkeypatc
 
     monkeypatch.setattr(deploying, "built_artifacts", no_build)
     monkeypatch.setattr(deploying, "deploy", no_build)
-    result = CliRunner().invoke(cli, ["deploy", "--stack-name", "s", "--yes", "--parameter", "SnapshotEvery=5",
+    result = CliRunner().invoke(cli, ["deploy", "--template", TEMPLATE, "--stack-name", "s", "--yes",
+                                      "--parameter", "SnapshotEvery=5",
                                       "--parameter", "RetentionSchedule=rate(banana)"], env=ENV)
     assert result.exit_code != 0, result.output
     assert "SnapshotEvery='5' breaks MinValue 10" in result.output
@@ -129,7 +134,7 @@ def test_a_name_cloudformation_refuses_stops_the_deploy_before_the_build(monkeyp
 
     monkeypatch.setattr(deploying, "built_artifacts", no_build)
     monkeypatch.setattr(deploying, "deploy", no_build)
-    result = CliRunner().invoke(cli, ["deploy", "--stack-name", "s_", "--yes"], env=ENV)
+    result = CliRunner().invoke(cli, ["deploy", "--template", TEMPLATE, "--stack-name", "s_", "--yes"], env=ENV)
     assert 1 == result.exit_code, result.output
     assert "'s_' is not a CloudFormation stack name" in result.output
     assert "pass --stack-name with one, such as seglog" in result.output

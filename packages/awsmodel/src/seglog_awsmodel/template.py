@@ -109,12 +109,20 @@ def crash_points_of(template: Template) -> dict[str, tuple[str, ...]]:
 
 
 def default_template_path() -> Path:
-    """template.yaml at the repository root (found from this file or the working directory)."""
-    for base in (Path.cwd(), *Path(__file__).resolve().parents):
+    """template.yaml in the working directory or the nearest of its parents (as git finds its repository): the
+    application the user stands in. Never the one beside this package: run from another app's folder, the tool
+    must not silently take seglog's template.
+
+    Raises:
+        TemplateError: none there; pass --template.
+    """
+    here = Path.cwd()
+    for base in (here, *here.parents):
         candidate = base / "template.yaml"
         if candidate.is_file():
             return candidate
-    raise TemplateError("template.yaml not found: run seglog from the repository, or pass --template")
+    raise TemplateError(f"no template.yaml in {here} or its parents: run seglog in your SAM app's folder, or "
+                        "pass --template PATH")
 
 
 def load_template(path: Path | None = None) -> Template:
