@@ -116,7 +116,9 @@ def test_lambda_invoke_policy_allows_the_function_it_names_and_no_other() -> Non
         [check] = checks("lambda", "Invoke", {"FunctionName": function}, target) or []
         return permissions.decide(check.action, check.resource).allowed
 
-    assert (True, True, False) == (allowed("PriceFunction"), allowed("AuditFunction"), allowed("QuoteFunction"))
+    # PriceFunction's explicit FunctionName is its name; the others run under their logical ids.
+    assert (True, False, True, False) == (allowed("quote-price"), allowed("PriceFunction"), allowed("AuditFunction"),
+                                          allowed("QuoteFunction"))
 
 
 def test_an_event_answer_does_not_wait_for_the_function() -> None:

@@ -83,8 +83,10 @@ class FunctionSpec:
     function, and :class:`~seglog_emulator.invoker.LambdaInvoker` runs exactly that (tests make their own, with
     Lambda's defaults for what they leave out)."""
 
-    #: The function's logical id, which is also its name locally (log lines, the context's function name).
+    #: The function's logical id (log lines, the emulator's lanes).
     logical_id: str
+    #: Its explicit FunctionName, resolved ("" when the template gives none): see :attr:`name`.
+    FunctionName: str = ""
     #: "module.function", e.g. "seglog_services.stream_router.handler"; the module may be dotted.
     Handler: str
     Runtime: str = "python3.13"
@@ -95,6 +97,13 @@ class FunctionSpec:
     #: Globals' variables merged with the function's own (the function's win), values resolved; set over the
     #: invoker's own environment in every worker.
     Environment: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The name it runs under locally: its FunctionName when the template gives one (CloudFormation keeps it,
+        and handlers hard-code it in ``lambda.invoke``), else its logical id, which is what ``!Ref`` gives locally
+        (CloudFormation would generate ``<stack>-<LogicalId>-<suffix>``, reached the same way: by ``!Ref``)."""
+        return self.FunctionName or self.logical_id
 
     @property
     def handler_module(self) -> str:

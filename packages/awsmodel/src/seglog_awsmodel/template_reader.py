@@ -148,10 +148,11 @@ class TemplateReader:
             text = self._text(value, f"{where}.Environment.Variables.{name}")
             if text is not None:
                 environment[name] = text
+        explicit = self._text(props["FunctionName"], f"{where}.FunctionName") if "FunctionName" in props else None
         if not isinstance(handler, str) or not isinstance(runtime, str) or timeout is None or memory is None:
             return None
-        return FunctionSpec(logical_id=logical, Handler=handler, Runtime=runtime, Timeout=timeout, MemorySize=memory,
-                            Environment=environment)
+        return FunctionSpec(logical_id=logical, FunctionName=explicit or "", Handler=handler, Runtime=runtime,
+                            Timeout=timeout, MemorySize=memory, Environment=environment)
 
     def _queue(self, logical: str, props: Mapping[str, Any]) -> QueueSpec:
         where = logical

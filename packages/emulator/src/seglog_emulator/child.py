@@ -212,7 +212,7 @@ class Child:
     def _serve_lambda_api(self) -> None:
         """The Lambda Invoke API (:mod:`seglog_emulator.lambda_api`) for every function, each run by an invoker of
         its own, made on its first invocation."""
-        names = {logical: logical for logical in self.config.functions}  # functions run under their logical ids
+        names = {spec.name: logical for logical, spec in self.config.functions.items()}  # FunctionName or logical id
         invokers: dict[str, LambdaInvoker] = {}
         lock = threading.Lock()
 

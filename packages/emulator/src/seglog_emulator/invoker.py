@@ -170,7 +170,7 @@ class LambdaInvoker:
         self._iam = iam.to_json() if iam is not None else None
         self._region = (function.Environment.get("AWS_REGION") or os.environ.get("AWS_REGION")
                         or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-        self.arn = function_arn(self._region, LOCAL_ACCOUNT_ID, function.logical_id)
+        self.arn = function_arn(self._region, LOCAL_ACCOUNT_ID, function.name)
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Condition()
         self._idle: list[WorkerProcess] = []  # most recently used last

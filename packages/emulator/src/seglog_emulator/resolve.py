@@ -1,8 +1,8 @@
 """LocalResolver: maps the template's resource intrinsics to a local deployment's physical values.
 
 ``!Ref Table`` is the table's name, ``!Ref Queue`` the queue's URL, ``!Ref Bucket`` the bucket's name (AWS::*
-resource return values, CloudFormation User Guide), ``!Ref Function`` its logical id (the name the emulator runs it
-under; :mod:`seglog_emulator.iam.intrinsics` resolves it the same way); ``!GetAtt Queue.Arn``,
+resource return values, CloudFormation User Guide), ``!Ref Function`` its FunctionName or else its logical id (the
+name the emulator runs it under; :mod:`seglog_emulator.iam.intrinsics` resolves it the same way); ``!GetAtt Queue.Arn``,
 ``!GetAtt Table.StreamArn`` and ``!GetAtt Table.Arn`` are asked of the local services; pseudo parameters get local
 values.
 """
@@ -12,12 +12,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from seglog_awsmodel.template import Template, TemplateError
+from seglog_awsmodel.template import FUNCTION_TYPES, Template, TemplateError, function_name
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_stack.provision import resource_name
 
-FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
            "AWS::NoValue": None}
 
@@ -42,8 +41,8 @@ class LocalResolver:
             if arg in _PSEUDO:
                 return _PSEUDO[arg]
             type_ = self._type(arg)
-            if type_ in FUNCTION_TYPES:  # the emulator runs a function under its logical id (as IAM's Ref does)
-                return arg
+            if type_ in FUNCTION_TYPES:  # its FunctionName, else its logical id (as IAM's Ref does)
+                return function_name(self.template.resources, arg, self)
             name = resource_name(self.template.resources, self.stack, arg)
             if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN
                 return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
@@ -73,8 +72,8 @@ class LocalResolver:
             return name
         if type_ == "AWS::SNS::Topic" and attribute == "TopicArn":
             return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
-        if type_ == "AWS::Serverless::Function" and attribute == "Arn":
-            return function_arn(self.region, LOCAL_ACCOUNT_ID, logical)
+        if type_ in FUNCTION_TYPES and attribute == "Arn":
+            return function_arn(self.region, LOCAL_ACCOUNT_ID, function_name(self.template.resources, logical, self))
         raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")
 
     @functools.cache  # noqa: B019 - one resolver per process, a handful of names

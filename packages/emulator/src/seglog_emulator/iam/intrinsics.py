@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from seglog_awsmodel.template import FUNCTION_TYPES, function_name
 from seglog_emulator.errors import IamTemplateError
 from seglog_emulator.iam.arns import function_arn, local_arn
 from seglog_stack.provision import resource_name
@@ -85,8 +86,8 @@ class PolicyIntrinsics:
             return f"arn:aws:sns:{self.region}:{self.account}:{resource_name(self.resources, self.stack, name)}"
         if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role"):
             return resource_name(self.resources, self.stack, name)
-        if type_ == "AWS::Lambda::Function":
-            return name  # the emulator runs a function under its logical id
+        if type_ in FUNCTION_TYPES:
+            return function_name(self.resources, name, self)  # its FunctionName, else its logical id
         return self._fall_back({"Ref": name})
 
     def get_att(self, logical: str, attribute: str) -> Any:
@@ -98,7 +99,8 @@ class PolicyIntrinsics:
             ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{self.region}:{self.account}:{name}",
             ("AWS::SQS::Queue", "QueueName"): name,
             ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{self.account}:role/{name}",
-            ("AWS::Lambda::Function", "Arn"): function_arn(self.region, self.account, logical),
+            ("AWS::Lambda::Function", "Arn"): function_arn(self.region, self.account,
+                                                           function_name(self.resources, logical, self)),
             ("AWS::SNS::Topic", "TopicArn"): f"arn:aws:sns:{self.region}:{self.account}:{name}",
             ("AWS::SNS::Topic", "TopicName"): name,
         }.get((type_, attribute))
