@@ -10,6 +10,7 @@ values.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from seglog_awsmodel.template import FUNCTION_TYPES, Template, TemplateError, function_name
@@ -17,6 +18,7 @@ from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_stack.provision import resource_name
 
+_SUB = re.compile(r"\$\{([^}]+)\}")
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
            "AWS::NoValue": None}
 
@@ -50,6 +52,9 @@ class LocalResolver:
         if key == "Fn::GetAtt":
             logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
             return self._attribute(logical, attribute)
+        if key == "Fn::Sub" and isinstance(arg, str):  # ${Name} and ${Logical.Attribute}; ${!Literal} is kept
+            return _SUB.sub(lambda m: m.group(0)[:2] + m.group(1)[1:] + "}" if m.group(1).startswith("!") else str(
+                self({"Fn::GetAtt": m.group(1).split(".", 1)} if "." in m.group(1) else {"Ref": m.group(1)})), arg)
         raise TemplateError(f"the emulator cannot resolve {key} {arg!r}")
 
     def _type(self, logical: str) -> str:
