@@ -1,7 +1,7 @@
 """examples/hello-rest runs through the emulator on the real local stack (issue 36, point 3): SAM's implicit REST
 API answers each route by its function with payload format 1.0 (resource, path parameters, the greedy {proxy+},
-query parameters, the Prod stage), with or without the stage in the path, and 403 "Missing Authentication Token"
-for a path no resource matches."""
+query parameters, the Prod stage), with or without the stage in the path, a function of InlineCode, and 403
+"Missing Authentication Token" for a path no resource matches."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ def test_each_route_is_answered_by_its_function(hello: Supervisor) -> None:
     assert 200 == status
     assert {"resource": "/{proxy+}", "path": "/a/b", "httpMethod": "POST", "pathParameters": {"proxy": "a/b"},
             "queryStringParameters": {"x": "2"}, "body": "hi", "stage": "Prod"} == echoed
+
+
+def test_a_function_of_inline_code_runs_from_its_index_file(hello: Supervisor) -> None:
+    assert (200, {"pong": "PingFunction"}) == call("GET", f"{hello.api_url}/ping")
 
 
 def test_a_path_no_resource_matches_is_a_403_missing_authentication_token(hello: Supervisor) -> None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from seglog_awsmodel.template import load_template
 from seglog_deploy.build import Builder, host_arch
+from seglog_deploy.errors import BuildError
+from seglog_deploy.package import function_ids
 from seglog_deploy.targets import group, is_plain, read_functions
 
 APP = """\
@@ -74,3 +78,34 @@ def test_a_runtime_not_installed_here_is_built_with_the_nearest_python_and_says_
     assert any("python3.99 is not installed here" in line and "nearest installed" in line for line in lines), lines
     assert not record.bytecode
     assert not any(name.endswith(".pyc") for name in zipfile.ZipFile(record.zip).namelist())
+
+
+INLINE = """\
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  PingFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: python3.13
+      Handler: index.handler
+      InlineCode: |
+        def handler(event, context):
+            return "pong"
+"""
+
+
+def test_inline_code_is_built_as_index_py_and_never_uploaded(tmp_path: Path) -> None:
+    (tmp_path / "template.yaml").write_text(INLINE)
+    manifest = Builder(tmp_path / "template.yaml", arch=host_arch()).build()
+    [record] = manifest.artifacts.values()
+    with zipfile.ZipFile(record.zip) as artifact:
+        assert ["index.py"] == [n for n in artifact.namelist() if n.endswith(".py")]
+        assert 'return "pong"' in artifact.read("index.py").decode()
+    assert "index.handler" == manifest.functions["PingFunction"].handler
+    assert [] == function_ids(load_template(tmp_path / "template.yaml").body)  # CloudFormation takes it as written
+
+
+def test_inline_code_with_a_handler_outside_index_is_refused_with_the_right_one(tmp_path: Path) -> None:
+    (tmp_path / "template.yaml").write_text(INLINE.replace("Handler: index.handler", "Handler: app.handler"))
+    with pytest.raises(BuildError, match=r"inline code is the file index.py, so its handler is index.<function>"):
+        Builder(tmp_path / "template.yaml", arch=host_arch()).build()

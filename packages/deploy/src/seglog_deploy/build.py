@@ -50,6 +50,7 @@ from seglog_deploy.manifest import (
     write_record,
 )
 from seglog_deploy.targets import (
+    INLINE_FILE,
     REQUIREMENTS,
     ArtifactTarget,
     group,
@@ -126,7 +127,14 @@ class Builder:
                 machine, or an artifact passes Lambda's unzipped limit.
             ToolNotFoundError: uv or the runtime's Python is missing.
         """
-        targets = group(read_functions(self.template, arch=self.arch))
+        functions_read = read_functions(self.template, arch=self.arch, inline_dir=self.out / "inline")
+        for function in functions_read:
+            if function.inline is not None:  # built as a plain folder of one file, like any other
+                function.code_uri.mkdir(parents=True, exist_ok=True)
+                written = function.code_uri / INLINE_FILE
+                if not written.is_file() or written.read_text(encoding="utf-8") != function.inline:
+                    written.write_text(function.inline, encoding="utf-8")
+        targets = group(functions_read)
         artifacts: dict[str, ArtifactRecord] = {}
         functions: dict[str, FunctionRecord] = {}
         for target in targets:

@@ -23,8 +23,10 @@ INLINE_TEMPLATE_LIMIT = 51_200
 
 
 def function_ids(body: Mapping[str, Any]) -> list[str]:
-    """The logical ids of the template's functions, in template order."""
-    return [lid for lid, r in body.get("Resources", {}).items() if r.get("Type") == SERVERLESS_FUNCTION]
+    """The logical ids of the template's functions whose code is uploaded (not InlineCode, which CloudFormation
+    takes as written), in template order."""
+    return [lid for lid, r in body.get("Resources", {}).items()
+            if r.get("Type") == SERVERLESS_FUNCTION and "InlineCode" not in (r.get("Properties") or {})]
 
 
 def package_template(body: Mapping[str, Any], code: Mapping[str, S3Location]) -> dict[str, Any]:

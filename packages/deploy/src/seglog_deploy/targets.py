@@ -33,8 +33,10 @@ class FunctionTarget:
     handler: str
     runtime: str
     arch: str
-    #: The CodeUri directory, absolute.
+    #: The CodeUri directory, absolute (for InlineCode, the folder the build writes it to).
     code_uri: Path
+    #: The function's InlineCode, which the build writes to ``index.py`` in :attr:`code_uri` (None: a CodeUri).
+    inline: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +66,15 @@ class ArtifactTarget:
         return PLATFORMS[self.arch][1]
 
 
-def read_functions(template: Template, *, arch: str | None = None) -> list[FunctionTarget]:
-    """Every AWS::Serverless::Function of ``template``, in template order; ``arch`` replaces each one's own.
+#: Where Lambda puts a Python function's inline code: "CloudFormation places it in a file named index" (AWS
+#: CloudFormation User Guide, aws-properties-lambda-function-code, ZipFile), so its Handler is ``index.<name>``.
+INLINE_FILE: Final = "index.py"
+
+
+def read_functions(template: Template, *, arch: str | None = None,
+                   inline_dir: Path | None = None) -> list[FunctionTarget]:
+    """Every AWS::Serverless::Function of ``template``, in template order; ``arch`` replaces each one's own. A
+    function with ``InlineCode`` gets the folder ``inline_dir/<LogicalId>`` as its code (the builder writes it).
 
     Raises:
         BuildError: with every problem found (a CodeUri that is not a local directory, a runtime that is not
@@ -84,9 +93,19 @@ def read_functions(template: Template, *, arch: str | None = None) -> list[Funct
             continue
         code_uri, runtime, handler = props.get("CodeUri"), props.get("Runtime"), props.get("Handler")
         architectures = props.get("Architectures") or [DEFAULT_ARCHITECTURE]
+        inline = (resource.get("Properties") or {}).get("InlineCode")
+        if inline is not None:
+            if not isinstance(inline, str) or inline_dir is None:
+                problems.append(f"{logical}.InlineCode: must be the code as a string, got {type(inline).__name__}"
+                                if inline_dir else f"{logical}.InlineCode: needs a build directory")
+            elif not (isinstance(handler, str) and handler.startswith(INLINE_FILE.removesuffix(".py") + ".")):
+                problems.append(f"{logical}.Handler: {handler!r}; inline code is the file {INLINE_FILE}, so its "
+                                "handler is index.<function> (for example index.handler)")
+            else:
+                code_uri = str(inline_dir / logical)
         if not isinstance(code_uri, str) or code_uri.startswith("s3://"):
             problems.append(f"{logical}.CodeUri: {code_uri!r} is not a directory of this repository")
-        elif not (base / code_uri).is_dir():
+        elif inline is None and not (base / code_uri).is_dir():
             problems.append(f"{logical}.CodeUri: {base / code_uri} is not a directory")
         if not isinstance(runtime, str) or not runtime.startswith("python3."):
             problems.append(f"{logical}.Runtime: {runtime!r}; seglog build builds Python runtimes (python3.x)")
@@ -97,7 +116,8 @@ def read_functions(template: Template, *, arch: str | None = None) -> list[Funct
         if problems:
             continue
         found.append(FunctionTarget(logical_id=logical, handler=str(handler), runtime=str(runtime),
-                                    arch=arch or str(architectures[0]), code_uri=(base / str(code_uri)).resolve()))
+                                    arch=arch or str(architectures[0]), code_uri=(base / str(code_uri)).resolve(),
+                                    inline=inline))
     if problems:
         raise BuildError(f"{template.path}: cannot build these functions:\n  - " + "\n  - ".join(problems))
     if not found:
