@@ -87,6 +87,7 @@ def test_env_exports_point_dynamodb_at_dynamodb_local_and_the_rest_at_localstack
         "export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4610",
         "export AWS_ENDPOINT_URL_S3=http://127.0.0.1:4610",
         "export AWS_ENDPOINT_URL_SNS=http://127.0.0.1:4610",
+        "export AWS_ENDPOINT_URL_EVENTBRIDGE=http://127.0.0.1:4610",
         "export AWS_DEFAULT_REGION=us-east-1",
         "export AWS_REGION=us-east-1",
         "export AWS_ACCESS_KEY_ID=test",
@@ -98,8 +99,8 @@ def test_localstack_profile_serves_every_service_from_the_gateway(tmp_path: Path
     config = StackConfig.resolve(Profile.LOCALSTACK, localstack_port=4611, env={}, run_dir=tmp_path)
     env = StackManager(config).env()
     assert {"http://127.0.0.1:4611"} == {v for k, v in env.items() if k.startswith("AWS_ENDPOINT_URL_")}
-    assert ("dynamodb", "dynamodbstreams", "sqs", "s3", "sns") == Profile.LOCALSTACK.localstack_services
-    assert ("sqs", "s3", "sns") == Profile.DYNAMODB_LOCAL.localstack_services
+    assert ("dynamodb", "dynamodbstreams", "sqs", "s3", "sns", "events") == Profile.LOCALSTACK.localstack_services
+    assert ("sqs", "s3", "sns", "events") == Profile.DYNAMODB_LOCAL.localstack_services
 
 
 def test_deploy_profile_adds_cloudformation_and_lambda_with_our_executor_and_leaves_test_profiles_lean(

@@ -93,7 +93,7 @@ def test_up_serves_all_four_services_is_reused_and_down_stops_everything(stack: 
     status = stack.status()
     assert StackState.RUNNING == status.state
     assert all(p.healthy and p.running for p in status.processes)
-    assert {"dynamodb", "dynamodbstreams", "sqs", "s3", "sns"} == set(info.endpoints)
+    assert {"dynamodb", "dynamodbstreams", "sqs", "s3", "sns", "events"} == set(info.endpoints)
     call_every_service(info.endpoints)
     s3_round_trip(info.endpoints["s3"])
     assert stack.env() == info.env()

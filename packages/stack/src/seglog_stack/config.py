@@ -23,11 +23,11 @@ HOME_ENV = "SEGLOG_HOME"
 PYTHON_ENV = "SEGLOG_PYTHON"
 
 # AWS service names (as boto3 spells them) that the stack serves.
-SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "s3", "sns")
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "s3", "sns", "events")
 #: What deploying template.yaml through CloudFormation touches, as LocalStack names its services: the SAM
 #: transform's resources (roles, functions, mappings, the schedule rule, log groups) and the alarms and dashboard
 #: besides the four above.
-DEPLOY_SERVICES = (*SERVICES, "cloudformation", "iam", "sts", "lambda", "events", "scheduler", "logs", "cloudwatch")
+DEPLOY_SERVICES = (*SERVICES, "cloudformation", "iam", "sts", "lambda", "scheduler", "logs", "cloudwatch")
 #: LocalStack's Lambda runtime executor that needs no Docker (seglog_stack/localstack-plugin).
 LAMBDA_RUNTIME_EXECUTOR = "seglog"
 
@@ -66,7 +66,7 @@ class Profile(StrEnum):
             return SERVICES
         if self is Profile.DEPLOY:
             return DEPLOY_SERVICES
-        return ("sqs", "s3", "sns")
+        return ("sqs", "s3", "sns", "events")
 
     @property
     def runs_dynamodb_local(self) -> bool:
@@ -176,8 +176,8 @@ class StackConfig:
 
     @property
     def endpoints(self) -> dict[str, str]:
-        """The endpoint URL of each service (keys: dynamodb, dynamodbstreams, sqs, s3, sns)."""
+        """The endpoint URL of each service (keys: dynamodb, dynamodbstreams, sqs, s3, sns, events)."""
         localstack = self.url(self.localstack_port)
         dynamodb = self.url(self.dynamodb_port) if self.profile.runs_dynamodb_local else localstack
         return {"dynamodb": dynamodb, "dynamodbstreams": dynamodb, "sqs": localstack, "s3": localstack,
-                "sns": localstack}
+                "sns": localstack, "events": localstack}

@@ -25,6 +25,7 @@ ENDPOINT_ENV = {
     "sqs": "AWS_ENDPOINT_URL_SQS",
     "s3": "AWS_ENDPOINT_URL_S3",
     "sns": "AWS_ENDPOINT_URL_SNS",
+    "events": "AWS_ENDPOINT_URL_EVENTBRIDGE",
 }
 
 
