@@ -314,7 +314,7 @@ def test_unknown_event_types_are_ignored_with_a_note() -> None:
     config = read(make_template({"Nightly": {"Type": "ScheduleV2",
                                              "Properties": {"ScheduleExpression": "rate(1 day)"}}}))
     note = ("Fn.Events.Nightly: event type 'ScheduleV2' is ignored; the emulator runs DynamoDB, SQS, HttpApi, Api, "
-            "S3, SNS and Schedule events")
+            "S3, SNS, EventBridgeRule (CloudWatchEvent) and Schedule events")
     assert ((), (), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes,
                                 config.schedules)
     assert (note,) == config.notes

@@ -16,6 +16,7 @@ OTHER = "arn:aws:dynamodb:us-east-1:000000000000:table/Segments"
 QUEUE_URL = "http://sqs.us-east-1.localhost.localstack.cloud:4566/000000000000/jobs"
 QUEUE = "arn:aws:sqs:us-east-1:000000000000:jobs"
 STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/Entries/stream/2026-11-01T00:00:00.000"
+BUS = "arn:aws:events:us-east-1:000000000000:event-bus"
 TX = {"dynamodb:enclosingoperation": ("TransactWriteItems",)}
 
 ROWS: list[tuple[str, str, dict[str, Any], list[Check]]] = [
@@ -77,6 +78,12 @@ ROWS: list[tuple[str, str, dict[str, Any], list[Check]]] = [
     ("sqs", "ChangeMessageVisibilityBatch", {"QueueUrl": QUEUE_URL}, [Check("sqs:ChangeMessageVisibility", QUEUE)]),
     ("sqs", "GetQueueAttributes", {"QueueUrl": QUEUE_URL}, [Check("sqs:GetQueueAttributes", QUEUE)]),
     ("sqs", "GetQueueUrl", {"QueueName": "jobs"}, [Check("sqs:GetQueueUrl", QUEUE)]),
+    # list_amazoneventbridge: PutEvents on each entry's bus (the default bus when an entry names none), once per bus.
+    ("events", "PutEvents", {"Entries": [{"Source": "a"}, {"Source": "b", "EventBusName": "orders"},
+                                         {"EventBusName": "default"}]},
+     [Check("events:PutEvents", f"{BUS}/default"), Check("events:PutEvents", f"{BUS}/orders")]),
+    ("events", "PutEvents", {"Entries": [{"EventBusName": f"{BUS}/orders"}]},
+     [Check("events:PutEvents", f"{BUS}/orders")]),
 ]
 
 

@@ -264,12 +264,43 @@ class SnsSubscription:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScheduleRule:
-    """A Schedule event of a function: the EventBridge rule SAM makes for it, invoking the function
-    asynchronously at each time ``Schedule`` names (sam-property-function-schedule)."""
+class GeneratedRule:
+    """An event of a function for which SAM generates an AWS::Events::Rule (Schedule, EventBridgeRule)."""
 
     function: str
     event: str
+
+    @property
+    def logical_id(self) -> str:
+        """The AWS::Events::Rule SAM generates: the function's logical id followed by the event's name."""
+        return f"{self.function}{self.event}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventRule(GeneratedRule):
+    """An EventBridgeRule (or CloudWatchEvent, its older name) event of a function: the rule SAM makes on an event
+    bus with the event's pattern, invoking the function asynchronously with each event the pattern matches
+    (sam-property-function-eventbridgerule)."""
+
+    #: The event pattern as JSON text.
+    Pattern: str
+    #: The bus's name: "default", a literal name, or the physical name of the template's AWS::Events::EventBus.
+    EventBusName: str = "default"
+    #: Logical id of the template's AWS::Events::EventBus when the event names one (the emulator creates it).
+    bus: str | None = None
+    #: JSON text the target gets instead of the event, or a JSONPath selecting the part it gets (not both).
+    Input: str | None = None
+    InputPath: str | None = None
+    #: The rule's name if the event gives one; otherwise CloudFormation names it (:attr:`logical_id`).
+    RuleName: str | None = None
+    Enabled: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleRule(GeneratedRule):
+    """A Schedule event of a function: the EventBridge rule SAM makes for it, invoking the function
+    asynchronously at each time ``Schedule`` names (sam-property-function-schedule)."""
+
     Schedule: ScheduleExpression
     #: The rule's name if the event gives one; otherwise CloudFormation names it after the stack and the rule's
     #: logical id (:attr:`logical_id`).
@@ -278,11 +309,6 @@ class ScheduleRule:
     #: The event's Input: JSON text sent instead of the scheduled event ("nothing from the event text itself
     #: is passed to the target"), None for the scheduled event itself.
     Input: str | None = None
-
-    @property
-    def logical_id(self) -> str:
-        """The AWS::Events::Rule SAM generates: the function's logical id followed by the event's name."""
-        return f"{self.function}{self.event}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -297,6 +323,7 @@ class EmulatorConfig:
     schedules: tuple[ScheduleRule, ...] = ()
     s3_notifications: tuple[S3Notification, ...] = ()
     sns_subscriptions: tuple[SnsSubscription, ...] = ()
+    event_rules: tuple[EventRule, ...] = ()
     #: The template's AWS::Serverless::HttpApi resources by logical id.
     http_apis: dict[str, HttpApiSpec] = field(default_factory=dict)
     #: What was ignored or adjusted, one sentence each (also logged).

@@ -14,6 +14,7 @@ from seglog_awsmodel.config import (
     LOCAL_MAX_CONCURRENCY,
     MAX_FILTERS,
     EmulatorConfig,
+    EventRule,
     FunctionResponseType,
     FunctionSpec,
     HttpRoute,
@@ -30,7 +31,7 @@ from seglog_awsmodel.config import (
 from seglog_awsmodel.errors import ScheduleExpressionError, ToolError
 from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filter_criteria
 from seglog_awsmodel.http_api_reader import HttpApiReader
-from seglog_awsmodel.notification_reader import s3_notification, sns_subscription
+from seglog_awsmodel.notification_reader import event_rule, s3_notification, sns_subscription
 from seglog_awsmodel.schedule_expressions import parse_schedule_expression
 from seglog_awsmodel.template import Template
 
@@ -73,6 +74,7 @@ class TemplateReader:
         schedules: list[ScheduleRule] = []
         notifications: list[S3Notification] = []
         subscriptions: list[SnsSubscription] = []
+        rules: list[EventRule] = []
         for logical, res in self.resources.items():
             if res.get("Type") == "AWS::Lambda::Function":
                 self._note(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
@@ -110,19 +112,24 @@ class TemplateReader:
                     subscription = sns_subscription(self, logical, event, props, where)
                     if subscription is not None:
                         subscriptions.append(subscription)
+                elif kind in ("EventBridgeRule", "CloudWatchEvent"):
+                    rule = event_rule(self, logical, event, props, where)
+                    if rule is not None:
+                        rules.append(rule)
                 elif kind == "Schedule":
                     schedule = self._schedule(logical, event, props, where)
                     if schedule is not None:
                         schedules.append(schedule)
                 else:
                     self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
-                               "HttpApi, Api, S3, SNS and Schedule events")
+                               "HttpApi, Api, S3, SNS, EventBridgeRule (CloudWatchEvent) and Schedule events")
         if self.problems:
             raise TemplateConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
                               queue_mappings=tuple(queue_mappings), http_routes=tuple(routes),
                               schedules=tuple(schedules), s3_notifications=tuple(notifications),
-                              sns_subscriptions=tuple(subscriptions), http_apis=apis, notes=tuple(self.notes))
+                              sns_subscriptions=tuple(subscriptions), event_rules=tuple(rules), http_apis=apis,
+                              notes=tuple(self.notes))
 
     # ------------------------------------------------------------------------------------ resources
 

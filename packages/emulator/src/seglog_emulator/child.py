@@ -18,12 +18,13 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
-from seglog_awsmodel.config import EmulatorConfig, FunctionSpec, S3Notification, SnsSubscription
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
 from seglog_emulator import logfeed, logs, metrics
@@ -39,7 +40,15 @@ from seglog_emulator.invoker import LambdaInvoker
 from seglog_emulator.lambda_api import ENDPOINT_VARIABLE as LAMBDA_ENDPOINT_VARIABLE
 from seglog_emulator.lambda_api import LISTENER_ENV as LAMBDA_LISTENER_ENV
 from seglog_emulator.lambda_api import AsyncConfig, AsyncInvoker, LambdaApi, async_configs
-from seglog_emulator.notifications import NotificationPoller, queue_name, s3_event, sns_event
+from seglog_emulator.notifications import (
+    Notification,
+    NotificationPoller,
+    eventbridge_event,
+    kind,
+    queue_name,
+    s3_event,
+    sns_event,
+)
 from seglog_emulator.pollers import QueuePoller, StreamPoller
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
@@ -51,6 +60,8 @@ log = structlog.get_logger("seglog.emulator.child")
 
 #: Concurrent requests the gateway runs (API Gateway has no such limit; this bounds local worker processes).
 GATEWAY_CONCURRENCY = 8
+#: The children of services notifying functions through a queue, and what each makes of a message.
+NOTIFIED: Final[dict[str, Callable[[Any], Any]]] = {"s3": s3_event, "sns": sns_event, "events": eventbridge_event}
 #: Overlapping invocations of one scheduled rule (a slow function fired again before it ended; retries).
 SCHEDULE_CONCURRENCY = 4
 
@@ -193,21 +204,21 @@ class Child:
             self._serve(scheduler.run, scheduler.stop)
         elif self.role == "lambda":
             self._serve_lambda_api()
-        elif self.role in ("s3", "sns"):
-            found: list[S3Notification | SnsSubscription] = [
-                *self.config.s3_notifications, *self.config.sns_subscriptions]
+        elif self.role in NOTIFIED:
+            found: list[Notification] = [
+                *self.config.s3_notifications, *self.config.sns_subscriptions, *self.config.event_rules]
             notification = next(n for n in found if f"{n.function}.{n.event}" == self.target
-                                and isinstance(n, S3Notification) == (self.role == "s3"))
+                                and kind(n) == self.role)
             url = self.sqs.get_queue_url(QueueName=queue_name(self.settings.stack, notification))["QueueUrl"]
             invoker = self._invoker(notification.function, GATEWAY_CONCURRENCY)
             asynchronous = AsyncInvoker(lambda _function: invoker, configs=self._async_configs(), sqs=self.sqs,
                                         region=self.settings.deployment.region)
             notifications = NotificationPoller(notification, queue_url=url, sqs=self.sqs, asynchronous=asynchronous,
-                                               convert=s3_event if self.role == "s3" else sns_event)
+                                               convert=NOTIFIED[self.role])
             self._serve(notifications.run, notifications.stop)
         else:
             raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule:, "
-                             "s3:, sns: or lambda:")
+                             "s3:, sns:, events: or lambda:")
 
     def _serve_lambda_api(self) -> None:
         """The Lambda Invoke API (:mod:`seglog_emulator.lambda_api`) for every function, each run by an invoker of

@@ -1,27 +1,31 @@
-"""Services notifying functions: S3 event notifications and SNS subscriptions (issue 36, point 3; AWS SAM
-sam-property-function-s3 and -sns; S3 User Guide, notification-content-structure; Lambda Developer Guide,
-with-sns, for the event a function gets).
+"""Services notifying functions: S3 event notifications, SNS subscriptions and EventBridge rules (issue 36, point 3;
+AWS SAM sam-property-function-s3, -sns and -eventbridgerule; S3 User Guide, notification-content-structure; Lambda
+Developer Guide, with-sns; EventBridge User Guide, eb-events-structure, for the event a function gets).
 
-On AWS, a bucket or a topic invokes the function asynchronously. Locally the bucket and the topic are LocalStack's,
-which cannot reach the emulator's functions, so:
+On AWS, a bucket, a topic or a rule invokes the function asynchronously. Locally the bucket, the topic and the
+event bus are LocalStack's, which cannot reach the emulator's functions, so:
 
 1. the supervisor makes one queue per S3 or SNS event of the template (:func:`configure_s3`: each bucket's
    notification configuration sends the event types and keys a function asked for to its queue;
-   :func:`configure_sns`: the queue subscribes to the topic, with the event's filter policy), and LocalStack
-   writes each notification as a message;
+   :func:`configure_sns`: the queue subscribes to the topic, with the event's filter policy;
+   :func:`configure_rules`: a rule with the event's pattern on its bus, the queue its target with the event's Input
+   or InputPath, so LocalStack matches the pattern and shapes what the target gets), and LocalStack writes each
+   notification as a message;
 2. a child per event (:class:`NotificationPoller`) takes each message off its queue, makes the event the function
-   gets (S3's is the message itself; SNS's is Lambda's ``Records[].Sns`` made of SNS's envelope) and hands it over as
+   gets (S3's is the message itself; SNS's is Lambda's ``Records[].Sns`` made of SNS's envelope; EventBridge's is
+   the message itself: the event, its Input or the part its InputPath selects) and hands it over as
    Lambda's asynchronous invocation does (:class:`seglog_emulator.lambda_api.AsyncInvoker`: retries, then the
    OnFailure destination or DeadLetterQueue), dropping S3's ``s3:TestEvent``.
 
 ::
 
-    client ──PutObject / Publish──► LocalStack ──► queue <stack>-{s3,sns}-<Function>-<Event>
+    client ──PutObject / Publish / PutEvents──► LocalStack ──► queue <stack>-{s3,sns,events}-<Function>-<Event>
                                                      └─ NotificationPoller ──submit──► AsyncInvoker ──► function
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -30,7 +34,7 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_awsmodel.config import S3Notification, SnsSubscription
+from seglog_awsmodel.config import EventRule, S3Notification, SnsSubscription
 from seglog_emulator.lambda_api import AsyncInvoker
 
 log = structlog.get_logger("seglog.notifications")
@@ -39,11 +43,19 @@ log = structlog.get_logger("seglog.notifications")
 MAX_QUEUE_NAME: Final = 80
 WAIT_SECONDS: Final = 2
 
+Notification = S3Notification | SnsSubscription | EventRule
 
-def queue_name(stack: str, notification: S3Notification | SnsSubscription) -> str:
+
+def kind(notification: Notification) -> str:
+    """The notifying service: s3, sns or events (also the prefix of the child that polls the event's queue)."""
+    if isinstance(notification, S3Notification):
+        return "s3"
+    return "sns" if isinstance(notification, SnsSubscription) else "events"
+
+
+def queue_name(stack: str, notification: Notification) -> str:
     """The queue an event's notifications go to (SQS names: letters, digits, - and _, at most 80)."""
-    kind = "s3" if isinstance(notification, S3Notification) else "sns"
-    raw = f"{stack}-{kind}-{notification.function}-{notification.event}"
+    raw = f"{stack}-{kind(notification)}-{notification.function}-{notification.event}"
     return re.sub(r"[^A-Za-z0-9_-]", "-", raw)[:MAX_QUEUE_NAME]
 
 
@@ -86,6 +98,41 @@ def configure_sns(subscriptions: Sequence[SnsSubscription], *, stack: str, topic
                  subscription=made.get("SubscriptionArn"))
 
 
+def configure_rules(rules: Sequence[EventRule], *, stack: str, buses: Sequence[str], bus_name: Any, events: Any,
+                    sqs: Any) -> None:
+    """Make the template's event buses (``buses``: their physical names), then each event's queue and rule: the
+    event's pattern on its bus (``bus_name`` maps a bus's logical id to its name), the queue its one target with the
+    event's Input or InputPath (PutRule and PutTargets replace a rule and a target of the same name and id, as a
+    stack update does). LocalStack's queue policy is open, so the rule needs none to send."""
+    for bus in buses:
+        with contextlib.suppress(events.exceptions.ResourceAlreadyExistsException):
+            events.create_event_bus(Name=bus)
+    for rule in rules:
+        _url, arn = _queue(sqs, queue_name(stack, rule))
+        bus = bus_name(rule.bus) if rule.bus else rule.EventBusName
+        name = rule_name(stack, rule)
+        events.put_rule(Name=name, EventBusName=bus, EventPattern=rule.Pattern,
+                        State="ENABLED" if rule.Enabled else "DISABLED")
+        target: dict[str, Any] = {"Id": "emulator", "Arn": arn}
+        if rule.Input is not None:
+            target["Input"] = rule.Input
+        if rule.InputPath is not None:
+            target["InputPath"] = rule.InputPath
+        events.put_targets(Rule=name, EventBusName=bus, Targets=[target])
+        log.info("event rule set", rule=name, bus=bus, function=rule.function, enabled=rule.Enabled)
+
+
+def rule_name(stack: str, rule: EventRule) -> str:
+    """The rule's name: RuleName, else CloudFormation's ``{stack}-{LogicalId}`` (at most 64 characters)."""
+    return rule.RuleName or f"{stack}-{rule.logical_id}"[:64]
+
+
+def eventbridge_event(body: Any) -> Any:
+    """What a rule's Lambda target gets is what it sent the queue: the event (version, id, detail-type, source,
+    account, time, region, resources, detail: eb-events-structure), its Input or the part InputPath selects."""
+    return body
+
+
 def s3_event(body: Any) -> dict[str, Any] | None:
     """S3 writes the event a function gets as the message itself (None: not an event, e.g. s3:TestEvent)."""
     return body if isinstance(body, dict) and isinstance(body.get("Records"), list) else None
@@ -113,14 +160,14 @@ class NotificationPoller:
         convert: the event the function gets of one message's (JSON) body, or None for one to drop.
     """
 
-    def __init__(self, notification: S3Notification | SnsSubscription, *, queue_url: str, sqs: Any,
-                 asynchronous: AsyncInvoker, convert: Callable[[Any], dict[str, Any] | None]) -> None:
+    def __init__(self, notification: Notification, *, queue_url: str, sqs: Any,
+                 asynchronous: AsyncInvoker, convert: Callable[[Any], Any]) -> None:
         self.notification = notification
         self.queue_url = queue_url
         self.sqs = sqs
         self.asynchronous = asynchronous
         self.convert = convert
-        self.kind = "s3" if isinstance(notification, S3Notification) else "sns"
+        self.kind = kind(notification)
         self.name = f"{notification.function}.{notification.event}"
         self._stop = threading.Event()
 

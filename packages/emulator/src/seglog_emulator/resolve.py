@@ -77,6 +77,10 @@ class LocalResolver:
             return name
         if type_ == "AWS::SNS::Topic" and attribute == "TopicArn":
             return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
+        if type_ == "AWS::Events::EventBus" and attribute == "Name":  # its Ref is its name too
+            return name
+        if type_ == "AWS::Events::EventBus" and attribute == "Arn":
+            return f"arn:aws:events:{self.region}:{LOCAL_ACCOUNT_ID}:event-bus/{name}"
         if type_ in FUNCTION_TYPES and attribute == "Arn":
             return function_arn(self.region, LOCAL_ACCOUNT_ID, function_name(self.template.resources, logical, self))
         raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")

@@ -7,7 +7,9 @@ From template.yaml it starts, each as its own process (:mod:`seglog_emulator.chi
 * ``stream:<Function>.<Event>`` — a DynamoDB Streams poller per stream event source mapping;
 * ``queue:<Function>.<Event>`` — an SQS poller per queue event source mapping;
 * ``schedule:<Function>.<Event>`` — the scheduled rule of each Schedule event (its clock scaled by
-  ``schedule_scale``).
+  ``schedule_scale``);
+* ``s3:``, ``sns:``, ``events:<Function>.<Event>`` — the queue a bucket, a topic or an EventBridge rule notifies,
+  handed to the function as Lambda's asynchronous invocation (:mod:`seglog_emulator.notifications`).
 
 Each child runs its function's handler in warm worker processes (:class:`~seglog_emulator.invoker.LambdaInvoker`)
 with the function's timeout and environment from the template, and logs one structured line per invocation.
@@ -93,6 +95,7 @@ def child_names(config: EmulatorConfig) -> list[str]:
     names += [f"schedule:{r.function}.{r.event}" for r in config.schedules if r.Enabled]
     names += [f"s3:{n.function}.{n.event}" for n in config.s3_notifications]
     names += [f"sns:{n.function}.{n.event}" for n in config.sns_subscriptions]
+    names += [f"events:{r.function}.{r.event}" for r in config.event_rules if r.Enabled]
     apis = list(dict.fromkeys(r.api for r in config.http_routes))
     if len(apis) > 1:
         raise EmulatorError(f"the template declares {len(apis)} APIs with routes ({', '.join(apis)}): the "
@@ -153,7 +156,8 @@ class Supervisor:
         longest = max((f.Timeout for f in self.config.functions.values()), default=30)
         self.drain_seconds = drain_seconds if drain_seconds is not None else longest + 5.0
         self.children = {name: _Child(name) for name in child_names(self.config)}
-        # Buckets and topics notify queues the s3: and sns: children read (seglog_emulator.notifications).
+        # Buckets, topics and rules notify queues the s3:, sns: and events: children read
+        # (seglog_emulator.notifications).
         if self.config.s3_notifications:
             notifications.configure_s3(
                 self.config.s3_notifications, stack=settings.stack,
@@ -168,6 +172,17 @@ class Supervisor:
                 self.config.sns_subscriptions, stack=settings.stack,
                 topic_arn=lambda logical: resolver({"Ref": logical}),
                 sns=local_client("sns", endpoint_url=endpoints["sns"], region=region),
+                sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
+        buses = [logical for logical, res in template.resources.items() if res.get("Type") == "AWS::Events::EventBus"]
+        if self.config.event_rules or buses:
+            if "events" not in endpoints:
+                raise EmulatorError("the template's EventBridge rules and buses need the stack's EventBridge endpoint, "
+                                    "which this deployment record lacks: run `seglog up` again")
+            notifications.configure_rules(
+                self.config.event_rules, stack=settings.stack,
+                buses=[resource_name(template.resources, settings.stack, bus) for bus in buses],
+                bus_name=lambda logical: resource_name(template.resources, settings.stack, logical),
+                events=local_client("events", endpoint_url=endpoints["events"], region=region),
                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
         #: The Lambda Invoke API's listening socket, when a function may invoke another (lambda_api.wanted).
         self.lambda_listener: socket.socket | None = None

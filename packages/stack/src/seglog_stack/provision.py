@@ -30,11 +30,12 @@ log = structlog.get_logger("seglog.provision")
 #: Resource types created here, on the local stack.
 PROVISIONED_TYPES: frozenset[str] = frozenset(
     {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::S3::BucketPolicy", "AWS::SNS::Topic"})
-#: Types the emulator reads from the template itself: functions and their events, the HTTP API, alarms, and the
-#: IAM it enforces (an AWS::Lambda::Function is read and noted as not run).
+#: Types the emulator reads from the template itself: functions and their events, the HTTP API, alarms, event buses
+#: (made when it starts, with the rules of the functions' EventBridgeRule events), and the IAM it enforces (an
+#: AWS::Lambda::Function is read and noted as not run).
 EMULATED_TYPES: frozenset[str] = frozenset(
     {"AWS::Serverless::Function", "AWS::Lambda::Function", "AWS::Serverless::HttpApi", "AWS::Serverless::Api",
-     "AWS::CloudWatch::Alarm",
+     "AWS::CloudWatch::Alarm", "AWS::Events::EventBus",
      "AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::SQS::QueuePolicy"})
 #: Types with nothing to do locally: logs go to the terminal; a dashboard draws CloudWatch's figures; `sam init`'s
 #: Application Insights pair (a resource group and its monitoring, added when that option is chosen) only
@@ -77,6 +78,7 @@ NAME_PROPERTIES: dict[str, str] = {
     "AWS::S3::Bucket": "BucketName",
     "AWS::SNS::Topic": "TopicName",
     "AWS::IAM::Role": "RoleName",
+    "AWS::Events::EventBus": "Name",
 }
 
 

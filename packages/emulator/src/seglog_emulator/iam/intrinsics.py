@@ -84,7 +84,7 @@ class PolicyIntrinsics:
         type_ = self._type(name)
         if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN (CloudFormation, aws-resource-sns-topic)
             return f"arn:aws:sns:{self.region}:{self.account}:{resource_name(self.resources, self.stack, name)}"
-        if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role"):
+        if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::Events::EventBus"):
             return resource_name(self.resources, self.stack, name)
         if type_ in FUNCTION_TYPES:
             return function_name(self.resources, name, self)  # its FunctionName, else its logical id
@@ -103,6 +103,8 @@ class PolicyIntrinsics:
                                                            function_name(self.resources, logical, self)),
             ("AWS::SNS::Topic", "TopicArn"): f"arn:aws:sns:{self.region}:{self.account}:{name}",
             ("AWS::SNS::Topic", "TopicName"): name,
+            ("AWS::Events::EventBus", "Arn"): f"arn:aws:events:{self.region}:{self.account}:event-bus/{name}",
+            ("AWS::Events::EventBus", "Name"): name,
         }.get((type_, attribute))
         if built is not None:
             return built

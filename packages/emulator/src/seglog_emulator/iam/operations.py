@@ -275,9 +275,28 @@ def _topic(action: str) -> Mapper:
 SNS: Final[dict[str, Mapper]] = {"Publish": _topic("sns:Publish"), "PublishBatch": _topic("sns:Publish"),
                                  "GetTopicAttributes": _topic("sns:GetTopicAttributes")}
 
+# ------------------------------------------------------------------------------------------------ EventBridge
+
+
+def _put_events(params: Mapping[str, Any], target: Target) -> list[Check]:
+    """events:PutEvents on the bus of each entry (list_amazoneventbridge: resource type event-bus, ARN
+    ``arn:aws:events:{Region}:{Account}:event-bus/{EventBusName}``), once per bus; an entry without EventBusName
+    goes to the default bus, and EventBusName may be a bus's name or its ARN (EventBridge API Reference,
+    PutEventsRequestEntry)."""
+    buses: dict[str, None] = {}
+    for entry in params.get("Entries") or []:
+        bus = str(entry.get("EventBusName") or "default")
+        arn = bus if bus.startswith("arn:") else f"arn:aws:events:{target.region}:{target.account}:event-bus/{bus}"
+        buses[arn] = None
+    return [Check("events:PutEvents", arn) for arn in buses]
+
+
+EVENTS: Final[dict[str, Mapper]] = {"PutEvents": _put_events}
+
 #: botocore's service name -> its table.
 OPERATIONS: Final[dict[str, dict[str, Mapper]]] = {
-    "dynamodb": DYNAMODB, "dynamodbstreams": DYNAMODB_STREAMS, "s3": S3, "sqs": SQS, "lambda": LAMBDA, "sns": SNS}
+    "dynamodb": DYNAMODB, "dynamodbstreams": DYNAMODB_STREAMS, "s3": S3, "sqs": SQS, "lambda": LAMBDA, "sns": SNS,
+    "events": EVENTS}
 
 
 def checks(service: str, operation: str, params: Mapping[str, Any], target: Target) -> list[Check] | None:
