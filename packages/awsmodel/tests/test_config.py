@@ -309,12 +309,12 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_unknown_event_types_are_ignored_with_a_note() -> None:
-    """Only DynamoDB, SQS, HttpApi, Api, S3, SNS and Schedule events run locally; others (here EventBridge Scheduler's
-    ScheduleV2) are noted, not errors."""
-    config = read(make_template({"Nightly": {"Type": "ScheduleV2",
-                                             "Properties": {"ScheduleExpression": "rate(1 day)"}}}))
-    note = ("Fn.Events.Nightly: event type 'ScheduleV2' is ignored; the emulator runs DynamoDB, SQS, HttpApi, Api, "
-            "S3, SNS, EventBridgeRule (CloudWatchEvent) and Schedule events")
+    """Only DynamoDB, SQS, HttpApi, Api, S3, SNS, EventBridgeRule, Schedule and ScheduleV2 events run locally;
+    others (here CloudWatch Logs subscriptions) are noted, not errors."""
+    config = read(make_template({"Nightly": {"Type": "CloudWatchLogs",
+                                             "Properties": {"LogGroupName": "g", "FilterPattern": ""}}}))
+    note = ("Fn.Events.Nightly: event type 'CloudWatchLogs' is ignored; the emulator runs DynamoDB, SQS, HttpApi, Api, "
+            "S3, SNS, EventBridgeRule (CloudWatchEvent), Schedule and ScheduleV2 events")
     assert ((), (), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes,
                                 config.schedules)
     assert (note,) == config.notes

@@ -1,13 +1,17 @@
-"""Schedule events: the template reader, EventBridge's schedule expressions, and the scheduler's firing, scaled
-clock and asynchronous retries.
+"""Schedule and ScheduleV2 events: the template reader, EventBridge's schedule expressions, and the scheduler's
+firing, scaled clock and asynchronous retries; for ScheduleV2, time zones, at(), start and end dates, flexible
+windows and EventBridge Scheduler's event.
 
-Pages cited: SAM sam-property-function-schedule; Amazon EventBridge User Guide eb-rate-expressions and
-eb-scheduled-rule-pattern; AWS Lambda Developer Guide invocation-async-error-handling.
+Pages cited: SAM sam-property-function-schedule and -schedulev2; Amazon EventBridge User Guide eb-rate-expressions
+and eb-scheduled-rule-pattern; EventBridge Scheduler User Guide schedule-types, managing-schedule-context-attributes;
+AWS Lambda Developer Guide invocation-async-error-handling.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import random
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -16,9 +20,15 @@ from typing import Any
 
 import pytest
 
-from seglog_awsmodel.config import EmulatorConfig, ScheduleRule, TemplateConfigError
+from seglog_awsmodel.config import EmulatorConfig, ScheduleRule, ScheduleV2Rule, TemplateConfigError
 from seglog_awsmodel.errors import ScheduleExpressionError
-from seglog_awsmodel.schedule_expressions import CronExpression, RateExpression, parse_schedule_expression
+from seglog_awsmodel.schedule_expressions import (
+    AtExpression,
+    CronExpression,
+    RateExpression,
+    parse_schedule_expression,
+    parse_scheduler_expression,
+)
 from seglog_awsmodel.template import Template, load_template
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.scheduler import Scheduler
@@ -237,3 +247,114 @@ def test_input_is_sent_instead_of_the_scheduled_event() -> None:
 
     assert [{"job": "retain"}] == [event for event, *_ in invoker.calls]
 
+
+
+# ------------------------------------------------------------------------------------------------ ScheduleV2
+
+
+def v2_event(**props: Any) -> dict[str, Any]:
+    return {"Nightly": {"Type": "ScheduleV2", "Properties": {"ScheduleExpression": "cron(0 9 * * ? *)", **props}}}
+
+
+def test_a_schedulev2_event_is_read_with_schedulers_defaults() -> None:
+    """SAM names the schedule after the function and the event; group default, time zone UTC, window OFF."""
+    [rule] = read(v2_event()).schedules_v2
+    assert ("FnNightly", "default", "UTC", 0, True, None) == (
+        rule.schedule_name, rule.GroupName, rule.Timezone, rule.FlexibleWindowMinutes, rule.Enabled, rule.Input)
+    assert "schedule:Fn.Nightly" in child_names(read(v2_event()))
+    full = read(v2_event(ScheduleExpression="at(2026-12-01T09:30:00)", ScheduleExpressionTimezone="Europe/Paris",
+                         FlexibleTimeWindow={"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15}, Name="n",
+                         GroupName="g", State="DISABLED", Input='{"a": 1}', StartDate="2026-12-01T00:00:00Z",
+                         EndDate="2026-12-31T00:00:00", RetryPolicy={"MaximumRetryAttempts": 0}))
+    [rule] = full.schedules_v2
+    assert (AtExpression(text="at(2026-12-01T09:30:00)", when=dt.datetime(2026, 12, 1, 9, 30)), "Europe/Paris", 15,
+            "n", "g", False, '{"a": 1}') == (rule.Schedule, rule.Timezone, rule.FlexibleWindowMinutes,
+                                            rule.schedule_name, rule.GroupName, rule.Enabled, rule.Input)
+    assert (dt.datetime(2026, 12, 1, tzinfo=UTC), dt.datetime(2026, 12, 31, tzinfo=UTC)) == (rule.StartDate,
+                                                                                            rule.EndDate)
+    assert ["Fn.Events.Nightly.RetryPolicy"] == [note.split(":")[0] for note in full.notes]
+    assert "schedule:Fn.Nightly" not in child_names(full)  # DISABLED
+
+
+def test_what_scheduler_refuses_is_refused() -> None:
+    with pytest.raises(TemplateConfigError) as caught:
+        read({**v2_event(ScheduleExpressionTimezone="Mars/Olympus"),
+              "A": {"Type": "ScheduleV2", "Properties": {"ScheduleExpression": "at(2026-13-01T00:00:00)"}},
+              "B": {"Type": "ScheduleV2", "Properties": {"ScheduleExpression": "rate(1 minute)", "Input": "[1]",
+                                                         "FlexibleTimeWindow": {"Mode": "FLEXIBLE"}}},
+              "C": {"Type": "ScheduleV2", "Properties": {"ScheduleExpression": "rate(1 minute)",
+                                                         "StartDate": "soon", "State": "ON"}}})
+    assert ["Fn.Events.Nightly.ScheduleExpressionTimezone", "Fn.Events.A.ScheduleExpression", "Fn.Events.B.Input",
+            "Fn.Events.B.FlexibleTimeWindow.MaximumWindowInMinutes", "Fn.Events.C.State", "Fn.Events.C.StartDate"] == [
+        p.split(":")[0] for p in caught.value.problems]
+    with pytest.raises(ScheduleExpressionError):
+        parse_scheduler_expression("at(2026-12-01 09:30)")
+
+
+def v2_rule(expression: str, **fields: Any) -> ScheduleV2Rule:
+    return ScheduleV2Rule(function="Fn", event="Nightly", Schedule=parse_scheduler_expression(expression), **fields)
+
+
+def fire(rule: ScheduleV2Rule, start: dt.datetime, firings: int, **options: Any) -> list[Mapping[str, Any]]:
+    clock = FakeClock(start.timestamp())
+    invoker = RecordingInvoker()
+    waits = Waits(clock, firings)
+    Scheduler(rule, invoker, rule_name=rule.schedule_name, region="us-east-1", clock=clock, wait=waits,
+              **options).run()
+    events = [event for event, *_ in invoker.calls]
+    return sorted(events, key=lambda event: str(event.get("time", "")))
+
+
+def test_cron_reads_the_clocks_of_the_schedules_time_zone() -> None:
+    """cron(0 9 * * ? *) in America/New_York is 14:00 UTC in winter, 13:00 UTC in summer (schedule-types: "the
+    time zone you specify ... adjusts for daylight saving time")."""
+    rule = v2_rule("cron(0 9 * * ? *)", Timezone="America/New_York")
+    winter = fire(rule, dt.datetime(2026, 11, 29, 12, 0, tzinfo=UTC), 2)
+    assert ["2026-11-29T14:00:00Z", "2026-11-30T14:00:00Z"] == [event["time"] for event in winter]
+    summer = fire(rule, dt.datetime(2026, 7, 1, 12, 0, tzinfo=UTC), 1)
+    assert ["2026-07-01T13:00:00Z"] == [event["time"] for event in summer]
+
+
+def test_without_input_the_function_gets_schedulers_default_notification() -> None:
+    """Field by field: the EventBridge envelope, source aws.scheduler, the schedule's ARN, detail the text "{}"
+    (aws-lambda-java-libs ScheduledV2Event models detail as a string)."""
+    [event] = fire(v2_rule("rate(5 minutes)", GroupName="jobs"), dt.datetime(2026, 11, 29, 6, 0, tzinfo=UTC), 1)
+    assert ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"] == list(
+        event)
+    assert ("0", "Scheduled Event", "aws.scheduler", "000000000000", "2026-11-29T06:05:00Z", "us-east-1",
+            ["arn:aws:scheduler:us-east-1:000000000000:schedule/jobs/FnNightly"], "{}") == (
+        event["version"], event["detail-type"], event["source"], event["account"], event["time"], event["region"],
+        event["resources"], event["detail"])
+    assert re.fullmatch(r"[0-9a-f-]{36}", event["id"])
+
+
+def test_input_is_sent_with_the_context_attributes_replaced() -> None:
+    """managing-schedule-context-attributes: <aws.scheduler.scheduled-time> and the others, in the Input."""
+    text = json.dumps({"at": "<aws.scheduler.scheduled-time>", "arn": "<aws.scheduler.schedule-arn>",
+                       "run": "<aws.scheduler.execution-id>", "try": "<aws.scheduler.attempt-number>"})
+    [event] = fire(v2_rule("rate(1 hour)", Input=text), dt.datetime(2026, 11, 29, 6, 0, tzinfo=UTC), 1)
+    assert ("2026-11-29T07:00:00Z", "arn:aws:scheduler:us-east-1:000000000000:schedule/default/FnNightly", "1") == (
+        event["at"], event["arn"], event["try"])
+    assert re.fullmatch(r"[0-9a-f-]{36}", event["run"])
+
+
+def test_at_fires_once_and_start_and_end_dates_bound_a_schedule() -> None:
+    start = dt.datetime(2026, 11, 29, 6, 0, tzinfo=UTC)
+    once = fire(v2_rule("at(2026-11-29T08:30:00)", Timezone="Europe/Paris"), start, 5)
+    assert ["2026-11-29T07:30:00Z"] == [event["time"] for event in once]
+    assert [] == fire(v2_rule("at(2026-11-29T05:00:00)"), start, 5)  # already past: never
+    bounded = fire(v2_rule("rate(1 hour)", StartDate=dt.datetime(2026, 11, 29, 8, 30, tzinfo=UTC),
+                           EndDate=dt.datetime(2026, 11, 29, 10, 0, tzinfo=UTC)), start, 5)
+    assert ["2026-11-29T09:00:00Z", "2026-11-29T10:00:00Z"] == [event["time"] for event in bounded]
+
+
+def test_a_flexible_window_delays_each_invocation_within_the_window() -> None:
+    """managing-schedule-flexible-time-windows: Scheduler invokes within the window after the scheduled time."""
+    clock = FakeClock(dt.datetime(2026, 11, 29, 6, 0, tzinfo=UTC).timestamp())
+    invoker = RecordingInvoker()
+    waits = Waits(clock, 1, then=invoker.all_done)
+    Scheduler(v2_rule("rate(1 hour)", FlexibleWindowMinutes=10), invoker, rule_name="r", region="us-east-1",
+              clock=clock, wait=waits, rng=random.Random(7)).run()
+    [delay] = waits.retries
+    assert delay == random.Random(7).uniform(0, 600) and 0 < delay < 600
+    assert 1 == len(invoker.calls)

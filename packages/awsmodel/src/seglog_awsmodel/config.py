@@ -15,6 +15,7 @@ local physical name (``seglog_stack.provision.Provisioner.resolve`` fits).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -26,7 +27,7 @@ import structlog
 from seglog_awsmodel.cors import CorsConfiguration
 from seglog_awsmodel.errors import ModelError
 from seglog_awsmodel.filtering import Matcher
-from seglog_awsmodel.schedule_expressions import ScheduleExpression
+from seglog_awsmodel.schedule_expressions import ScheduleExpression, SchedulerExpression
 from seglog_awsmodel.template import Template, TemplateError
 
 log = structlog.get_logger("seglog.emulator.config")
@@ -312,6 +313,33 @@ class ScheduleRule(GeneratedRule):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScheduleV2Rule(GeneratedRule):
+    """A ScheduleV2 event of a function: the EventBridge Scheduler schedule SAM makes for it (an
+    AWS::Scheduler::Schedule), invoking the function asynchronously at each time ``Schedule`` names
+    (sam-property-function-schedulev2)."""
+
+    Schedule: SchedulerExpression
+    #: ScheduleExpressionTimezone as an IANA name; cron() and at() read the clocks there.
+    Timezone: str = "UTC"
+    #: The schedule's name (SAM's default: the function's logical id followed by the event's name) and group.
+    Name: str | None = None
+    GroupName: str = "default"
+    Enabled: bool = True
+    #: JSON text the function gets, context attributes such as <aws.scheduler.scheduled-time> replaced; None for
+    #: Scheduler's default notification.
+    Input: str | None = None
+    #: FlexibleTimeWindow: Mode FLEXIBLE's MaximumWindowInMinutes, 0 for Mode OFF.
+    FlexibleWindowMinutes: int = 0
+    #: StartDate and EndDate (aware): no invocation before the one or after the other.
+    StartDate: dt.datetime | None = None
+    EndDate: dt.datetime | None = None
+
+    @property
+    def schedule_name(self) -> str:
+        return self.Name or self.logical_id
+
+
+@dataclass(frozen=True, kw_only=True)
 class EmulatorConfig:
     """Everything the emulator runs, in template order."""
 
@@ -324,10 +352,15 @@ class EmulatorConfig:
     s3_notifications: tuple[S3Notification, ...] = ()
     sns_subscriptions: tuple[SnsSubscription, ...] = ()
     event_rules: tuple[EventRule, ...] = ()
+    schedules_v2: tuple[ScheduleV2Rule, ...] = ()
     #: The template's AWS::Serverless::HttpApi resources by logical id.
     http_apis: dict[str, HttpApiSpec] = field(default_factory=dict)
     #: What was ignored or adjusted, one sentence each (also logged).
     notes: tuple[str, ...] = field(default=())
+
+    def scheduled(self) -> tuple[ScheduleRule | ScheduleV2Rule, ...]:
+        """The Schedule and ScheduleV2 events: each is run by a schedule: child."""
+        return (*self.schedules, *self.schedules_v2)
 
     @classmethod
     def from_template(cls, template: Template, resolve: Resolver, *,

@@ -12,6 +12,10 @@ From the Amazon EventBridge User Guide:
   ``?`` in the two day fields); "You can't use * in both the Day-of-month and Day-of-week fields. If you use it
   in one, you must use ? in the other." All times are UTC; the finest resolution is one minute.
 
+EventBridge Scheduler (a ScheduleV2 event) reads the same rate and cron expressions, evaluates cron in the schedule's
+``ScheduleExpressionTimezone`` (UTC by default), and adds the one-time ``at(yyyy-mm-ddThh:mm:ss)``, also in that
+time zone (EventBridge Scheduler User Guide, schedule-types: "One-time schedules", "Cron-based schedules").
+
 The emulator runs all of that except the ``L``, ``W`` and ``#`` wildcards: an expression using them is refused
 with a clear error (:class:`~seglog_awsmodel.errors.ScheduleExpressionError`), as is anything EventBridge refuses.
 """
@@ -27,6 +31,7 @@ from seglog_awsmodel.errors import ScheduleExpressionError
 
 _RATE: Final = re.compile(r"rate\(\s*(\S+)\s+(\S+)\s*\)")
 _CRON: Final = re.compile(r"cron\((.*)\)")
+_AT: Final = re.compile(r"at\(\s*(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\s*\)")
 _UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400}
 _MONTHS: Final = {name: i for i, name in enumerate(
     ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), start=1)}
@@ -51,8 +56,8 @@ class RateExpression:
     text: str
     seconds: int
 
-    def next_after(self, after: dt.datetime, *, origin: dt.datetime) -> dt.datetime | None:
-        """The first firing later than ``after`` of a rule created at ``origin``."""
+    def next_after(self, after: dt.datetime, *, origin: dt.datetime, zone: dt.tzinfo = dt.UTC) -> dt.datetime | None:
+        """The first firing later than ``after`` of a rule created at ``origin`` (a rate has no time zone)."""
         elapsed = (after - origin).total_seconds()
         periods = max(0, int(elapsed // self.seconds)) + 1
         return origin + dt.timedelta(seconds=periods * self.seconds)
@@ -70,17 +75,18 @@ class CronExpression:
     days_of_week: frozenset[int] | None
     years: frozenset[int]
 
-    def next_after(self, after: dt.datetime, *, origin: dt.datetime | None = None) -> dt.datetime | None:
-        """The first time later than ``after`` (to the minute, UTC) the expression names; None if none is left
-        before the end of 2199."""
-        after = after.astimezone(dt.UTC)
+    def next_after(self, after: dt.datetime, *, origin: dt.datetime | None = None,
+                   zone: dt.tzinfo = dt.UTC) -> dt.datetime | None:
+        """The first time later than ``after`` (to the minute, on the clocks of ``zone``: UTC for a rule) the
+        expression names; None if none is left before the end of 2199."""
+        after = after.astimezone(zone)
         day = after.date()
         hours, minutes = sorted(self.hours), sorted(self.minutes)
         while day.year <= _LAST_YEAR:
             if self._day_matches(day):
                 for hour in hours:
                     for minute in minutes:
-                        at = dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=dt.UTC)
+                        at = dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
                         if at > after:
                             return at
             day += dt.timedelta(days=1)
@@ -95,7 +101,21 @@ class CronExpression:
         return day.isoweekday() % 7 + 1 in self.days_of_week  # ISO Monday=1..Sunday=7 -> SUN=1..SAT=7
 
 
+@dataclass(frozen=True)
+class AtExpression:
+    """``at(yyyy-mm-ddThh:mm:ss)``: once, at that time on the clocks of the schedule's time zone."""
+
+    text: str
+    when: dt.datetime  # naive: a wall-clock time
+
+    def next_after(self, after: dt.datetime, *, origin: dt.datetime | None = None,
+                   zone: dt.tzinfo = dt.UTC) -> dt.datetime | None:
+        at = self.when.replace(tzinfo=zone)
+        return at if at > after else None
+
+
 ScheduleExpression = RateExpression | CronExpression
+SchedulerExpression = RateExpression | CronExpression | AtExpression
 
 
 def parse_schedule_expression(text: str) -> ScheduleExpression:
@@ -114,6 +134,24 @@ def parse_schedule_expression(text: str) -> ScheduleExpression:
                                             "event), not of a scheduled rule: use rate() or cron()")
     raise ScheduleExpressionError(text, "expected rate(value unit) or cron(Minutes Hours Day-of-month Month "
                                         "Day-of-week Year)")
+
+
+def parse_scheduler_expression(text: str) -> SchedulerExpression:
+    """Read an EventBridge Scheduler ScheduleExpression: rate(), cron() or at().
+
+    Raises:
+        ScheduleExpressionError: EventBridge Scheduler would refuse it, or the emulator does not run it.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("at("):
+        return parse_schedule_expression(text)
+    match = _AT.fullmatch(stripped)
+    if match is None:
+        raise ScheduleExpressionError(text, "a one-time schedule is at(yyyy-mm-ddThh:mm:ss)")
+    try:
+        return AtExpression(text=text, when=dt.datetime.fromisoformat(match.group(1)))
+    except ValueError as exc:
+        raise ScheduleExpressionError(text, f"not a date and time: {exc}") from exc
 
 
 def _rate(text: str) -> RateExpression:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
@@ -23,6 +23,7 @@ from seglog_awsmodel.config import (
     Resolver,
     S3Notification,
     ScheduleRule,
+    ScheduleV2Rule,
     SnsSubscription,
     StreamMapping,
     StreamPosition,
@@ -33,6 +34,7 @@ from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filte
 from seglog_awsmodel.http_api_reader import HttpApiReader
 from seglog_awsmodel.notification_reader import event_rule, s3_notification, sns_subscription
 from seglog_awsmodel.schedule_expressions import parse_schedule_expression
+from seglog_awsmodel.schedule_v2_reader import schedule_v2
 from seglog_awsmodel.template import Template
 
 #: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
@@ -75,6 +77,7 @@ class TemplateReader:
         notifications: list[S3Notification] = []
         subscriptions: list[SnsSubscription] = []
         rules: list[EventRule] = []
+        schedules_v2: list[ScheduleV2Rule] = []
         for logical, res in self.resources.items():
             if res.get("Type") == "AWS::Lambda::Function":
                 self._note(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
@@ -116,19 +119,25 @@ class TemplateReader:
                     rule = event_rule(self, logical, event, props, where)
                     if rule is not None:
                         rules.append(rule)
+                elif kind == "ScheduleV2":
+                    schedule_v2_rule = schedule_v2(self, logical, event, props, where)
+                    if schedule_v2_rule is not None:
+                        schedules_v2.append(schedule_v2_rule)
                 elif kind == "Schedule":
                     schedule = self._schedule(logical, event, props, where)
                     if schedule is not None:
                         schedules.append(schedule)
                 else:
                     self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
-                               "HttpApi, Api, S3, SNS, EventBridgeRule (CloudWatchEvent) and Schedule events")
+                               "HttpApi, Api, S3, SNS, EventBridgeRule (CloudWatchEvent), Schedule and ScheduleV2 "
+                               "events")
         if self.problems:
             raise TemplateConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
                               queue_mappings=tuple(queue_mappings), http_routes=tuple(routes),
                               schedules=tuple(schedules), s3_notifications=tuple(notifications),
-                              sns_subscriptions=tuple(subscriptions), event_rules=tuple(rules), http_apis=apis,
+                              sns_subscriptions=tuple(subscriptions), event_rules=tuple(rules),
+                              schedules_v2=tuple(schedules_v2), http_apis=apis,
                               notes=tuple(self.notes))
 
     # ------------------------------------------------------------------------------------ resources
@@ -278,15 +287,8 @@ class TemplateReader:
         # the function as its target. "Specify either the Enabled or State property, but not both"; Enabled true
         # passes State ENABLED, false DISABLED. Input is "valid JSON text passed to the target".
         self._note_unread(props, _SCHEDULE_PROPERTIES, where)
-        text = self._parameter(props.get("Schedule"))
-        expression = None
-        if not isinstance(text, str):
-            self._problem(f"{where}.Schedule: required, a rate() or cron() expression, got {text!r}")
-        else:
-            try:
-                expression = parse_schedule_expression(text)
-            except ScheduleExpressionError as exc:
-                self._problem(f"{where}.Schedule: {exc}")
+        expression = self._expression(props.get("Schedule"), parse_schedule_expression, "a rate() or cron()",
+                                      f"{where}.Schedule")
         enabled = True
         if "Enabled" in props and "State" in props:
             self._problem(f"{where}: set Enabled or State, not both (sam-property-function-schedule)")
@@ -316,6 +318,19 @@ class TemplateReader:
                             Input=payload)
 
     # ------------------------------------------------------------------------------------ values
+
+    def _expression[E](self, raw: Any, parse: Callable[[str], E], kinds: str, where: str) -> E | None:
+        """A required schedule expression read by ``parse`` (``kinds`` names what it reads), or None with the
+        problem recorded."""
+        text = self._parameter(raw)
+        if not isinstance(text, str):
+            self._problem(f"{where}: required, {kinds} expression, got {text!r}")
+            return None
+        try:
+            return parse(text)
+        except ScheduleExpressionError as exc:
+            self._problem(f"{where}: {exc}")
+            return None
 
     def _problem(self, text: str) -> None:
         self.problems.append(text)

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import structlog
 
-from seglog_awsmodel.config import EmulatorConfig, FunctionSpec
+from seglog_awsmodel.config import EmulatorConfig, FunctionSpec, ScheduleV2Rule
 from seglog_awsmodel.events.dynamodb_stream import StreamReader
 from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
 from seglog_emulator import logfeed, logs, metrics
@@ -196,9 +196,10 @@ class Child:
                                        region=self.settings.deployment.region, faults=self.faults)
             self._serve(queue_poller.run, queue_poller.stop)
         elif self.role == "schedule":
-            rule = next(r for r in self.config.schedules if f"{r.function}.{r.event}" == self.target)
-            scheduler = Scheduler(rule, self._invoker(rule.function, SCHEDULE_CONCURRENCY),
-                                  rule_name=rule.Name or self._name(rule.logical_id),
+            rule = next(r for r in self.config.scheduled() if f"{r.function}.{r.event}" == self.target)
+            # A rule's name defaults to CloudFormation's {stack}-{LogicalId}; SAM names a schedule itself.
+            name = rule.schedule_name if isinstance(rule, ScheduleV2Rule) else rule.Name or self._name(rule.logical_id)
+            scheduler = Scheduler(rule, self._invoker(rule.function, SCHEDULE_CONCURRENCY), rule_name=name,
                                   region=self.settings.deployment.region, scale=self.settings.schedule_scale,
                                   faults=self.faults)
             self._serve(scheduler.run, scheduler.stop)

@@ -6,8 +6,8 @@ From template.yaml it starts, each as its own process (:mod:`seglog_emulator.chi
   HttpApi events, each by the function its route names (one base URL for clients);
 * ``stream:<Function>.<Event>`` — a DynamoDB Streams poller per stream event source mapping;
 * ``queue:<Function>.<Event>`` — an SQS poller per queue event source mapping;
-* ``schedule:<Function>.<Event>`` — the scheduled rule of each Schedule event (its clock scaled by
-  ``schedule_scale``);
+* ``schedule:<Function>.<Event>`` — the scheduled rule of each Schedule event, the schedule of each ScheduleV2 event
+  (its clock scaled by ``schedule_scale``);
 * ``s3:``, ``sns:``, ``events:<Function>.<Event>`` — the queue a bucket, a topic or an EventBridge rule notifies,
   handed to the function as Lambda's asynchronous invocation (:mod:`seglog_emulator.notifications`).
 
@@ -92,7 +92,7 @@ def child_names(config: EmulatorConfig) -> list[str]:
     """The children the template needs, in start order (pollers first, then schedules, then gateways)."""
     names = [f"stream:{m.function}.{m.event}" for m in config.stream_mappings if m.Enabled]
     names += [f"queue:{m.function}.{m.event}" for m in config.queue_mappings if m.Enabled]
-    names += [f"schedule:{r.function}.{r.event}" for r in config.schedules if r.Enabled]
+    names += [f"schedule:{r.function}.{r.event}" for r in config.scheduled() if r.Enabled]
     names += [f"s3:{n.function}.{n.event}" for n in config.s3_notifications]
     names += [f"sns:{n.function}.{n.event}" for n in config.sns_subscriptions]
     names += [f"events:{r.function}.{r.event}" for r in config.event_rules if r.Enabled]

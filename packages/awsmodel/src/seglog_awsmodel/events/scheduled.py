@@ -52,3 +52,39 @@ def scheduled_event(*, rule: str, time: dt.datetime, region: str, account: str,
         "resources": [rule_arn(rule, region=region, account=account)],
         "detail": {},
     }
+
+
+#: EventBridge Scheduler's source (a ScheduleV2 event).
+SCHEDULER_SOURCE: Final = "aws.scheduler"
+
+
+def schedule_arn(name: str, *, group: str, region: str, account: str) -> str:
+    """The ARN of an EventBridge Scheduler schedule: ``arn:aws:scheduler:{region}:{account}:schedule/{group}/{name}``
+    (Service Authorization Reference, list_amazoneventbridgescheduler, resource type schedule)."""
+    return f"arn:aws:scheduler:{region}:{account}:schedule/{group}/{name}"
+
+
+def scheduler_event(*, schedule: str, group: str, time: dt.datetime, region: str, account: str,
+                    event_id: uuid.UUID | None = None) -> dict[str, Any]:
+    """What EventBridge Scheduler sends a templated Lambda target whose Input is not set: "If you do not specify
+    anything for this field, EventBridge Scheduler delivers a default notification to the target" (EventBridge
+    Scheduler API Reference, Target, Input). The guides do not print that notification; its shape here is the one
+    Lambda's Java event library models (aws-lambda-java-libs, ScheduledV2Event: version, account, region, detail as
+    a *string*, detail-type, source, id, time, resources), as captured from Scheduler: the envelope of
+    :func:`scheduled_event` with source ``aws.scheduler``, the schedule's ARN in ``resources`` and ``detail`` the
+    text ``"{}"``."""
+    return {**scheduled_event(rule=schedule, time=time, region=region, account=account, event_id=event_id),
+            "source": SCHEDULER_SOURCE,
+            "resources": [schedule_arn(schedule, group=group, region=region, account=account)],
+            "detail": "{}"}
+
+
+def context_attributes(text: str, *, arn: str, time: dt.datetime, execution_id: str, attempt: int = 1) -> str:
+    """``text`` (a schedule's Input) with EventBridge Scheduler's context attributes replaced: <aws.scheduler.
+    schedule-arn>, <aws.scheduler.scheduled-time>, <aws.scheduler.execution-id>, <aws.scheduler.attempt-number>
+    (EventBridge Scheduler User Guide, managing-schedule-context-attributes)."""
+    stamp = time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for name, value in (("schedule-arn", arn), ("scheduled-time", stamp), ("execution-id", execution_id),
+                        ("attempt-number", str(attempt))):
+        text = text.replace(f"<aws.scheduler.{name}>", value)
+    return text
