@@ -5,8 +5,10 @@ pattern does not match leaves its function alone, and the default bus, which the
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -46,3 +48,17 @@ def test_each_rule_whose_pattern_matches_invokes_its_function(orders: Supervisor
 def test_a_bus_the_functions_policy_does_not_name_is_refused(orders: Supervisor) -> None:
     assert (403, {"error": "AccessDeniedException"}) == call(
         "POST", f"{orders.api_url}/orders/o-x?bus=default", {"qty": 1})
+
+
+def test_the_schedule_runs_its_function_with_the_scheduled_time_in_its_input(orders: Supervisor) -> None:
+    ddb = client(orders, "dynamodb")
+    table = orders.settings.deployment.names["NoticesTable"]
+
+    def digest() -> dict[str, Any] | None:
+        return ddb.get_item(TableName=table, Key={"id": {"S": "digest"}}, ConsistentRead=True).get("Item")
+
+    first = wait_for(digest, 30, "the first digest")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first["latest"]["S"]), first
+    later = wait_for(lambda: (item := digest()) and int(item["runs"]["N"]) > int(first["runs"]["N"]) and item, 30,
+                     "the next digest")
+    assert later["latest"]["S"] > first["latest"]["S"]  # an hour later on the schedule's clock

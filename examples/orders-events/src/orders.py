@@ -1,4 +1,5 @@
-"""Putting orders on an event bus, and two rules' targets: one for every order, one for the large ones only."""
+"""Putting orders on an event bus, two rules' targets (one for every order, one for the large ones only) and a
+scheduled digest."""
 
 import json
 import os
@@ -32,3 +33,9 @@ def record(event, context):
 def large(event, context):
     # InputPath $.detail: the event's detail only.
     table.put_item(Item={"id": f"large#{event['id']}", "qty": event["qty"]})
+
+
+def digest(event, context):
+    # The schedule's Input, <aws.scheduler.scheduled-time> replaced by the time it was due.
+    table.update_item(Key={"id": event["kind"]}, UpdateExpression="SET latest = :at ADD runs :one",
+                      ExpressionAttributeValues={":at": event["at"], ":one": 1})
