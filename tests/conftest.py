@@ -98,7 +98,7 @@ class _Stacks:
         self.composes.append(compose)
         ls = f"http://127.0.0.1:{ls_port}"
         ddb = f"http://127.0.0.1:{ddb_port}" if profile == "dynamodb-local" else ls
-        endpoints = {"dynamodb": ddb, "dynamodbstreams": ddb, "sqs": ls, "s3": ls}
+        endpoints = {"dynamodb": ddb, "dynamodbstreams": ddb, "sqs": ls, "s3": ls, "sns": ls, "events": ls}
         return local.provision(endpoints, profile=profile, region="us-east-1",
                                stack_name=f"t{uuid.uuid4().hex[:8]}")
 
