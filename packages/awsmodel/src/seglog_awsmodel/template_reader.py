@@ -3,6 +3,7 @@ collecting specs, every problem and notes, with AWS's defaults and ranges cited 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -78,6 +79,16 @@ class TemplateReader:
         subscriptions: list[SnsSubscription] = []
         rules: list[EventRule] = []
         schedules_v2: list[ScheduleV2Rule] = []
+        # Each event type's reader (function, event, properties, where -> its spec, or None with the problem
+        # recorded) and the list its specs go to; SQS's reader also needs the function's spec and the queues.
+        readers: dict[str, tuple[Callable[[str, str, Mapping[str, Any], str], Any], list[Any]]] = {
+            "DynamoDB": (self._stream_mapping, streams), "HttpApi": (http.route, routes),
+            "Api": (http.rest_route, routes), "S3": (functools.partial(s3_notification, self), notifications),
+            "SNS": (functools.partial(sns_subscription, self), subscriptions),
+            "EventBridgeRule": (functools.partial(event_rule, self), rules),
+            "CloudWatchEvent": (functools.partial(event_rule, self), rules),
+            "Schedule": (self._schedule, schedules), "ScheduleV2": (functools.partial(schedule_v2, self), schedules_v2),
+        }
         for logical, res in self.resources.items():
             if res.get("Type") == "AWS::Lambda::Function":
                 self._note(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
@@ -91,42 +102,15 @@ class TemplateReader:
                 where = f"{logical}.Events.{event}"
                 kind = body.get("Type") if isinstance(body, Mapping) else None
                 props = (body.get("Properties") if isinstance(body, Mapping) else None) or {}
-                if kind == "DynamoDB":
-                    mapping = self._stream_mapping(logical, event, props, where)
-                    if mapping is not None:
-                        streams.append(mapping)
-                elif kind == "SQS":
+                if kind == "SQS":
                     queue_mapping = self._queue_mapping(logical, event, props, where, spec, queues)
                     if queue_mapping is not None:
                         queue_mappings.append(queue_mapping)
-                elif kind == "HttpApi":
-                    route = http.route(logical, event, props, where)
-                    if route is not None:
-                        routes.append(route)
-                elif kind == "Api":
-                    route = http.rest_route(logical, event, props, where)
-                    if route is not None:
-                        routes.append(route)
-                elif kind == "S3":
-                    notification = s3_notification(self, logical, event, props, where)
-                    if notification is not None:
-                        notifications.append(notification)
-                elif kind == "SNS":
-                    subscription = sns_subscription(self, logical, event, props, where)
-                    if subscription is not None:
-                        subscriptions.append(subscription)
-                elif kind in ("EventBridgeRule", "CloudWatchEvent"):
-                    rule = event_rule(self, logical, event, props, where)
-                    if rule is not None:
-                        rules.append(rule)
-                elif kind == "ScheduleV2":
-                    schedule_v2_rule = schedule_v2(self, logical, event, props, where)
-                    if schedule_v2_rule is not None:
-                        schedules_v2.append(schedule_v2_rule)
-                elif kind == "Schedule":
-                    schedule = self._schedule(logical, event, props, where)
-                    if schedule is not None:
-                        schedules.append(schedule)
+                elif isinstance(kind, str) and kind in readers:
+                    read, found = readers[kind]
+                    made = read(logical, event, props, where)
+                    if made is not None:
+                        found.append(made)
                 else:
                     self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
                                "HttpApi, Api, S3, SNS, EventBridgeRule (CloudWatchEvent), Schedule and ScheduleV2 "
