@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import random
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -353,8 +352,12 @@ def test_a_flexible_window_delays_each_invocation_within_the_window() -> None:
     clock = FakeClock(dt.datetime(2026, 11, 29, 6, 0, tzinfo=UTC).timestamp())
     invoker = RecordingInvoker()
     waits = Waits(clock, 1, then=invoker.all_done)
-    Scheduler(v2_rule("rate(1 hour)", FlexibleWindowMinutes=10), invoker, rule_name="r", region="us-east-1",
-              clock=clock, wait=waits, rng=random.Random(7)).run()
+    scheduler = Scheduler(v2_rule("rate(1 hour)", FlexibleWindowMinutes=10), invoker, rule_name="r",
+                          region="us-east-1", clock=clock, wait=waits)
+    scheduler.run()
     [delay] = waits.retries
-    assert delay == random.Random(7).uniform(0, 600) and 0 < delay < 600
+    assert delay == scheduler.window_delay("2026-11-29T07:00:00Z") and 0 < delay < 600
+    # Each firing's moment is its own, and the same in every run.
+    moments = {scheduler.window_delay(f"2026-11-29T{hour:02}:00:00Z") for hour in range(24)}
+    assert 24 == len(moments) and all(0 <= m < 600 for m in moments)
     assert 1 == len(invoker.calls)

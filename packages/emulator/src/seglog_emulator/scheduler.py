@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import random
 import threading
 import time
 import uuid
@@ -41,7 +40,7 @@ import structlog
 
 from seglog_awsmodel.config import ScheduleRule, ScheduleV2Rule
 from seglog_awsmodel.events.scheduled import context_attributes, schedule_arn, scheduled_event, scheduler_event
-from seglog_awsmodel.fault_sites import site
+from seglog_awsmodel.fault_sites import draw, site
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.errors import InvokerClosedError
 from seglog_emulator.faults.schedule import FaultSchedule
@@ -75,8 +74,7 @@ class Scheduler:
 
     def __init__(self, rule: ScheduleRule | ScheduleV2Rule, invoker: Invoker, *, rule_name: str, region: str,
                  account: str = LOCAL_ACCOUNT_ID, scale: float = 1.0, faults: FaultSchedule | None = None,
-                 clock: Callable[[], float] = time.time, wait: Callable[[float], bool] | None = None,
-                 rng: random.Random | None = None) -> None:
+                 clock: Callable[[], float] = time.time, wait: Callable[[float], bool] | None = None) -> None:
         if not scale > 0:
             raise ValueError(f"the schedule scale must be above 0 (1 is real time), got {scale}")
         self.rule, self.invoker, self.rule_name = rule, invoker, rule_name
@@ -90,7 +88,6 @@ class Scheduler:
         self._deliveries: list[threading.Thread] = []
         #: Times the rule fired so far.
         self.fired = 0
-        self._rng = rng or random.Random()
         v2 = rule if isinstance(rule, ScheduleV2Rule) else None
         self._zone: dt.tzinfo = zoneinfo.ZoneInfo(v2.Timezone) if v2 is not None else dt.UTC
         self._start, self._end = (v2.StartDate, v2.EndDate) if v2 is not None else (None, None)
@@ -170,10 +167,15 @@ class Scheduler:
                 self._deliveries = [t for t in self._deliveries if t.is_alive()] + [thread]
             thread.start()
 
+    def window_delay(self, scheduled_time: str) -> float:
+        """Seconds into the flexible time window this firing is invoked at: a moment fixed by the schedule's name
+        and the scheduled time, so a run replays (no random stream whose draws depend on thread timing)."""
+        return self._window * (draw(0, "flexible_window", self.rule_name, scheduled_time) / 2.0**64)
+
     def _deliver(self, event: Mapping[str, Any], fields: dict[str, str]) -> None:
         """One asynchronous invocation with its retries (invocation-async-error-handling), at a random moment of
         the flexible time window when there is one."""
-        if self._window and self._sleep(self._rng.uniform(0.0, self._window) / self.scale):
+        if self._window and self._sleep(self.window_delay(fields["scheduled_time"]) / self.scale):
             return  # stopping before the window's moment came
         for attempt in range(1, len(RETRY_DELAYS) + 2):
             try:
