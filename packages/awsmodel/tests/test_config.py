@@ -225,6 +225,23 @@ def test_function_environment_overrides_globals_key_by_key() -> None:
     assert {"A": "global", "B": "own", "C": "7", "D": "true"} == read(template).functions["Fn"].Environment
 
 
+def test_logging_config_json_comes_from_globals_with_lambdas_default_level() -> None:
+    """AWS::Lambda::Function LoggingConfig: JSON's application log level defaults to INFO; Text has none."""
+    spec = read(make_template({}, globals_={"LoggingConfig": {"LogFormat": "JSON"}})).functions["Fn"]
+    assert ("JSON", "INFO") == (spec.LogFormat, spec.ApplicationLogLevel)
+    spec = read(make_template({})).functions["Fn"]
+    assert ("Text", "") == (spec.LogFormat, spec.ApplicationLogLevel)
+
+
+@pytest.mark.parametrize(("config", "needle"), [
+    ({"LogFormat": "Text", "ApplicationLogLevel": "DEBUG"}, "with LogFormat JSON only"),
+    ({"LogFormat": "JSON", "ApplicationLogLevel": "VERBOSE"}, "Lambda takes one of TRACE, DEBUG"),
+    ({"LogFormat": "Yaml"}, "LogFormat must be Text or JSON"),
+])
+def test_a_logging_config_lambda_refuses_is_refused(config: dict[str, Any], needle: str) -> None:
+    assert any(needle in p for p in problems(make_template({}, function={"LoggingConfig": config})))
+
+
 def test_sub_in_environment_expands_through_the_resolver() -> None:
     """Fn::Sub: ${Logical.Attribute} and ${AWS::Region} go to the resolver, ${!Literal} stays literal."""
     template = make_template({}, function={"Environment": {"Variables": {

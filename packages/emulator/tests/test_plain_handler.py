@@ -6,6 +6,7 @@ handler writes reaches the emulator's log and metrics through the invoker's tap 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -102,3 +103,26 @@ os._exit(0)
     assert "printed after the invoker died" in written, written
     assert "logged after the invoker died" in written
     assert "BrokenPipeError" not in written
+
+
+@pytest.mark.parametrize(("level", "shown"), [("INFO", ["info 3", "failed"]),
+                                              ("DEBUG", ["debug 3", "info 3", "failed"]), ("ERROR", ["failed"])])
+def test_logging_config_json_writes_lambdas_json_lines_at_the_application_level(
+        tmp_path: Path, level: str, shown: list[str]) -> None:
+    spec = FunctionSpec(logical_id="ChattyFunction", Handler="chatty.handler", LogFormat="JSON",
+                        ApplicationLogLevel=level)
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log, LambdaInvoker(spec, code=[PLAIN_APP], stderr=log) as invoker:
+        result = invoker.invoke({"n": 3})
+        written = log_path.read_text()
+
+    lines = [json.loads(line) for line in written.splitlines() if line.startswith('{"timestamp"')]
+    assert shown == [line["message"] for line in lines]
+    info = next((line for line in lines if line["message"] == "info 3"), None)
+    if info is not None:
+        assert {"level": "INFO", "logger": "chatty", "requestId": result.request_id, "order": "o-1"} == {
+            k: info[k] for k in ("level", "logger", "requestId", "order")}
+        assert info["timestamp"].endswith("Z") and len(info["timestamp"]) == len("2026-11-29T06:00:00.000Z")
+    [failed] = [line for line in lines if line["message"] == "failed"]
+    assert ("ERROR", "ValueError", "no stock") == (failed["level"], failed["errorType"], failed["errorMessage"])
+    assert failed["stackTrace"] and failed["location"].endswith("chatty.py:handler:15")  # where it was logged

@@ -95,6 +95,10 @@ class FunctionSpec:
     Timeout: float = 3
     #: MB, informational: reported by the context, not enforced.
     MemorySize: int = 128
+    #: LoggingConfig.LogFormat: "Text" (Lambda's default) or "JSON" (the standard library's log as JSON lines).
+    LogFormat: str = "Text"
+    #: LoggingConfig.ApplicationLogLevel ("" with the Text format, which has none; JSON's default is INFO).
+    ApplicationLogLevel: str = ""
     #: Globals' variables merged with the function's own (the function's win), values resolved; set over the
     #: invoker's own environment in every worker.
     Environment: Mapping[str, str] = field(default_factory=dict)

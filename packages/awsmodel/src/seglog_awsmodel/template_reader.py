@@ -45,6 +45,8 @@ _DYNAMODB_PROPERTIES: Final = frozenset({
     "DestinationConfig", "FilterCriteria", "Enabled",
 })
 #: SQS event properties the emulator reads (sam-property-function-sqs).
+#: LoggingConfig.ApplicationLogLevel's values (AWS::Lambda::Function LoggingConfig).
+_APPLICATION_LOG_LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _SQS_PROPERTIES: Final = frozenset({
     "Queue", "BatchSize", "MaximumBatchingWindowInSeconds", "ScalingConfig", "FunctionResponseTypes",
     "FilterCriteria", "Enabled",
@@ -151,8 +153,25 @@ class TemplateReader:
         explicit = self._text(props["FunctionName"], f"{where}.FunctionName") if "FunctionName" in props else None
         if not isinstance(handler, str) or not isinstance(runtime, str) or timeout is None or memory is None:
             return None
+        log_format, log_level = self._logging_config(props.get("LoggingConfig") or {}, f"{where}.LoggingConfig")
         return FunctionSpec(logical_id=logical, FunctionName=explicit or "", Handler=handler, Runtime=runtime,
-                            Timeout=timeout, MemorySize=memory, Environment=environment)
+                            Timeout=timeout, MemorySize=memory, Environment=environment, LogFormat=log_format,
+                            ApplicationLogLevel=log_level)
+
+    def _logging_config(self, config: Any, where: str) -> tuple[str, str]:
+        """LoggingConfig's format and application log level (AWS::Lambda::Function LoggingConfig: LogFormat Text or
+        JSON; ApplicationLogLevel only with JSON, whose default is INFO; LogGroup and SystemLogLevel change nothing
+        a handler sees)."""
+        log_format = config.get("LogFormat", "Text") if isinstance(config, Mapping) else None
+        if log_format not in ("Text", "JSON"):
+            self._problem(f"{where}: LogFormat must be Text or JSON, got {log_format!r}")
+            return "Text", ""
+        level = config.get("ApplicationLogLevel")
+        if level is not None and (log_format != "JSON" or level not in _APPLICATION_LOG_LEVELS):
+            self._problem(f"{where}.ApplicationLogLevel: {level!r}; Lambda takes one of "
+                          f"{', '.join(_APPLICATION_LOG_LEVELS)}, with LogFormat JSON only")
+            level = None
+        return log_format, (level or "INFO") if log_format == "JSON" else ""
 
     def _queue(self, logical: str, props: Mapping[str, Any]) -> QueueSpec:
         where = logical

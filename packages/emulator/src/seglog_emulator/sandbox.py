@@ -97,6 +97,8 @@ def environment(function: FunctionSpec, *, code: Sequence[Path], region: str,
         "LAMBDA_TASK_ROOT": task_root,
         "LAMBDA_RUNTIME_DIR": str(runtime_dir()),
     })
+    if function.LogFormat == "JSON":  # Lambda's advanced logging controls: what its runtime reads
+        env.update({"AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_LOG_LEVEL": function.ApplicationLogLevel})
     return env
 
 

@@ -300,10 +300,44 @@ class _LambdaLogHandler(logging.Handler):
             self.handleError(record)
 
 
+class _LambdaJsonLogHandler(logging.Handler):
+    """The standard library's log as Lambda's Python runtime writes it with ``LoggingConfig: LogFormat: JSON``: one
+    JSON object a line, with ``timestamp`` (UTC, milliseconds), ``level``, ``message``, ``logger`` and
+    ``requestId``, a record's ``extra`` fields, and for an exception ``errorType``, ``errorMessage``, ``stackTrace``
+    and ``location`` (AWS Lambda Developer Guide, python-logging: "Using Lambda advanced logging controls")."""
+
+    _OWN = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            when = dt.datetime.fromtimestamp(record.created, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            line: dict[str, Any] = {"timestamp": when, "level": logging.getLevelName(record.levelno // 10 * 10),
+                                    "message": record.getMessage(), "logger": record.name,
+                                    "requestId": jsonlog.current_request_id() or None}
+            if record.exc_info and record.exc_info[0] is not None:
+                line.update(errorType=record.exc_info[0].__name__, errorMessage=str(record.exc_info[1]),
+                            stackTrace=traceback.format_tb(record.exc_info[2]),
+                            location=f"{record.pathname}:{record.funcName}:{record.lineno}")
+            line.update((k, v) for k, v in vars(record).items() if k not in self._OWN and k not in line)
+            text = json.dumps({k: v for k, v in line.items() if v is not None}, default=str, ensure_ascii=False)
+            jsonlog.write_line(text.encode() + b"\n")
+        except Exception:
+            self.handleError(record)
+
+
+#: ApplicationLogLevel -> the standard library's level (Lambda maps TRACE to DEBUG and FATAL to CRITICAL).
+_APPLICATION_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+                       "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+
+
 def _lambda_logging() -> None:
     root = logging.getLogger()
-    root.addHandler(_LambdaLogHandler())
-    root.setLevel(logging.WARNING)
+    if os.environ.get("AWS_LAMBDA_LOG_FORMAT") == "JSON":
+        root.addHandler(_LambdaJsonLogHandler())
+        root.setLevel(_APPLICATION_LEVELS.get(os.environ.get("AWS_LAMBDA_LOG_LEVEL", ""), logging.INFO))
+    else:
+        root.addHandler(_LambdaLogHandler())
+        root.setLevel(logging.WARNING)
 
 
 def _enforce_iam() -> None:
