@@ -12,7 +12,7 @@ import pytest
 
 from seglog_awsmodel.errors import ParameterValueError
 from seglog_awsmodel.template import TemplateError, load_template
-from seglog_plugin.resources import seglog_resources
+from seglog_plugin.resources import resources_of, seglog_resources
 from seglog_stack import local
 from seglog_stack.clients import local_client
 from seglog_stack.errors import StackError
@@ -119,7 +119,7 @@ def test_an_ordinary_template_is_provisioned_under_its_own_names(deployment: loc
                                                                  made.attributes["OrdersTable.StreamArn"])
         assert seglog_resources(made) is None
         with pytest.raises(StackError, match="not seglog's"):
-            made.resources  # noqa: B018
+            resources_of(made)
         assert made == local.LocalDeployment.from_dict(made.to_dict())
     finally:
         local.deprovision(dict(deployment.endpoints), region=deployment.region, stack_name=stack, template=path)

@@ -108,7 +108,7 @@ def test_deprovisioning_deletes_a_versioned_bucket_with_its_versions_and_delete_
     other = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
                             stack_name=stack)
     _, s3 = clients(other)
-    bucket = other.resources.bucket
+    bucket = resources_of(other).bucket
     s3.put_object(Bucket=bucket, Key="archive/a/0", Body=b"first")
     s3.put_object(Bucket=bucket, Key="archive/a/0", Body=b"second")
     s3.delete_object(Bucket=bucket, Key="archive/a/0")
@@ -125,10 +125,10 @@ def test_provisioning_again_keeps_the_hardening(deployment: local.LocalDeploymen
     """`seglog up` provisions an existing stack again (idempotent): the policy is put again, the queues kept."""
     again = local.provision(deployment.endpoints, profile=deployment.profile, region=deployment.region,
                             stack_name=stack_of(deployment))
-    assert resources_of(deployment) == again.resources
+    assert resources_of(deployment) == resources_of(again)
     sqs, s3 = clients(deployment)
-    attributes = sqs.get_queue_attributes(QueueUrl=again.resources.queue_url,
+    attributes = sqs.get_queue_attributes(QueueUrl=resources_of(again).queue_url,
                                           AttributeNames=["SqsManagedSseEnabled"])["Attributes"]
     assert "true" == attributes.get("SqsManagedSseEnabled")
-    statement = json.loads(s3.get_bucket_policy(Bucket=again.resources.bucket)["Policy"])["Statement"]
+    statement = json.loads(s3.get_bucket_policy(Bucket=resources_of(again).bucket)["Policy"])["Statement"]
     assert ["DenyInsecureTransport"] == [s.get("Sid") for s in statement]

@@ -49,6 +49,7 @@ from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN, FaultRuntime
 from seglog_emulator.iam.evaluation import evaluate
 from seglog_emulator.iam.policy import Policy
+from seglog_plugin.resources import record_resources
 
 pytestmark = [pytest.mark.stack, pytest.mark.deploy]
 
@@ -478,7 +479,7 @@ def test_the_deployed_worker_ignores_every_old_arming_variable(deployed: Deploye
         assert not [name for name in OLD_ARMING if name.encode() in text], f"{path} names an arming variable"
 
     # A real job: a sheet whose entries reach a snapshot point, on the deployed tables.
-    backend = Backend.connect(record_of(deployed).resources(), session=local_session(REGION),
+    backend = Backend.connect(record_resources(record_of(deployed)), session=local_session(REGION),
                               endpoints=dict.fromkeys(("dynamodb", "s3", "sqs"), deployed.target.endpoint_url))
     sheet = backend.event_log(snapshot_every=3)
     log_id = sheet.create()
