@@ -7,6 +7,7 @@ per test. When the stack cannot start the tests that need it fail (with CI=true 
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import itertools
 import os
@@ -111,6 +112,17 @@ class _Stacks:
             compose.stop()
         for stopped in stopping:
             stopped.result()
+
+
+@pytest.fixture
+def readme_ports() -> Iterator[None]:
+    """The README's fixed ports (the default local stack's, the emulator's 4599), held by one test at a time: the
+    tests that type README commands as written run on either xdist worker, and would take each other's ports."""
+    path = REPO / ".seglog" / "readme-ports.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, or the process dies
+        yield
 
 
 @pytest.fixture(scope="session")

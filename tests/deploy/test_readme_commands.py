@@ -344,8 +344,9 @@ def still_open(ports: Iterable[int], within: float = 15.0) -> list[int]:
     return open_
 
 
+@pytest.mark.timeout(1200)  # it may wait for tests/examples/test_readme_terminal.py to let go of the ports
 def test_the_readme_deploys_to_localstack_and_removes_it_with_its_commands_as_written(
-        section: Section, manifest: Manifest, lambda_build: Manifest) -> None:
+        section: Section, manifest: Manifest, lambda_build: Manifest, readme_ports: None) -> None:
     """The module's docstring says what runs, in what order, and what is read back. ``manifest`` and
     ``lambda_build`` are the session's builds (arm64 for the deploy, this machine's for the emulator), made or
     found before the clock of the commands starts: the commands reuse them."""
