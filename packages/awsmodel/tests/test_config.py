@@ -325,16 +325,18 @@ def test_every_problem_is_reported_at_once() -> None:
     assert ["Fn.Timeout", "Fn.Events.E.BatchSize", "Fn.Events.Q.BatchSize"] == [p.split(":")[0] for p in found]
 
 
-def test_unknown_event_types_are_ignored_with_a_note() -> None:
-    """Only DynamoDB, SQS, HttpApi, Api, S3, SNS, EventBridgeRule, Schedule and ScheduleV2 events run locally;
-    others (here CloudWatch Logs subscriptions) are noted, not errors."""
-    config = read(make_template({"Nightly": {"Type": "CloudWatchLogs",
-                                             "Properties": {"LogGroupName": "g", "FilterPattern": ""}}}))
-    note = ("Fn.Events.Nightly: event type 'CloudWatchLogs' is ignored; the emulator runs DynamoDB, SQS, HttpApi, Api, "
-            "S3, SNS, EventBridgeRule (CloudWatchEvent), Schedule and ScheduleV2 events")
-    assert ((), (), (), ()) == (config.stream_mappings, config.queue_mappings, config.http_routes,
-                                config.schedules)
-    assert (note,) == config.notes
+def test_an_event_type_the_emulator_does_not_run_is_refused_by_name() -> None:
+    """Only DynamoDB, SQS, HttpApi, Api, S3, SNS, EventBridgeRule, Schedule and ScheduleV2 events run locally; any
+    other (here CloudWatch Logs subscriptions, and Kinesis) is refused when the template is read, never half-run
+    (DESIGN §14), as is a bare AWS::Lambda::Function."""
+    found = problems(make_template({
+        "Nightly": {"Type": "CloudWatchLogs", "Properties": {"LogGroupName": "g", "FilterPattern": ""}},
+        "Clicks": {"Type": "Kinesis", "Properties": {"Stream": "arn", "StartingPosition": "LATEST"}}},
+        extra={"Raw": {"Type": "AWS::Lambda::Function", "Properties": {}}}))
+    assert ["Fn.Events.Nightly: event type 'CloudWatchLogs' is not emulated",
+            "Fn.Events.Clicks: event type 'Kinesis' is not emulated",
+            "Raw: AWS::Lambda::Function is not run by the emulator"] == [p.split(";")[0] for p in found]
+    assert all("ScheduleV2" in p for p in found[:2])
 
 
 def test_event_properties_the_emulator_does_not_run_are_noted() -> None:

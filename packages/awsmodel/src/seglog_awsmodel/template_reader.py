@@ -92,9 +92,9 @@ class TemplateReader:
             "Schedule": (self._schedule, schedules), "ScheduleV2": (functools.partial(schedule_v2, self), schedules_v2),
         }
         for logical, res in self.resources.items():
-            if res.get("Type") == "AWS::Lambda::Function":
-                self._note(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
-                           f"{FUNCTION_TYPE}")
+            if res.get("Type") == "AWS::Lambda::Function":  # refused, never half-run (DESIGN §14)
+                self._problem(f"{logical}: AWS::Lambda::Function is not run by the emulator; declare it as "
+                              f"{FUNCTION_TYPE}")
             if res.get("Type") != FUNCTION_TYPE:
                 continue
             spec = self._function(logical, res.get("Properties") or {})
@@ -113,10 +113,11 @@ class TemplateReader:
                     made = read(logical, event, props, where)
                     if made is not None:
                         found.append(made)
-                else:
-                    self._note(f"{where}: event type {kind!r} is ignored; the emulator runs DynamoDB, SQS, "
-                               "HttpApi, Api, S3, SNS, EventBridgeRule (CloudWatchEvent), Schedule and ScheduleV2 "
-                               "events")
+                else:  # refused by name, never half-run (DESIGN §14): the app would miss these deliveries
+                    self._problem(f"{where}: event type {kind!r} is not emulated; the emulator runs DynamoDB, "
+                                  "SQS, HttpApi, Api, S3, SNS, EventBridgeRule (CloudWatchEvent), Schedule and "
+                                  "ScheduleV2 events: remove this event (or the function) from the template you "
+                                  "emulate")
         if self.problems:
             raise TemplateConfigError(self.template.path, self.problems)
         return EmulatorConfig(functions=functions, queues=queues, stream_mappings=tuple(streams),
