@@ -13,6 +13,7 @@ import functools
 import re
 from typing import Any
 
+from seglog_awsmodel.arns import event_bus_arn, topic_arn
 from seglog_awsmodel.template import FUNCTION_TYPES, Template, TemplateError, function_name
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
@@ -47,7 +48,7 @@ class LocalResolver:
                 return function_name(self.template.resources, arg, self)
             name = resource_name(self.template.resources, self.stack, arg)
             if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN
-                return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
+                return topic_arn(self.region, LOCAL_ACCOUNT_ID, name)
             return self._queue_url(name) if type_ == "AWS::SQS::Queue" else name
         if key == "Fn::GetAtt":
             logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
@@ -76,11 +77,11 @@ class LocalResolver:
         if type_ == "AWS::SNS::Topic" and attribute == "TopicName":
             return name
         if type_ == "AWS::SNS::Topic" and attribute == "TopicArn":
-            return f"arn:aws:sns:{self.region}:{LOCAL_ACCOUNT_ID}:{name}"
+            return topic_arn(self.region, LOCAL_ACCOUNT_ID, name)
         if type_ == "AWS::Events::EventBus" and attribute == "Name":  # its Ref is its name too
             return name
         if type_ == "AWS::Events::EventBus" and attribute == "Arn":
-            return f"arn:aws:events:{self.region}:{LOCAL_ACCOUNT_ID}:event-bus/{name}"
+            return event_bus_arn(self.region, LOCAL_ACCOUNT_ID, name)
         if type_ in FUNCTION_TYPES and attribute == "Arn":
             return function_arn(self.region, LOCAL_ACCOUNT_ID, function_name(self.template.resources, logical, self))
         raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 from botocore.exceptions import ClientError
 
+from seglog_awsmodel.arns import topic_arn
 from seglog_awsmodel.errors import ParameterValueError
 from seglog_awsmodel.parameters import missing_parameters, unknown_parameters
 from seglog_awsmodel.template import Template, TemplateError
@@ -215,7 +216,7 @@ class Provisioner:
                 elif type_ == "AWS::SQS::Queue":
                     self.sqs.delete_queue(QueueUrl=self.sqs.get_queue_url(QueueName=name)["QueueUrl"])
                 elif type_ == "AWS::SNS::Topic" and self.sns is not None:
-                    self.sns.delete_topic(TopicArn=f"arn:aws:sns:{self.region}:{self.account}:{name}")
+                    self.sns.delete_topic(TopicArn=topic_arn(self.region, self.account, name))
                 else:
                     continue
             except ClientError as exc:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from seglog_awsmodel.arns import event_bus_arn, topic_arn
 from seglog_awsmodel.template import FUNCTION_TYPES, function_name
 from seglog_emulator.errors import IamTemplateError
 from seglog_emulator.iam.arns import function_arn, local_arn
@@ -83,7 +84,7 @@ class PolicyIntrinsics:
             return self.values[name]
         type_ = self._type(name)
         if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN (CloudFormation, aws-resource-sns-topic)
-            return f"arn:aws:sns:{self.region}:{self.account}:{resource_name(self.resources, self.stack, name)}"
+            return topic_arn(self.region, self.account, resource_name(self.resources, self.stack, name))
         if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::Events::EventBus"):
             return resource_name(self.resources, self.stack, name)
         if type_ in FUNCTION_TYPES:
@@ -101,9 +102,9 @@ class PolicyIntrinsics:
             ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{self.account}:role/{name}",
             ("AWS::Lambda::Function", "Arn"): function_arn(self.region, self.account,
                                                            function_name(self.resources, logical, self)),
-            ("AWS::SNS::Topic", "TopicArn"): f"arn:aws:sns:{self.region}:{self.account}:{name}",
+            ("AWS::SNS::Topic", "TopicArn"): topic_arn(self.region, self.account, name),
             ("AWS::SNS::Topic", "TopicName"): name,
-            ("AWS::Events::EventBus", "Arn"): f"arn:aws:events:{self.region}:{self.account}:event-bus/{name}",
+            ("AWS::Events::EventBus", "Arn"): event_bus_arn(self.region, self.account, name),
             ("AWS::Events::EventBus", "Name"): name,
         }.get((type_, attribute))
         if built is not None:

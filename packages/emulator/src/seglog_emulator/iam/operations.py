@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
+from seglog_awsmodel.arns import event_bus_arn
 from seglog_emulator.iam.arns import function_arn, local_arn
 from seglog_emulator.iam.conditions import Context
 
@@ -286,7 +287,7 @@ def _put_events(params: Mapping[str, Any], target: Target) -> list[Check]:
     buses: dict[str, None] = {}
     for entry in params.get("Entries") or []:
         bus = str(entry.get("EventBusName") or "default")
-        arn = bus if bus.startswith("arn:") else f"arn:aws:events:{target.region}:{target.account}:event-bus/{bus}"
+        arn = bus if bus.startswith("arn:") else event_bus_arn(target.region, target.account, bus)
         buses[arn] = None
     return [Check("events:PutEvents", arn) for arn in buses]
 
