@@ -126,3 +126,13 @@ def test_logging_config_json_writes_lambdas_json_lines_at_the_application_level(
     [failed] = [line for line in lines if line["message"] == "failed"]
     assert ("ERROR", "ValueError", "no stock") == (failed["level"], failed["errorType"], failed["errorMessage"])
     assert failed["stackTrace"] and failed["location"].endswith("chatty.py:handler:15")  # where it was logged
+
+
+@pytest.mark.parametrize("event", [[1, {"k": "v"}], "text", 7, None])
+def test_any_json_value_is_an_event(event: object) -> None:
+    """Lambda takes any JSON document as the payload (an array, a string, a number, null), not only objects:
+    lambda.invoke of a list crashed the invoker before (found on aws-samples' lambda-s3-async-lambda)."""
+    spec = FunctionSpec(logical_id="EchoFunction", Handler="orders.echo")
+    with LambdaInvoker(spec, code=[PLAIN_APP]) as invoker:
+        result = invoker.invoke(event)
+    assert (Outcome.SUCCESS, event) == (result.outcome, result.payload)

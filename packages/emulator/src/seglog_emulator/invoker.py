@@ -187,7 +187,7 @@ class LambdaInvoker:
 
     # ------------------------------------------------------------------------------------------- invoke
 
-    def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
+    def invoke(self, event: Any, *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                environment: Mapping[str, str] | None = None,
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
@@ -235,7 +235,7 @@ class LambdaInvoker:
             line["clock_skew_ms"] = round(clock_skew * 1000)
         if environment:
             line["environment"] = dict(environment)
-        if isinstance(event.get("Records"), list):
+        if isinstance(event, Mapping) and isinstance(event.get("Records"), list):  # any JSON value is an event
             line["batch_size"] = len(event["Records"])
         if result.init_duration_ms is not None:
             line["init_duration_ms"] = round(result.init_duration_ms, 1)

@@ -36,3 +36,7 @@ def slow_print(event, context):
     print("printed after the invoker died")
     logger.warning("logged after the invoker died")
     return "done"
+
+
+def echo(event, context):
+    return event

@@ -22,7 +22,7 @@ RESTART_EXIT_STATUS = 75
 class Invoker(Protocol):
     """The part of :class:`seglog_emulator.invoker.LambdaInvoker` a poller uses."""
 
-    def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
+    def invoke(self, event: Any, *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                environment: Mapping[str, str] | None = None,
                log_fields: Mapping[str, Any] | None = None) -> InvocationResult: ...
