@@ -16,7 +16,7 @@ from seglog_plugin.resources import resources_of, seglog_resources
 from seglog_stack import local
 from seglog_stack.clients import local_client
 from seglog_stack.errors import StackError
-from seglog_stack.provision import Provisioner, resource_name
+from seglog_stack.provision import Provisioner, parameter_values, resource_name
 
 ORDERS = """\
 Transform: AWS::Serverless-2016-10-31
@@ -94,10 +94,14 @@ def test_an_explicit_name_is_the_resources_name_when_literal_or_named_after_the_
         resource_name(resources, "app", logical) for logical in ("OrdersTable", "WorkQueue", "Uploads"))
     resources["OrdersTable"]["Properties"]["TableName"] = {"Fn::Sub": "${AWS::StackName}-orders-${AWS::AccountId}"}
     assert "app-orders-000000000000" == resource_name(resources, "app", "OrdersTable")
+    # A parameter's value may name it too (aws-samples' lambda-s3-async-lambda: BucketName: !Ref PayloadBucketName).
     resources["OrdersTable"]["Properties"]["TableName"] = {"Fn::Sub": "${Stage}-orders"}
-    with pytest.raises(TemplateError, match=r"a literal string or a !Sub naming only \$\{AWS::StackName\} and "
+    assert "dev-orders" == resource_name(resources, "app", "OrdersTable", {"Stage": "dev"})
+    resources["Uploads"].setdefault("Properties", {})["BucketName"] = {"Ref": "Stage"}
+    assert "dev" == resource_name(resources, "app", "Uploads", parameter_values({"Stage": None}, {"Stage": "dev"}))
+    with pytest.raises(TemplateError, match=r"a !Ref of a parameter with a value, or a !Sub naming only parameters, "
                                             r".*\(the resource is then named 'app-OrdersTable'\)"):
-        resource_name(resources, "app", "OrdersTable")
+        resource_name(resources, "app", "OrdersTable")  # Stage has no value
 
 
 @pytest.mark.stack

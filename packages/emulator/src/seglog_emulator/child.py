@@ -102,7 +102,7 @@ class Child:
         self.ddb = local_client("dynamodb", endpoint_url=deployment.endpoints["dynamodb"], region=deployment.region)
         template = load_template(settings.template)
         resolver = LocalResolver(template, stack=settings.stack, region=deployment.region, dynamodb=self.ddb,
-                                 sqs=self.sqs)
+                                 sqs=self.sqs, parameters=settings.parameters)
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
         self._template, self._resolver = template, resolver
         #: The application's invocation hook module (template Metadata SeglogEmulator.InvocationHook), if any.
@@ -249,7 +249,7 @@ class Child:
 
     def _name(self, logical: str) -> str:
         """The physical name of one of the template's resources, as `seglog up` named it."""
-        return resource_name(self._template.resources, self.settings.stack, logical)
+        return resource_name(self._template.resources, self.settings.stack, logical, self._resolver.parameters)
 
     def _on_failure(self, destination: str | None, function: str) -> Any:
         if destination is None:

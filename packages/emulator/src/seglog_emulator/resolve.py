@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from seglog_awsmodel.arns import event_bus_arn, topic_arn
 from seglog_awsmodel.template import FUNCTION_TYPES, Template, TemplateError, function_name
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
-from seglog_stack.provision import resource_name
+from seglog_stack.provision import parameter_values, resource_name
 
 _SUB = re.compile(r"\$\{([^}]+)\}")
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
@@ -27,8 +28,11 @@ _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com"
 class LocalResolver:
     """Resolves intrinsics of ``template`` for the stack named ``stack`` with boto3 clients of the local stack."""
 
-    def __init__(self, template: Template, *, stack: str, region: str, dynamodb: Any, sqs: Any) -> None:
+    def __init__(self, template: Template, *, stack: str, region: str, dynamodb: Any, sqs: Any,
+                 parameters: Mapping[str, Any] | None = None) -> None:
         self.template = template
+        #: Parameter values (defaults and overrides), which explicit names may name.
+        self.parameters = parameter_values(template.parameters, parameters)
         self.stack = stack
         self.region = region
         self.ddb = dynamodb
@@ -46,7 +50,7 @@ class LocalResolver:
             type_ = self._type(arg)
             if type_ in FUNCTION_TYPES:  # its FunctionName, else its logical id (as IAM's Ref does)
                 return function_name(self.template.resources, arg, self)
-            name = resource_name(self.template.resources, self.stack, arg)
+            name = resource_name(self.template.resources, self.stack, arg, self.parameters)
             if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN
                 return topic_arn(self.region, LOCAL_ACCOUNT_ID, name)
             return self._queue_url(name) if type_ == "AWS::SQS::Queue" else name
@@ -66,7 +70,7 @@ class LocalResolver:
 
     def _attribute(self, logical: str, attribute: str) -> str:
         type_ = self._type(logical)
-        name = resource_name(self.template.resources, self.stack, logical)
+        name = resource_name(self.template.resources, self.stack, logical, self.parameters)
         if type_ == "AWS::SQS::Queue" and attribute == "Arn":
             return self._queue_arn(name)
         if type_ == "AWS::DynamoDB::Table" and attribute in ("Arn", "StreamArn"):

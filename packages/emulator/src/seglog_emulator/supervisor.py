@@ -147,7 +147,8 @@ class Supervisor:
             check_crash_points(faults.plan, crash_points_of(template))
         resolver = LocalResolver(template, stack=settings.stack, region=deployment.region,
                                  dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
-                                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
+                                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region),
+                                 parameters=settings.parameters)
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
         for function in self.config.functions:  # a manifest without a function, or for another machine: say so now
             code_dirs(artifact, function)
@@ -158,10 +159,12 @@ class Supervisor:
         self.children = {name: _Child(name) for name in child_names(self.config)}
         # Buckets, topics and rules notify queues the s3:, sns: and events: children read
         # (seglog_emulator.notifications).
+        def named(logical: str) -> str:
+            return resource_name(template.resources, settings.stack, logical, resolver.parameters)
+
         if self.config.s3_notifications:
             notifications.configure_s3(
-                self.config.s3_notifications, stack=settings.stack,
-                bucket_name=lambda logical: resource_name(template.resources, settings.stack, logical),
+                self.config.s3_notifications, stack=settings.stack, bucket_name=named,
                 s3=local_client("s3", endpoint_url=endpoints["s3"], region=region),
                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
         if self.config.sns_subscriptions:
@@ -180,8 +183,7 @@ class Supervisor:
                                     "which this deployment record lacks: run `seglog up` again")
             notifications.configure_rules(
                 self.config.event_rules, stack=settings.stack,
-                buses=[resource_name(template.resources, settings.stack, bus) for bus in buses],
-                bus_name=lambda logical: resource_name(template.resources, settings.stack, logical),
+                buses=[named(bus) for bus in buses], bus_name=named,
                 events=local_client("events", endpoint_url=endpoints["events"], region=region),
                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region))
         #: The Lambda Invoke API's listening socket, when a function may invoke another (lambda_api.wanted).

@@ -13,6 +13,7 @@ block, and DeletionPolicy/UpdateReplacePolicy (a local stack is deleted whole, s
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -83,14 +84,22 @@ NAME_PROPERTIES: dict[str, str] = {
 }
 
 
-def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logical_id: str) -> str:
+def parameter_values(defaults: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Each parameter's value: its override, else its Default (``defaults``: :attr:`Template.parameters`); a
+    parameter with neither has none."""
+    return {name: str(value) for name, value in {**defaults, **(overrides or {})}.items() if value is not None}
+
+
+def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logical_id: str,
+                  parameters: Mapping[str, str] | None = None) -> str:
     """The physical name of ``logical_id`` in a template's ``resources``: its explicit name (``TableName``,
     ``QueueName``, ...) when the template gives one, else :func:`physical_name`. The one rule the provisioner and
     every emulator process name resources by, so what one creates the others find.
 
-    An explicit name may also be ``!Sub`` of a text naming only ``${AWS::StackName}`` and ``${AWS::AccountId}``
-    (the usual way to name a bucket after its stack without a circular reference: its notification names a function
-    whose policy names the bucket).
+    An explicit name may also be ``!Ref`` of a parameter, or ``!Sub`` of a text naming only parameters,
+    ``${AWS::StackName}`` and ``${AWS::AccountId}`` (the usual ways to name a bucket after its stack or a value given
+    at deploy time without a circular reference: its notification names a function whose policy names the bucket);
+    ``parameters`` are the values (:func:`parameter_values`).
 
     Raises:
         TemplateError: the explicit name is neither a literal string nor such a ``!Sub``.
@@ -103,13 +112,18 @@ def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logica
         return physical_name(stack, logical_id, type_)
     if isinstance(explicit, str) and explicit:
         return explicit
+    values = {**(parameters or {}), "AWS::StackName": stack, "AWS::AccountId": LOCAL_ACCOUNT}
+    ref = explicit.get("Ref") if isinstance(explicit, Mapping) and len(explicit) == 1 else None
+    if isinstance(ref, str) and ref in values:
+        return values[ref]
     text = explicit.get("Fn::Sub") if isinstance(explicit, Mapping) and len(explicit) == 1 else None
     if isinstance(text, str):
-        named = text.replace("${AWS::StackName}", stack).replace("${AWS::AccountId}", LOCAL_ACCOUNT)
+        named = re.sub(r"\$\{([^}!]+)\}", lambda m: values.get(m.group(1), m.group(0)), text)
         if "${" not in named:
             return named
     raise TemplateError(f"{logical_id}: {prop} is {explicit!r}: the local stack takes an explicit name as a literal "
-                        "string or a !Sub naming only ${AWS::StackName} and ${AWS::AccountId}; write it so, or leave "
+                        "string, a !Ref of a parameter with a value, or a !Sub naming only parameters, "
+                        "${AWS::StackName} and ${AWS::AccountId}; write it so, or leave "
                         f"{prop} out (the resource is then named {physical_name(stack, logical_id, type_)!r})")
 
 
@@ -126,6 +140,8 @@ class Provisioner:
         #: Declared parameters with no Default and no value: provisioning refuses them (deleting needs none).
         self.missing = missing_parameters(template.parameters, parameters or {})
         self.parameters = {**template.parameters, **(parameters or {})}
+        #: Parameter values as text, for explicit names that name a parameter.
+        self.values = parameter_values(template.parameters, parameters)
         self.stack = stack
         self.ddb, self.s3, self.sqs, self.sns = dynamodb, s3, sqs, sns
         self.region, self.account = region, account
@@ -144,7 +160,7 @@ class Provisioner:
                 res = self.template.resources.get(arg)
                 if res is None:
                     raise TemplateError(f"!Ref {arg}: no such parameter or resource")
-                return self._made.get(arg) or resource_name(self.template.resources, self.stack, arg)
+                return self._made.get(arg) or resource_name(self.template.resources, self.stack, arg, self.values)
             if key == "Fn::GetAtt":
                 logical, attr = arg
                 if attr == "Arn" and logical in self._arns:
@@ -193,7 +209,8 @@ class Provisioner:
             if create is None:
                 continue  # functions and mappings are not provisioned here (the emulator runs them)
             props = self.resolve(res.get("Properties", {}))
-            made[logical] = create(logical, resource_name(self.template.resources, self.stack, logical), props)
+            made[logical] = create(logical, resource_name(self.template.resources, self.stack, logical, self.values),
+                                   props)
             if res["Type"] == "AWS::S3::Bucket":  # its lowercased name no longer holds the logical id
                 self._arns[logical] = f"arn:aws:s3:::{made[logical]}"
             log.info("provisioned", resource=logical, type=res["Type"], name=made[logical])
@@ -206,7 +223,7 @@ class Provisioner:
         What is already gone is skipped."""
         for logical, res in self.template.resources.items():
             type_ = res.get("Type", "")
-            name = resource_name(self.template.resources, self.stack, logical)
+            name = resource_name(self.template.resources, self.stack, logical, self.values)
             try:
                 if type_ == "AWS::DynamoDB::Table":
                     self.ddb.delete_table(TableName=name)

@@ -49,6 +49,8 @@ class PolicyIntrinsics:
             **parameters, "AWS::Region": region, "AWS::AccountId": account, "AWS::StackName": stack,
             "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
         self.fallback = fallback
+        #: Parameter values as text, which a resource's explicit name may name (seglog_stack.provision.resource_name).
+        self._names = {name: str(value) for name, value in parameters.items() if value is not None}
 
     def __call__(self, value: Any) -> Any:
         """``value`` with every intrinsic resolved (strings, lists and objects are walked).
@@ -84,16 +86,16 @@ class PolicyIntrinsics:
             return self.values[name]
         type_ = self._type(name)
         if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN (CloudFormation, aws-resource-sns-topic)
-            return topic_arn(self.region, self.account, resource_name(self.resources, self.stack, name))
+            return topic_arn(self.region, self.account, resource_name(self.resources, self.stack, name, self._names))
         if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::Events::EventBus"):
-            return resource_name(self.resources, self.stack, name)
+            return resource_name(self.resources, self.stack, name, self._names)
         if type_ in FUNCTION_TYPES:
             return function_name(self.resources, name, self)  # its FunctionName, else its logical id
         return self._fall_back({"Ref": name})
 
     def get_att(self, logical: str, attribute: str) -> Any:
         type_ = self._type(logical)
-        name = resource_name(self.resources, self.stack, logical)
+        name = resource_name(self.resources, self.stack, logical, self._names)
         built = {
             ("AWS::DynamoDB::Table", "Arn"): f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}",
             ("AWS::S3::Bucket", "Arn"): f"arn:aws:s3:::{name}",
