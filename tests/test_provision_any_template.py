@@ -41,6 +41,10 @@ Resources:
       QueueName: work-{run}
   Uploads:
     Type: AWS::S3::Bucket
+  Weather:
+    Type: AWS::Serverless::SimpleTable
+    Properties:
+      PrimaryKey: {{Name: city, Type: String}}
   Logs:
     Type: AWS::Logs::LogGroup
 """
@@ -116,7 +120,10 @@ def test_an_ordinary_template_is_provisioned_under_its_own_names(deployment: loc
         ddb = local_client("dynamodb", endpoint_url=made.endpoints["dynamodb"], region=made.region)
         sqs = local_client("sqs", endpoint_url=made.endpoints["sqs"], region=made.region)
         table = ddb.describe_table(TableName=f"orders-{run}")["Table"]
-        assert {"OrdersTable", "WorkQueue", "Uploads"} == set(made.names)
+        assert {"OrdersTable", "WorkQueue", "Uploads", "Weather"} == set(made.names)
+        # SAM's SimpleTable, as its transform makes it (aws-samples' apigw-lambda-dynamodb declares one).
+        assert [{"AttributeName": "city", "KeyType": "HASH"}] == ddb.describe_table(
+            TableName=f"{stack}-Weather")["Table"]["KeySchema"]
         assert (f"orders-{run}", sqs.get_queue_url(QueueName=f"work-{run}")["QueueUrl"], f"{stack}-uploads") == (
             made.names["OrdersTable"], made.names["WorkQueue"], made.names["Uploads"])
         assert (table["TableArn"], table["LatestStreamArn"]) == (made.attributes["OrdersTable.Arn"],

@@ -73,7 +73,7 @@ class LocalResolver:
         name = resource_name(self.template.resources, self.stack, logical, self.parameters)
         if type_ == "AWS::SQS::Queue" and attribute == "Arn":
             return self._queue_arn(name)
-        if type_ == "AWS::DynamoDB::Table" and attribute in ("Arn", "StreamArn"):
+        if type_ in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable") and attribute in ("Arn", "StreamArn"):
             table = self._table(name)
             return str(table["LatestStreamArn"] if attribute == "StreamArn" else table["TableArn"])
         if type_ == "AWS::S3::Bucket" and attribute == "Arn":

@@ -31,10 +31,11 @@ log = structlog.get_logger("seglog.provision")
 
 #: Resource types created here, on the local stack.
 PROVISIONED_TYPES: frozenset[str] = frozenset(
-    {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::S3::BucketPolicy", "AWS::SNS::Topic"})
+    {"AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable", "AWS::S3::Bucket", "AWS::SQS::Queue",
+     "AWS::S3::BucketPolicy", "AWS::SNS::Topic"})
 #: Types the emulator reads from the template itself: functions and their events, the HTTP API, alarms, event buses
 #: (made when it starts, with the rules of the functions' EventBridgeRule events), and the IAM it enforces (an
-#: AWS::Lambda::Function is read and noted as not run).
+#: AWS::Lambda::Function is read, and refused by the emulator as one it does not run).
 EMULATED_TYPES: frozenset[str] = frozenset(
     {"AWS::Serverless::Function", "AWS::Lambda::Function", "AWS::Serverless::HttpApi", "AWS::Serverless::Api",
      "AWS::CloudWatch::Alarm", "AWS::Events::EventBus",
@@ -76,6 +77,7 @@ def physical_name(stack: str, logical_id: str, type_: str) -> str:
 LOCAL_ACCOUNT = "000000000000"
 NAME_PROPERTIES: dict[str, str] = {
     "AWS::DynamoDB::Table": "TableName",
+    "AWS::Serverless::SimpleTable": "TableName",
     "AWS::SQS::Queue": "QueueName",
     "AWS::S3::Bucket": "BucketName",
     "AWS::SNS::Topic": "TopicName",
@@ -191,14 +193,15 @@ class Provisioner:
         if unsupported:
             listed = ", ".join(f"{logical} ({type_})" for logical, type_ in sorted(unsupported.items()))
             raise TemplateError(
-                f"{self.template.path}: the local stack cannot provide {listed}. It creates DynamoDB tables, S3 "
-                "buckets and SQS queues, and the emulator runs AWS::Serverless::Function behind "
-                "AWS::Serverless::HttpApi and AWS::Serverless::Api, with DynamoDB, SQS, S3 and Schedule events and "
-                "lambda.invoke: run a template without them locally, or deploy this one to AWS with `seglog "
-                "deploy`")
+                f"{self.template.path}: the local stack cannot provide {listed}. It creates "
+                f"{', '.join(sorted(PROVISIONED_TYPES))}, and the emulator runs AWS::Serverless::Function behind "
+                "AWS::Serverless::HttpApi and AWS::Serverless::Api, with DynamoDB, SQS, S3, SNS, EventBridgeRule, "
+                "Schedule and ScheduleV2 events and lambda.invoke (README: Run your own SAM app): run a template "
+                "without them locally, or deploy this one to AWS with `seglog deploy`")
         made = self._made
         creators: dict[str, Callable[[str, str, dict[str, Any]], str]] = {
-            "AWS::DynamoDB::Table": self._table, "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
+            "AWS::DynamoDB::Table": self._table, "AWS::Serverless::SimpleTable": self._simple_table,
+            "AWS::S3::Bucket": self._bucket, "AWS::SQS::Queue": self._queue,
             "AWS::S3::BucketPolicy": self._bucket_policy, "AWS::SNS::Topic": self._topic,
         }
         ordered = sorted(self.template.resources.items(),
@@ -225,7 +228,7 @@ class Provisioner:
             type_ = res.get("Type", "")
             name = resource_name(self.template.resources, self.stack, logical, self.values)
             try:
-                if type_ == "AWS::DynamoDB::Table":
+                if type_ in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"):
                     self.ddb.delete_table(TableName=name)
                 elif type_ == "AWS::S3::Bucket":
                     self._empty(name)
@@ -276,6 +279,18 @@ class Provisioner:
         if desc.get("LatestStreamArn"):
             self._arns[f"{logical}.StreamArn"] = desc["LatestStreamArn"]
         return name
+
+    def _simple_table(self, logical: str, name: str, props: dict[str, Any]) -> str:
+        """SAM's SimpleTable as the transform makes it (sam-resource-simpletable): a table keyed by ``PrimaryKey``
+        (default ``id``, a String), on demand unless ``ProvisionedThroughput`` is given (locally on demand too)."""
+        key = props.get("PrimaryKey") or {"Name": "id", "Type": "String"}
+        kind = {"String": "S", "Number": "N", "Binary": "B"}.get(str(key.get("Type", "String")))
+        if not isinstance(key.get("Name"), str) or kind is None:
+            raise TemplateError(f"{logical}.PrimaryKey: {key!r}; SAM takes a Name and a Type of String, Number or "
+                                "Binary")
+        return self._table(logical, name, {
+            "KeySchema": [{"AttributeName": key["Name"], "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": key["Name"], "AttributeType": kind}]})
 
     def _wait_active(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
