@@ -116,7 +116,11 @@ def test_lambda_invoke_policy_allows_the_function_it_names_and_no_other() -> Non
         [check] = checks("lambda", "Invoke", {"FunctionName": function}, target) or []
         return permissions.decide(check.action, check.resource).allowed
 
-    # PriceFunction's explicit FunctionName is its name; the others run under their logical ids.
+    # PriceFunction's explicit FunctionName is its name (its principal's session name too); the others run under
+    # their logical ids.
+    names = function_permissions(template, stack="quote", region="us-east-1", parameters={},
+                                 fallback=lambda _value: "unused")
+    assert ("quote-price", "QuoteFunction") == (names["PriceFunction"].function, names["QuoteFunction"].function)
     assert (True, False, True, False) == (allowed("quote-price"), allowed("PriceFunction"), allowed("AuditFunction"),
                                           allowed("QuoteFunction"))
 

@@ -89,7 +89,7 @@ class FunctionPermissions:
     """What one function may do: its execution role's policies and the resource policies of the template.
 
     Attributes:
-        function: the function's name (its logical id locally).
+        function: the function's name (its FunctionName, else its logical id: the session name of its principal).
         role_name: the execution role's physical name.
         region, account: where the requests go.
         identity: the role's policies (inline, SAM policy templates, managed), compiled.

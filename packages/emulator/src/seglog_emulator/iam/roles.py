@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from seglog_awsmodel.template import Template, TemplateError
+from seglog_awsmodel.template import Template, TemplateError, function_name
 from seglog_emulator.errors import IamPolicyError, IamTemplateError
 from seglog_emulator.iam.evaluation import LOCAL_ACCOUNT, FunctionPermissions
 from seglog_emulator.iam.intrinsics import Fallback, PolicyIntrinsics
@@ -88,7 +88,8 @@ def function_permissions(template: Template, *, stack: str, region: str, paramet
             problems.extend(exc.problems)
             continue
         permissions[logical] = FunctionPermissions(
-            function=logical, role_name=resource_name(resources, stack, role), region=region, account=account,
+            function=function_name(resources, logical, resolve), role_name=resource_name(resources, stack, role),
+            region=region, account=account,
             identity=identity, resource_policies=resource_policies)
     if problems:
         raise IamTemplateError(problems)
