@@ -136,3 +136,13 @@ def test_an_event_answer_does_not_wait_for_the_function() -> None:
     assert 202 == lambda_api.answer("POST", PATH.format("F"), {"x-amz-invocation-type": "Event"}, b"{}")[0]
     assert time.monotonic() - started < 0.4
     wait_threads(lambda_api)
+
+
+def test_a_payload_over_lambdas_limit_is_refused_as_too_large() -> None:
+    """API_Invoke: 6 MB synchronous, 1 MB asynchronous (aws-samples' lambda-s3-async-lambda falls back to S3 on it)."""
+    lambda_api, _, _ = api(Scripted())
+    big = json.dumps(["x" * (1024 * 1024)]).encode()
+    status, headers, _ = lambda_api.answer("POST", PATH.format("F"), {"x-amz-invocation-type": "Event"}, big)
+    assert (413, "RequestEntityTooLargeException") == (status, headers["x-amzn-errortype"])
+    status, _, _ = lambda_api.answer("POST", PATH.format("F"), {}, big)  # under the synchronous limit
+    assert 200 == status

@@ -56,6 +56,10 @@ _PREFIX: Final = "/2015-03-31/functions/"
 RETRY_DELAYS: Final = (60.0, 120.0)
 DEFAULT_RETRIES: Final = 2
 DEFAULT_MAX_AGE: Final = 21600
+#: Invoke's payload limits: "For synchronous invocations, the maximum payload size is 6 MB. For asynchronous
+#: invocations, the maximum payload size is 1 MB" (Lambda API Reference, API_Invoke).
+MAX_REQUEST_PAYLOAD: Final = 6 * 1024 * 1024
+MAX_EVENT_PAYLOAD: Final = 1024 * 1024
 
 
 def wanted(template: Template) -> bool:
@@ -227,6 +231,10 @@ class LambdaApi:
         except ValueError as exc:
             return _error(400, "InvalidRequestContentException", f"Could not parse request body into json: {exc}")
         kind = headers.get("x-amz-invocation-type", "RequestResponse")
+        limit = MAX_EVENT_PAYLOAD if kind == "Event" else MAX_REQUEST_PAYLOAD
+        if len(body) > limit:  # an app's fallback for large payloads (to S3, say) must meet the same wall as on AWS
+            return _error(413, "RequestEntityTooLargeException",
+                          f"Request must be smaller than {limit} bytes for the InvokeFunction operation")
         if kind == "DryRun":
             return 204, {}, b""
         if kind == "Event":
