@@ -91,6 +91,10 @@ NO_REGION: dict[str, str | None] = {"AWS_REGION": None, "AWS_DEFAULT_REGION": No
                                     "AWS_CONFIG_FILE": "/nonexistent/aws-config"}
 
 
+#: seglog's template: the commands run in a working directory of their own, where none is found by default.
+TEMPLATE = str(Path(__file__).resolve().parents[2] / "template.yaml")
+
+
 def run_cli(target: Target, workdir: Path, *args: str, env: dict[str, str | None] | None = None) -> Result:
     """`seglog ARGS` in-process, from ``workdir`` (where .seglog/stacks is written), against the target's endpoint
     with LocalStack's credentials and no region configured (``env`` changes that)."""
@@ -107,9 +111,7 @@ def deployed(deploy_target: Target, manifest: Manifest, tmp_path_factory: pytest
     session's build)."""
     stack_name = f"dt-{uuid.uuid4().hex[:8]}"
     workdir = tmp_path_factory.mktemp("deploy-cli")
-    result = run_cli(deploy_target, workdir, "deploy", "--yes", "--template",
-                     str(Path(__file__).resolve().parents[2] / "template.yaml"),
-                     "--stack-name", stack_name)
+    result = run_cli(deploy_target, workdir, "deploy", "--yes", "--template", TEMPLATE, "--stack-name", stack_name)
     yield Deployed(target=deploy_target, stack_name=stack_name, result=result, workdir=workdir, manifest=manifest)
     with contextlib.suppress(ClientError):  # left by a failed test; destroy deleted it otherwise
         deploy_target.client("cloudformation").delete_stack(StackName=stack_name)
@@ -544,7 +546,7 @@ def test_the_printed_deployer_policy_allows_every_call_of_a_deploy_and_every_res
     """The policy `deploy --print-policy` prints, evaluated with the emulator's IAM evaluator (LocalStack's free tier
     enforces no IAM): every call a deploy of this stack made, recorded from its clients, and CloudFormation's
     calls for each resource it made, on the names it gave them."""
-    printed = deployed.cli("deploy", "--stack-name", deployed.stack_name, "--print-policy")
+    printed = deployed.cli("deploy", "--template", TEMPLATE, "--stack-name", deployed.stack_name, "--print-policy")
     assert 0 == printed.exit_code, printed.output
     policy = Policy.parse(json.loads(printed.stdout), source="deployer")
     account, stack_id = deployed.target.account_id(), deployed.stack()["StackId"]
@@ -685,7 +687,7 @@ def test_every_function_logs_to_a_group_of_the_stack_with_the_retention_paramete
 
 
 def test_an_unchanged_deploy_says_no_changes(deployed: Deployed) -> None:
-    result = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name)
+    result = deployed.cli("deploy", "--yes", "--template", TEMPLATE, "--stack-name", deployed.stack_name)
     assert 0 == result.exit_code, result.output
     assert f"stack {deployed.stack_name}: " in result.output and "(no changes)" in result.output
     assert not [line for line in result.output.splitlines() if "AWS::Lambda::Function" in line]
@@ -694,13 +696,14 @@ def test_an_unchanged_deploy_says_no_changes(deployed: Deployed) -> None:
 def test_a_parameter_update_reaches_every_function_and_stays_on_the_next_deploy(deployed: Deployed) -> None:
     lam = deployed.target.client("lambda")
     physical = deployed.resolver().physical
-    result = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name, "--parameter", "SnapshotEvery=50")
+    result = deployed.cli("deploy", "--yes", "--template", TEMPLATE, "--stack-name", deployed.stack_name,
+                          "--parameter", "SnapshotEvery=50")
     assert 0 == result.exit_code, result.output
     assert "UPDATE_COMPLETE" == deployed.stack()["StackStatus"]
     for lid in deployed.manifest.functions:
         variables = lam.get_function_configuration(FunctionName=physical[lid])["Environment"]["Variables"]
         assert "50" == variables["SEGLOG_SNAPSHOT_EVERY"], lid
-    again = deployed.cli("deploy", "--yes", "--stack-name", deployed.stack_name)
+    again = deployed.cli("deploy", "--yes", "--template", TEMPLATE, "--stack-name", deployed.stack_name)
     assert 0 == again.exit_code, again.output
     variables = lam.get_function_configuration(FunctionName=physical["ApiFunction"])["Environment"]["Variables"]
     assert "50" == variables["SEGLOG_SNAPSHOT_EVERY"]
