@@ -12,7 +12,6 @@ from typing import Any, Final
 
 from seglog_awsmodel.config import (
     FUNCTION_TYPE,
-    LOCAL_MAX_CONCURRENCY,
     MAX_FILTERS,
     EmulatorConfig,
     EventRule,
@@ -20,37 +19,25 @@ from seglog_awsmodel.config import (
     FunctionSpec,
     HttpRoute,
     QueueMapping,
-    QueueSpec,
     Resolver,
     S3Notification,
     ScheduleRule,
     ScheduleV2Rule,
     SnsSubscription,
     StreamMapping,
-    StreamPosition,
     TemplateConfigError,
 )
 from seglog_awsmodel.errors import ScheduleExpressionError, ToolError
 from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filter_criteria
 from seglog_awsmodel.http_api_reader import HttpApiReader
+from seglog_awsmodel.mapping_reader import queue_mapping, queue_spec, stream_mapping
 from seglog_awsmodel.notification_reader import event_rule, s3_notification, sns_subscription
 from seglog_awsmodel.schedule_expressions import parse_schedule_expression
 from seglog_awsmodel.schedule_v2_reader import schedule_v2
 from seglog_awsmodel.template import Template
 
-#: DynamoDB event properties the emulator reads; others are ignored with a note (sam-property-function-dynamodb).
-_DYNAMODB_PROPERTIES: Final = frozenset({
-    "Stream", "StartingPosition", "BatchSize", "MaximumBatchingWindowInSeconds", "MaximumRetryAttempts",
-    "MaximumRecordAgeInSeconds", "BisectBatchOnFunctionError", "ParallelizationFactor", "FunctionResponseTypes",
-    "DestinationConfig", "FilterCriteria", "Enabled",
-})
-#: SQS event properties the emulator reads (sam-property-function-sqs).
 #: LoggingConfig.ApplicationLogLevel's values (AWS::Lambda::Function LoggingConfig).
 _APPLICATION_LOG_LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
-_SQS_PROPERTIES: Final = frozenset({
-    "Queue", "BatchSize", "MaximumBatchingWindowInSeconds", "ScalingConfig", "FunctionResponseTypes",
-    "FilterCriteria", "Enabled",
-})
 #: Schedule event properties the emulator reads (sam-property-function-schedule); Description only describes.
 _SCHEDULE_PROPERTIES: Final = frozenset({"Schedule", "Enabled", "State", "Input", "Name", "Description"})
 _SUB_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
@@ -68,7 +55,7 @@ class TemplateReader:
         self.notes: list[str] = []
 
     def read(self) -> EmulatorConfig:
-        queues = {logical: self._queue(logical, res.get("Properties") or {})
+        queues = {logical: queue_spec(self, logical, res.get("Properties") or {})
                   for logical, res in self.resources.items() if res.get("Type") == "AWS::SQS::Queue"}
         http = HttpApiReader(self)
         apis = http.read_apis()
@@ -84,7 +71,7 @@ class TemplateReader:
         # Each event type's reader (function, event, properties, where -> its spec, or None with the problem
         # recorded) and the list its specs go to; SQS's reader also needs the function's spec and the queues.
         readers: dict[str, tuple[Callable[[str, str, Mapping[str, Any], str], Any], list[Any]]] = {
-            "DynamoDB": (self._stream_mapping, streams), "HttpApi": (http.route, routes),
+            "DynamoDB": (functools.partial(stream_mapping, self), streams), "HttpApi": (http.route, routes),
             "Api": (http.rest_route, routes), "S3": (functools.partial(s3_notification, self), notifications),
             "SNS": (functools.partial(sns_subscription, self), subscriptions),
             "EventBridgeRule": (functools.partial(event_rule, self), rules),
@@ -105,9 +92,9 @@ class TemplateReader:
                 kind = body.get("Type") if isinstance(body, Mapping) else None
                 props = (body.get("Properties") if isinstance(body, Mapping) else None) or {}
                 if kind == "SQS":
-                    queue_mapping = self._queue_mapping(logical, event, props, where, spec, queues)
-                    if queue_mapping is not None:
-                        queue_mappings.append(queue_mapping)
+                    mapping = queue_mapping(self, logical, event, props, where, spec, queues)
+                    if mapping is not None:
+                        queue_mappings.append(mapping)
                 elif isinstance(kind, str) and kind in readers:
                     read, found = readers[kind]
                     made = read(logical, event, props, where)
@@ -173,118 +160,6 @@ class TemplateReader:
                           f"{', '.join(_APPLICATION_LOG_LEVELS)}, with LogFormat JSON only")
             level = None
         return log_format, (level or "INFO") if log_format == "JSON" else ""
-
-    def _queue(self, logical: str, props: Mapping[str, Any]) -> QueueSpec:
-        where = logical
-        # AWS::SQS::Queue: VisibilityTimeout defaults to 30 s, 0..43,200.
-        visibility = self._int(props.get("VisibilityTimeout", 30), f"{where}.VisibilityTimeout", low=0, high=43200)
-        redrive = props.get("RedrivePolicy") or {}
-        dead_letter = None
-        max_receive = None
-        if redrive:
-            dead_letter = self._target(redrive.get("deadLetterTargetArn"), "Arn", ("AWS::SQS::Queue",),
-                                       f"{where}.RedrivePolicy.deadLetterTargetArn")
-            max_receive = self._int(redrive.get("maxReceiveCount"), f"{where}.RedrivePolicy.maxReceiveCount",
-                                    low=1, high=1000)
-        return QueueSpec(logical_id=logical, VisibilityTimeout=30 if visibility is None else visibility,
-                         FifoQueue=self._bool(props.get("FifoQueue", False), f"{where}.FifoQueue"),
-                         dead_letter_queue=dead_letter, maxReceiveCount=max_receive)
-
-    # ------------------------------------------------------------------------------------ events
-
-    def _stream_mapping(self, function: str, event: str, props: Mapping[str, Any],
-                        where: str) -> StreamMapping | None:
-        # Defaults and ranges: AWS Lambda Developer Guide, services-ddb-params (BatchSize 100, max 10,000;
-        # MaximumBatchingWindowInSeconds 0; MaximumRecordAgeInSeconds -1, max 604,800; MaximumRetryAttempts -1,
-        # max 10,000; ParallelizationFactor 1, max 10; BisectBatchOnFunctionError false; StartingPosition
-        # required, TRIM_HORIZON or LATEST) and the SAM page sam-property-function-dynamodb. The SAM page gives
-        # BatchSize a maximum of 1,000; Lambda's own pages say 10,000, which is what Lambda enforces.
-        self._note_unread(props, _DYNAMODB_PROPERTIES, where)
-        table = self._target(props.get("Stream"), "StreamArn", ("AWS::DynamoDB::Table",), f"{where}.Stream")
-        if table is not None and not (self.resources[table].get("Properties") or {}).get("StreamSpecification"):
-            self._problem(f"{where}.Stream: table {table} has no StreamSpecification, so it has no stream")
-        position = self._choice(props.get("StartingPosition"), StreamPosition, f"{where}.StartingPosition")
-        batch = self._int(props.get("BatchSize", 100), f"{where}.BatchSize", low=1, high=10000)
-        window = self._int(props.get("MaximumBatchingWindowInSeconds", 0), f"{where}.MaximumBatchingWindowInSeconds",
-                           low=0, high=300)
-        retries = self._int(props.get("MaximumRetryAttempts", -1), f"{where}.MaximumRetryAttempts",
-                            low=-1, high=10000)
-        age = self._int(props.get("MaximumRecordAgeInSeconds", -1), f"{where}.MaximumRecordAgeInSeconds",
-                        low=-1, high=604800)
-        parallel = self._int(props.get("ParallelizationFactor", 1), f"{where}.ParallelizationFactor", low=1, high=10)
-        if parallel is not None and parallel > 1:
-            self._note(f"{where}.ParallelizationFactor: {parallel} is read; one batch per shard runs at a time "
-                       "locally (DESIGN §9.1)")
-        on_failure = None
-        destination = ((props.get("DestinationConfig") or {}).get("OnFailure") or {})
-        if destination:
-            on_failure = self._target(destination.get("Destination"), "Arn", ("AWS::SQS::Queue", "AWS::SNS::Topic"),
-                                      f"{where}.DestinationConfig.OnFailure.Destination")
-        filters = self._filters(props.get("FilterCriteria"), f"{where}.FilterCriteria")
-        responses = self._response_types(props.get("FunctionResponseTypes"), f"{where}.FunctionResponseTypes")
-        bisect = self._bool(props.get("BisectBatchOnFunctionError", False), f"{where}.BisectBatchOnFunctionError")
-        enabled = self._bool(props.get("Enabled", True), f"{where}.Enabled")
-        if (table is None or position is None or batch is None or window is None or retries is None or age is None
-                or parallel is None or filters is None or responses is None):
-            return None
-        return StreamMapping(function=function, event=event, table=table, StartingPosition=position,
-                             BatchSize=batch, MaximumBatchingWindowInSeconds=window, MaximumRetryAttempts=retries,
-                             MaximumRecordAgeInSeconds=age, BisectBatchOnFunctionError=bisect,
-                             ParallelizationFactor=parallel, FunctionResponseTypes=responses, OnFailure=on_failure,
-                             FilterCriteria=filters, Enabled=enabled)
-
-    def _queue_mapping(self, function: str, event: str, props: Mapping[str, Any], where: str,
-                       spec: FunctionSpec | None, queues: Mapping[str, QueueSpec]) -> QueueMapping | None:
-        # Defaults and ranges: AWS Lambda Developer Guide, services-sqs-parameters (BatchSize 10; "For standard
-        # queues, the maximum is 10,000. For FIFO queues, the maximum is 10."; MaximumBatchingWindowInSeconds 0,
-        # "Batching window is not supported for FIFO queues"), Lambda API Reference ScalingConfig
-        # (MaximumConcurrency 2..1,000) and sam-property-function-sqs.
-        self._note_unread(props, _SQS_PROPERTIES, where)
-        queue = self._target(props.get("Queue"), "Arn", ("AWS::SQS::Queue",), f"{where}.Queue")
-        queue_spec = queues.get(queue) if queue is not None else None
-        fifo = queue_spec is not None and queue_spec.FifoQueue
-        batch = self._int(props.get("BatchSize", 10), f"{where}.BatchSize", low=1, high=10 if fifo else 10000)
-        window = self._int(props.get("MaximumBatchingWindowInSeconds", 0), f"{where}.MaximumBatchingWindowInSeconds",
-                           low=0, high=0 if fifo else 300)
-        # "For streams and Amazon SQS event sources, when you set BatchSize to a value greater than 10, you must set
-        # MaximumBatchingWindowInSeconds to at least 1" (Lambda API Reference, CreateEventSourceMapping). Checked
-        # for SQS only: the stream defaults themselves (BatchSize 100, window 0) contradict it for streams.
-        if batch is not None and window is not None and batch > 10 and window < 1:
-            self._problem(f"{where}.BatchSize: {batch} > 10 needs MaximumBatchingWindowInSeconds >= 1 "
-                          "(CreateEventSourceMapping, 'Related setting')")
-        scaling = props.get("ScalingConfig") or {}
-        concurrency = self._int(scaling.get("MaximumConcurrency", 1000),
-                                f"{where}.ScalingConfig.MaximumConcurrency", low=2, high=1000)
-        if concurrency is not None and concurrency > LOCAL_MAX_CONCURRENCY:
-            self._note(f"{where}.ScalingConfig.MaximumConcurrency: {concurrency} runs as {LOCAL_MAX_CONCURRENCY} "
-                       "concurrent batches locally (LOCAL_MAX_CONCURRENCY)")
-        if spec is not None and queue_spec is not None:
-            self._check_visibility(spec, queue_spec, where)
-        filters = self._filters(props.get("FilterCriteria"), f"{where}.FilterCriteria")
-        responses = self._response_types(props.get("FunctionResponseTypes"), f"{where}.FunctionResponseTypes")
-        enabled = self._bool(props.get("Enabled", True), f"{where}.Enabled")
-        if (queue is None or batch is None or window is None or concurrency is None or filters is None
-                or responses is None):
-            return None
-        return QueueMapping(function=function, event=event, queue=queue, BatchSize=batch,
-                            MaximumBatchingWindowInSeconds=window, MaximumConcurrency=concurrency,
-                            FunctionResponseTypes=responses, FilterCriteria=filters, Enabled=enabled)
-
-    def _check_visibility(self, spec: FunctionSpec, queue: QueueSpec, where: str) -> None:
-        # "Your function's timeout must be less than or equal to the queue's visibility timeout. Lambda validates
-        # this requirement when you create or update an event source mapping and will return an error if the
-        # function timeout exceeds the queue's visibility timeout." (AWS Lambda Developer Guide,
-        # services-sqs-configure). DESIGN §9.8.
-        if spec.Timeout > queue.VisibilityTimeout:
-            self._problem(f"{where}: function {spec.logical_id} has Timeout {spec.Timeout} s, more than queue "
-                          f"{queue.logical_id}'s VisibilityTimeout {queue.VisibilityTimeout} s; Lambda refuses "
-                          "such a mapping (services-sqs-configure): raise the visibility timeout (AWS advises six "
-                          "times the function timeout) or lower the function's")
-        elif queue.VisibilityTimeout < 6 * spec.Timeout:
-            # Same page: "set the source queue's visibility timeout to at least six times the configuration
-            # timeout on your function". Advice, not a rule.
-            self._note(f"{where}: queue {queue.logical_id}'s VisibilityTimeout {queue.VisibilityTimeout} s is "
-                       f"less than 6 x the function's Timeout {spec.Timeout} s that AWS recommends")
 
     def _schedule(self, function: str, event: str, props: Mapping[str, Any], where: str) -> ScheduleRule | None:
         # sam-property-function-schedule: SAM makes an AWS::Events::Rule with ScheduleExpression = Schedule and
