@@ -6,7 +6,6 @@ CloudFormation's short-form intrinsics (!Ref, !GetAtt, !Sub, ...) load as their 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -111,15 +110,6 @@ def crash_points_of(template: Template) -> dict[str, tuple[str, ...]]:
 
 #: The types of a function, before and after the SAM transform.
 FUNCTION_TYPES: Final = ("AWS::Serverless::Function", "AWS::Lambda::Function")
-
-
-def function_name(resources: Mapping[str, Mapping[str, Any]], logical: str, resolve: Callable[[Any], Any]) -> str:
-    """The name a function runs under locally (:attr:`seglog_awsmodel.config.FunctionSpec.name`): its
-    ``FunctionName`` (an intrinsic resolved by ``resolve``) when the template gives one, else its logical id."""
-    explicit = ((resources.get(logical) or {}).get("Properties") or {}).get("FunctionName")
-    if explicit is None:
-        return logical
-    return str(resolve(explicit) if isinstance(explicit, Mapping) else explicit)
 
 
 def default_template_path() -> Path:

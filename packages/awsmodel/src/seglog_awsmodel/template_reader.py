@@ -30,14 +30,13 @@ from seglog_awsmodel.config import (
 from seglog_awsmodel.errors import ScheduleExpressionError, ToolError
 from seglog_awsmodel.filtering import FilterPatternError, Matcher, compile_filter_criteria
 from seglog_awsmodel.http_api_reader import HttpApiReader
+from seglog_awsmodel.lambda_logging import APPLICATION_LOG_LEVELS
 from seglog_awsmodel.mapping_reader import queue_mapping, queue_spec, stream_mapping
 from seglog_awsmodel.notification_reader import event_rule, s3_notification, sns_subscription
 from seglog_awsmodel.schedule_expressions import parse_schedule_expression
 from seglog_awsmodel.schedule_v2_reader import schedule_v2
 from seglog_awsmodel.template import Template
 
-#: LoggingConfig.ApplicationLogLevel's values (AWS::Lambda::Function LoggingConfig).
-_APPLICATION_LOG_LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 #: Schedule event properties the emulator reads (sam-property-function-schedule); Description only describes.
 _SCHEDULE_PROPERTIES: Final = frozenset({"Schedule", "Enabled", "State", "Input", "Name", "Description"})
 _SUB_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
@@ -155,9 +154,9 @@ class TemplateReader:
             self._problem(f"{where}: LogFormat must be Text or JSON, got {log_format!r}")
             return "Text", ""
         level = config.get("ApplicationLogLevel")
-        if level is not None and (log_format != "JSON" or level not in _APPLICATION_LOG_LEVELS):
+        if level is not None and (log_format != "JSON" or level not in APPLICATION_LOG_LEVELS):
             self._problem(f"{where}.ApplicationLogLevel: {level!r}; Lambda takes one of "
-                          f"{', '.join(_APPLICATION_LOG_LEVELS)}, with LogFormat JSON only")
+                          f"{', '.join(APPLICATION_LOG_LEVELS)}, with LogFormat JSON only")
             level = None
         return log_format, (level or "INFO") if log_format == "JSON" else ""
 

@@ -10,17 +10,15 @@ values.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from seglog_awsmodel.arns import event_bus_arn, topic_arn
-from seglog_awsmodel.template import FUNCTION_TYPES, Template, TemplateError, function_name
+from seglog_awsmodel.template import FUNCTION_TYPES, Template, TemplateError
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
-from seglog_stack.provision import parameter_values, resource_name
+from seglog_stack.provision import function_name, parameter_values, resource_name
 
-_SUB = re.compile(r"\$\{([^}]+)\}")
 _PSEUDO = {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com", "AWS::Partition": "aws",
            "AWS::NoValue": None}
 
@@ -49,7 +47,7 @@ class LocalResolver:
                 return _PSEUDO[arg]
             type_ = self._type(arg)
             if type_ in FUNCTION_TYPES:  # its FunctionName, else its logical id (as IAM's Ref does)
-                return function_name(self.template.resources, arg, self)
+                return function_name(self.template.resources, self.stack, arg, self.parameters)
             name = resource_name(self.template.resources, self.stack, arg, self.parameters)
             if type_ == "AWS::SNS::Topic":  # a topic's Ref is its ARN
                 return topic_arn(self.region, LOCAL_ACCOUNT_ID, name)
@@ -57,9 +55,6 @@ class LocalResolver:
         if key == "Fn::GetAtt":
             logical, attribute = arg if isinstance(arg, list) else str(arg).split(".", 1)
             return self._attribute(logical, attribute)
-        if key == "Fn::Sub" and isinstance(arg, str):  # ${Name} and ${Logical.Attribute}; ${!Literal} is kept
-            return _SUB.sub(lambda m: m.group(0)[:2] + m.group(1)[1:] + "}" if m.group(1).startswith("!") else str(
-                self({"Fn::GetAtt": m.group(1).split(".", 1)} if "." in m.group(1) else {"Ref": m.group(1)})), arg)
         raise TemplateError(f"the emulator cannot resolve {key} {arg!r}")
 
     def _type(self, logical: str) -> str:
@@ -87,7 +82,8 @@ class LocalResolver:
         if type_ == "AWS::Events::EventBus" and attribute == "Arn":
             return event_bus_arn(self.region, LOCAL_ACCOUNT_ID, name)
         if type_ in FUNCTION_TYPES and attribute == "Arn":
-            return function_arn(self.region, LOCAL_ACCOUNT_ID, function_name(self.template.resources, logical, self))
+            name = function_name(self.template.resources, self.stack, logical, self.parameters)
+            return function_arn(self.region, LOCAL_ACCOUNT_ID, name)
         raise TemplateError(f"the emulator cannot resolve !GetAtt {logical}.{attribute}")
 
     @functools.cache  # noqa: B019 - one resolver per process, a handful of names

@@ -56,6 +56,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final
 
+from seglog_awsmodel.lambda_logging import APPLICATION_LOG_LEVELS
 from seglog_emulator import jsonlog
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
@@ -325,16 +326,11 @@ class _LambdaJsonLogHandler(logging.Handler):
             self.handleError(record)
 
 
-#: ApplicationLogLevel -> the standard library's level (Lambda maps TRACE to DEBUG and FATAL to CRITICAL).
-_APPLICATION_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
-                       "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
-
-
 def _lambda_logging() -> None:
     root = logging.getLogger()
     if os.environ.get("AWS_LAMBDA_LOG_FORMAT") == "JSON":
         root.addHandler(_LambdaJsonLogHandler())
-        root.setLevel(_APPLICATION_LEVELS.get(os.environ.get("AWS_LAMBDA_LOG_LEVEL", ""), logging.INFO))
+        root.setLevel(APPLICATION_LOG_LEVELS.get(os.environ.get("AWS_LAMBDA_LOG_LEVEL", ""), logging.INFO))
     else:
         root.addHandler(_LambdaLogHandler())
         root.setLevel(logging.WARNING)

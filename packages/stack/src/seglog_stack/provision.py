@@ -83,6 +83,8 @@ NAME_PROPERTIES: dict[str, str] = {
     "AWS::SNS::Topic": "TopicName",
     "AWS::IAM::Role": "RoleName",
     "AWS::Events::EventBus": "Name",
+    "AWS::Serverless::Function": "FunctionName",
+    "AWS::Lambda::Function": "FunctionName",
 }
 
 
@@ -127,6 +129,15 @@ def resource_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logica
                         "string, a !Ref of a parameter with a value, or a !Sub naming only parameters, "
                         "${AWS::StackName} and ${AWS::AccountId}; write it so, or leave "
                         f"{prop} out (the resource is then named {physical_name(stack, logical_id, type_)!r})")
+
+
+def function_name(resources: Mapping[str, Mapping[str, Any]], stack: str, logical_id: str,
+                  parameters: Mapping[str, str] | None = None) -> str:
+    """The name a function runs under locally (:attr:`seglog_awsmodel.config.FunctionSpec.name`): its
+    ``FunctionName``, read as :func:`resource_name` reads an explicit name, when the template gives one; else its
+    logical id (what ``!Ref`` gives locally, where CloudFormation would generate ``<stack>-<LogicalId>-<suffix>``)."""
+    explicit = ((resources.get(logical_id) or {}).get("Properties") or {}).get("FunctionName")
+    return logical_id if explicit is None else resource_name(resources, stack, logical_id, parameters)
 
 
 class Provisioner:

@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from seglog_awsmodel.arns import event_bus_arn, topic_arn
-from seglog_awsmodel.template import FUNCTION_TYPES, function_name
+from seglog_awsmodel.template import FUNCTION_TYPES
 from seglog_emulator.errors import IamTemplateError
 from seglog_emulator.iam.arns import function_arn, local_arn
-from seglog_stack.provision import resource_name
+from seglog_stack.provision import function_name, parameter_values, resource_name
 
 Fallback = Callable[[Any], Any]
 
@@ -50,7 +50,7 @@ class PolicyIntrinsics:
             "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
         self.fallback = fallback
         #: Parameter values as text, which a resource's explicit name may name (seglog_stack.provision.resource_name).
-        self._names = {name: str(value) for name, value in parameters.items() if value is not None}
+        self._names = parameter_values(parameters)
 
     def __call__(self, value: Any) -> Any:
         """``value`` with every intrinsic resolved (strings, lists and objects are walked).
@@ -90,7 +90,7 @@ class PolicyIntrinsics:
         if type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::IAM::Role", "AWS::Events::EventBus"):
             return resource_name(self.resources, self.stack, name, self._names)
         if type_ in FUNCTION_TYPES:
-            return function_name(self.resources, name, self)  # its FunctionName, else its logical id
+            return function_name(self.resources, self.stack, name, self._names)  # its FunctionName, else its logical id
         return self._fall_back({"Ref": name})
 
     def get_att(self, logical: str, attribute: str) -> Any:
@@ -102,8 +102,8 @@ class PolicyIntrinsics:
             ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{self.region}:{self.account}:{name}",
             ("AWS::SQS::Queue", "QueueName"): name,
             ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{self.account}:role/{name}",
-            ("AWS::Lambda::Function", "Arn"): function_arn(self.region, self.account,
-                                                           function_name(self.resources, logical, self)),
+            ("AWS::Lambda::Function", "Arn"): function_arn(
+                self.region, self.account, function_name(self.resources, self.stack, logical, self._names)),
             ("AWS::SNS::Topic", "TopicArn"): topic_arn(self.region, self.account, name),
             ("AWS::SNS::Topic", "TopicName"): name,
             ("AWS::Events::EventBus", "Arn"): event_bus_arn(self.region, self.account, name),

@@ -22,12 +22,12 @@ from typing import Any
 
 import structlog
 
-from seglog_awsmodel.template import Template, TemplateError, function_name
+from seglog_awsmodel.template import Template, TemplateError
 from seglog_emulator.errors import IamPolicyError, IamTemplateError
 from seglog_emulator.iam.evaluation import LOCAL_ACCOUNT, FunctionPermissions
 from seglog_emulator.iam.intrinsics import Fallback, PolicyIntrinsics
 from seglog_emulator.iam.policy import Policy
-from seglog_stack.provision import resource_name
+from seglog_stack.provision import function_name, parameter_values, resource_name
 from seglog_stack.sam_transform import transform_template
 
 log = structlog.get_logger("seglog.emulator.iam")
@@ -76,6 +76,7 @@ def function_permissions(template: Template, *, stack: str, region: str, paramet
     resolve = PolicyIntrinsics(resources, {**template.parameters, **(parameters or {})}, stack=stack, region=region,
                                account=account, fallback=fallback)
     problems: list[str] = []
+    values = parameter_values(template.parameters, parameters)
     resource_policies = _resource_policies(resources, resolve)
     permissions = {}
     for logical, resource in template.resources.items():
@@ -88,9 +89,8 @@ def function_permissions(template: Template, *, stack: str, region: str, paramet
             problems.extend(exc.problems)
             continue
         permissions[logical] = FunctionPermissions(
-            function=function_name(resources, logical, resolve), role_name=resource_name(resources, stack, role),
-            region=region, account=account,
-            identity=identity, resource_policies=resource_policies)
+            function=function_name(resources, stack, logical, values), role_name=resource_name(resources, stack, role),
+            region=region, account=account, identity=identity, resource_policies=resource_policies)
     if problems:
         raise IamTemplateError(problems)
     return permissions
