@@ -36,12 +36,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any, Final
 
 import structlog
 
 from seglog_awsmodel.config import EmulatorConfig
-from seglog_awsmodel.template import crash_points_of, load_template
+from seglog_awsmodel.template import Template, crash_points_of, load_template
 from seglog_emulator import lambda_api, logfeed, metrics, notifications
 from seglog_emulator.alarm_watch import AlarmWatcher, metrics_dir
 from seglog_emulator.artifacts import code_dirs, host_artifact
@@ -53,6 +54,7 @@ from seglog_emulator.pollers.common import RESTART_EXIT_STATUS
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.settings import ENV_VAR, LISTENER_ENV, EmulatorSettings, listener
 from seglog_stack.clients import local_client
+from seglog_stack.local import LocalDeployment
 from seglog_stack.provision import resource_name
 
 log = structlog.get_logger("seglog.supervisor")
@@ -105,6 +107,23 @@ def child_names(config: EmulatorConfig) -> list[str]:
     return names
 
 
+def _resolver(template: Template, deployment: LocalDeployment, stack: str, parameters: dict[str, Any]
+              ) -> LocalResolver:
+    region, endpoints = deployment.region, deployment.endpoints
+    return LocalResolver(template, stack=stack, region=region,
+                         dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
+                         sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region), parameters=parameters)
+
+
+def read_config(deployment: LocalDeployment, template_path: Path, stack: str, parameters: dict[str, Any]
+                ) -> EmulatorConfig:
+    """What the emulator runs of the template provisioned as ``deployment`` under ``stack`` (as its supervisor and
+    children read it)."""
+    template = load_template(template_path)
+    return EmulatorConfig.from_template(template, _resolver(template, deployment, stack, parameters),
+                                        parameters=parameters)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -145,10 +164,7 @@ class Supervisor:
         template = load_template(settings.template)
         if faults is not None:
             check_crash_points(faults.plan, crash_points_of(template))
-        resolver = LocalResolver(template, stack=settings.stack, region=deployment.region,
-                                 dynamodb=local_client("dynamodb", endpoint_url=endpoints["dynamodb"], region=region),
-                                 sqs=local_client("sqs", endpoint_url=endpoints["sqs"], region=region),
-                                 parameters=settings.parameters)
+        resolver = _resolver(template, deployment, settings.stack, settings.parameters)
         self.config = EmulatorConfig.from_template(template, resolver, parameters=settings.parameters)
         for function in self.config.functions:  # a manifest without a function, or for another machine: say so now
             code_dirs(artifact, function)

@@ -84,9 +84,11 @@ def provision(endpoints: dict[str, str], *, profile: str, region: str, template:
                            attributes=made.attributes)
 
 
-def deprovision(endpoints: dict[str, str], *, region: str, stack_name: str, template: Path | None = None) -> None:
-    """Delete the template's resources of ``stack_name`` from the running stack at ``endpoints``."""
-    _provisioner(endpoints, region=region, template=template, stack_name=stack_name).delete()
+def deprovision(endpoints: dict[str, str], *, region: str, stack_name: str, template: Path | None = None,
+                parameters: dict[str, Any] | None = None) -> None:
+    """Delete the template's resources of ``stack_name`` from the running stack at ``endpoints`` (``parameters``:
+    the overrides it was provisioned with, where explicit names are made of parameters)."""
+    _provisioner(endpoints, region=region, template=template, stack_name=stack_name, parameters=parameters).delete()
 
 
 def _provisioner(endpoints: dict[str, str], *, region: str, template: Path | None, stack_name: str,
