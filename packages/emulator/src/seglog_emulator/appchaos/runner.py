@@ -1,0 +1,236 @@
+"""Chaos for any SAM application: seeded faults while a user's workload drives it, then a verdict (issue 37).
+
+One run, step by step::
+
+    provision the template under a stack of the run's own ──► emulator up (its plan, or none)
+        │                                                        │
+        │   workload(app) ─── HTTP and boto3 ───────────────────►│  faults fire; a tick thread restarts the
+        │   then, faults still on, until quiet (at most 60 s)    │  whole emulator when the plan says so
+    faults off ──► wait until quiet (nothing in flight, every feeding queue empty, 3 s on end)
+        │
+    check(app) -> violations        or, differential:  read every table, bucket and queue
+        │                                              (compared with the fault-free run of the same seed)
+    emulator down ──► state saved as JSON ──► stack deleted
+
+1. Each run gets a fresh stack (``chaos-<app>-<run>``, and ``...-base`` for the fault-free run of a
+   differential), so runs never see each other's data; it is deleted after the run, its final state kept in the
+   run's directory (``state.json``) with the emulator's log and the fault log.
+2. The workload may raise: a run whose workload raised is a violation of its own (the traceback is in the report),
+   never the end of the campaign. So is a check that raises, and an app still busy after the quiet bound.
+3. Every fault decision is a pure function of (seed, kind, site), sites are built from what is delivered, so
+   ``--seed S --runs 1`` replays a failing run's decisions (timing may still differ).
+4. Differential: the fault-free run and the faulted run share the seed (``app.seed``, ``app.random``): the same
+   workload drives both. Their final states compare record by record (:mod:`.state`), fields named by
+   ``--ignore`` dropped; any difference fails the run, reported with the faults that fired and the invocations
+   that did not end in one successful try.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
+from seglog_emulator.appchaos.kinds import app_kinds, app_plan
+from seglog_emulator.appchaos.scripts import Script, violations_of
+from seglog_emulator.appchaos.session import FAULT_TAIL, QUIET_TIMEOUT, AppSession, Target
+from seglog_emulator.appchaos.state import AppState, Difference, compare, read_state
+from seglog_emulator.errors import EmulatorError
+from seglog_emulator.faults.plan import FaultPlan
+
+#: Invocations listed per run in a report (the rest are counted).
+LISTED_INVOCATIONS: Final = 20
+
+
+@dataclass
+class AppRun:
+    """What one run did and found."""
+
+    run: int
+    seed: int
+    faulted: bool
+    stack: str
+    violations: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    faults: dict[str, int] = field(default_factory=dict)
+    injected: list[dict[str, Any]] = field(default_factory=list)
+    invocations: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Invocations that did not end in one successful first try: (function, request id, outcome, attempt).
+    troubled: list[dict[str, Any]] = field(default_factory=list)
+    quiet_seconds: float | None = None
+    seconds: float = 0.0
+    supervisor_restarts: int = 0
+    directory: str = ""
+    state: AppState | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.differences
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "seed": self.seed, "faulted": self.faulted, "stack": self.stack, "ok": self.ok,
+                "violations": self.violations, "differences": [d.to_dict() for d in self.differences],
+                "faults": self.faults, "invocations": self.invocations, "troubled": self.troubled,
+                "quiet_seconds": self.quiet_seconds, "seconds": self.seconds,
+                "supervisor_restarts": self.supervisor_restarts, "directory": self.directory}
+
+
+class AppChaos:
+    """Chaos runs of one app (:class:`~.session.Target`: its template on a running local stack).
+
+    Args:
+        state_root: one directory per run under it.
+    """
+
+    def __init__(self, target: Target, *, state_root: Path, quiet_timeout: float = QUIET_TIMEOUT,
+                 fault_tail: float = FAULT_TAIL) -> None:
+        self.target = target
+        self.template = target.template
+        self.state_root = state_root
+        self.quiet_timeout = quiet_timeout
+        self.fault_tail = fault_tail
+        parsed = load_template(self.template)
+        self.kinds = app_kinds(emulator_metadata(parsed))
+        self.crash_points = [p for points in crash_points_of(parsed).values() for p in points]
+        self.slug = stack_slug(self.template)
+
+    def plan(self, seed: int, faults: str = "all", rate: float | None = None) -> FaultPlan:
+        """The plan of ``--faults`` for this app (see :func:`.kinds.app_plan`)."""
+        return app_plan(seed, faults, rate, self.kinds, self.crash_points)
+
+    # ------------------------------------------------------------------------------------------ one run
+
+    def run(self, run: int, plan: FaultPlan | None, workload: Script, *, seed: int, check: Script | None = None,
+            read: bool = False, label: str = "") -> AppRun:
+        """One run: ``workload`` under ``plan`` (None: no faults), then ``check`` and, with ``read``, the final
+        state. Never raises for what the run finds: it reports it."""
+        stack = f"chaos-{self.slug}-{run}{label}"
+        report = AppRun(run=run, seed=seed, faulted=plan is not None, stack=stack)
+        directory = self.state_root / f"run-{run:03d}-seed-{seed}{label}"
+        shutil.rmtree(directory, ignore_errors=True)
+        report.directory = str(directory)
+        started = time.monotonic()
+        session = AppSession(self.target, stack=stack, directory=directory, plan=plan, seed=seed, run=run,
+                             quiet_timeout=self.quiet_timeout, fault_tail=self.fault_tail)
+        try:
+            with session:
+                self._judge(session, report, workload, check, read)
+                report.supervisor_restarts = session.restarts
+        except EmulatorError as exc:
+            report.violations.append(f"the run could not complete: {exc}")
+        if session.runtime is not None:
+            report.injected = session.runtime.injected()
+            report.faults = {k: v for k, v in session.runtime.counts().items() if v}
+        self._tally(session.log_file, report)
+        report.seconds = round(time.monotonic() - started, 1)
+        (directory / "run.json").write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
+        return report
+
+    @staticmethod
+    def _judge(session: AppSession, report: AppRun, workload: Script, check: Script | None, read: bool) -> None:
+        app = session.app
+        try:
+            workload(app)
+        except Exception as exc:
+            report.violations.append(_raised("the workload", exc))
+        settled = session.settle()
+        report.quiet_seconds = settled.quiet_seconds
+        if settled.quiet_seconds is None:
+            report.violations.append(f"not quiet {session.quiet_timeout:.0f} s after faults stopped: {settled.last}")
+        if check is not None:
+            try:
+                report.violations += violations_of(check(app), "check(app)")
+            except Exception as exc:
+                report.violations.append(_raised("the check", exc))
+        if read:
+            report.state = read_state(app.deployment.names, app.deployment.types, app.client)
+            (session.directory / "state.json").write_text(json.dumps(report.state.to_dict(), indent=1, default=str))
+
+    @staticmethod
+    def _tally(log_file: Path, report: AppRun) -> None:
+        invocations: dict[str, Counter[str]] = {}
+        if not log_file.is_file():
+            return
+        for line in log_file.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict) or record.get("event") != "invocation":
+                continue
+            function, outcome = str(record.get("function", "?")), str(record.get("outcome", "?"))
+            invocations.setdefault(function, Counter())[outcome] += 1
+            if (outcome != "success" or int(record.get("attempt") or 1) > 1) \
+                    and len(report.troubled) < LISTED_INVOCATIONS:
+                report.troubled.append({k: record.get(k) for k in ("function", "request_id", "outcome", "attempt",
+                                                                     "source", "error_type") if record.get(k)})
+        report.invocations = {f: dict(c) for f, c in invocations.items()}
+
+
+def stack_slug(template: Path) -> str:
+    """The part of a run's stack name that names the app: its template's folder, as a stack name may spell it."""
+    return re.sub(r"[^a-z0-9]+", "-", template.resolve().parent.name.lower()).strip("-")[:24] or "app"
+
+
+def _raised(what: str, exc: BaseException) -> str:
+    lines = traceback.format_exception(exc)
+    return f"{what} raised {type(exc).__name__}: {exc}\n" + "".join(lines[-6:]).rstrip()
+
+
+# ------------------------------------------------------------------------------------------------ campaigns
+
+
+@dataclass
+class AppCampaign:
+    """Runs of one app under consecutive seeds; ``ok`` when every run is."""
+
+    template: str
+    runs: list[AppRun] = field(default_factory=list)
+    #: The fault-free runs of a differential campaign, by seed.
+    baselines: list[AppRun] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(run.ok for run in self.runs) and all(not b.violations for b in self.baselines)
+
+    def reached(self) -> set[str]:
+        return {kind for run in self.runs for kind, n in run.faults.items() if n}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"template": self.template, "ok": self.ok, "runs": [r.to_dict() for r in self.runs],
+                "baselines": [b.to_dict() for b in self.baselines], "reached": sorted(self.reached())}
+
+
+def run_campaign(chaos: AppChaos, *, seed: int, runs: int, faults: str, rate: float | None, workload: Script,
+                 check: Script | None = None, differential: bool = False, ignore: Iterable[str] = (),
+                 fail_fast: bool = False, on_run: Callable[[AppRun], None] | None = None) -> AppCampaign:
+    """``runs`` runs, seeds ``seed``, ``seed+1``, ...: with ``check``, each checked; with ``differential``, each
+    seed run once without faults and once under them, and their final states compared."""
+    campaign = AppCampaign(template=str(chaos.template))
+    ignored = tuple(ignore)
+    for index in range(runs):
+        run_seed = seed + index
+        plan = chaos.plan(run_seed, faults, rate)
+        base: AppRun | None = None
+        if differential:
+            base = chaos.run(index, None, workload, seed=run_seed, read=True, label="-base")
+            campaign.baselines.append(base)
+            if on_run is not None:
+                on_run(base)
+        report = chaos.run(index, plan, workload, seed=run_seed, check=check, read=differential)
+        if base is not None and base.state is not None and report.state is not None:
+            report.differences = compare(base.state, report.state, ignored)
+        campaign.runs.append(report)
+        if on_run is not None:
+            on_run(report)
+        if fail_fast and not report.ok:
+            break
+    return campaign
