@@ -192,6 +192,20 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None, st
               help="Run logs and state (default: chaos/ in the stack's run directory).")
 @click.option("--console-port", type=int, help="Serve the live console on this port (0: any free), following "
                                                 "every run of the campaign (default: no console).")
+@click.option("--workload", "workload", type=click.Path(dir_okay=False, path_type=Path),
+              help="Your app's chaos: a Python file defining workload(app), which drives the app of --template "
+                   "(app.api_url(), app.resource(logical_id), app.client(service)) while faults fire.")
+@click.option("--check", "check", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --workload: a Python file defining check(app) -> list of violations (empty: fine), run "
+                   "once the app is quiet after the faults stopped.")
+@click.option("--differential", is_flag=True,
+              help="With --workload, instead of --check: run each seed once without faults and once under them, "
+                   "and fail on any difference between the two runs' tables, buckets and queues.")
+@click.option("--ignore", "ignore", multiple=True, metavar="FIELD",
+              help="With --differential: a field (an attribute, a JSON key, at any depth) left out of the "
+                   "comparison, e.g. a time stamp or a generated id. Repeatable.")
+@click.option("--no-iam", "no_iam", is_flag=True, help="With --workload: do not enforce the functions' policies.")
+@parameter_option
 @report_option
 @template_option
 @artifact_option
@@ -199,8 +213,9 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None, st
 @reports_errors
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
           cover: bool, target: str, require_coverage: bool, sheets: int, clients: int, edits: int, as_json: bool,
-          fail_fast: bool, state_dir: Path | None, console_port: int | None, report_dir: Path | None,
-          template: Path | None, artifact: Path | None) -> None:
+          fail_fast: bool, state_dir: Path | None, console_port: int | None, workload: Path | None,
+          check: Path | None, differential: bool, ignore: tuple[str, ...], no_iam: bool, parameters: tuple[str, ...],
+          report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -208,10 +223,32 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     prints the command that replays its seed. With --require-coverage, also exit 1 when a crash point or fault
     kind the plans could reach was reached by no run. Ctrl-C (or SIGTERM) stops the run under way, and the page is
     still written, with the runs finished and the interrupted one drawn from its log (exit status 130, or 143).
+
+    Any SAM app: --template app/template.yaml --workload drive.py and --check check.py or --differential. Each run
+    provisions the template under a stack of its own, runs the functions under the seed's faults while
+    workload(app) drives them, stops the faults, waits until nothing is in flight and every queue feeding a
+    function is empty, then judges; exit status 1 on any violation or difference, with the command that replays
+    the seed.
     """
     from seglog_plugin.chaos import Campaign, Workload
     from seglog_plugin.chaos.coverage import Coverage, parse_targets
     from seglog_stack import StackManager
+
+    if workload is not None or check is not None or differential:
+        if workload is None:
+            raise click.UsageError("--check and --differential judge a workload: give --workload drive.py too")
+        from seglog_cli.app_chaos import run_app_chaos
+
+        config = settings(ctx).stack_config()
+        app_template = template or default_template_path()
+        info = StackManager(config).up()
+        found = run_app_chaos(
+            endpoints=dict(info.endpoints), profile=str(config.profile), region=config.region, template=app_template,
+            workload=workload, check=check, differential=differential, ignore=ignore,
+            parameters=parse_parameters(parameters), seed=seed, runs=runs,
+            faults=faults, rate=rate, state_root=state_dir or config.run_dir / "chaos-app", iam=not no_iam,
+            fail_fast=fail_fast, as_json=as_json, artifact=artifact)
+        raise SystemExit(0 if found.ok else 1)
 
     base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
     targets = parse_targets(target)

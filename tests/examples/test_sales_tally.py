@@ -1,0 +1,83 @@
+"""examples/sales-tally, run as its README says, and under chaos (issue 37, points 2, 3 and 5): with Dedupe=true a
+sale is counted once however often SQS delivers it — its written check and the differential verdict pass under
+duplicate deliveries and lost DynamoDB answers; with Dedupe=false (deliberately not idempotent) the differential
+verdict fails, naming the table, the records and the seed that replays it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from examples.support import EXAMPLES, client, running, wait_for
+from seglog_cli.app_chaos import run_app_chaos
+from seglog_emulator.supervisor import Supervisor
+
+pytestmark = pytest.mark.stack
+
+TEMPLATE = EXAMPLES / "sales-tally" / "template.yaml"
+CHAOS = EXAMPLES / "sales-tally" / "chaos"
+
+
+@pytest.fixture(scope="module")
+def tally(stacks: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
+    with running("sales-tally", stacks, tmp_path_factory.mktemp("tally-state")) as supervisor:
+        yield supervisor
+
+
+def test_a_sale_sent_to_the_queue_is_tallied(tally: Supervisor) -> None:
+    names = tally.settings.deployment.names
+    client(tally, "sqs").send_message(QueueUrl=names["SalesQueue"],
+                                      MessageBody=json.dumps({"sale": "readme-1", "sku": "tea", "qty": 3}))
+    ddb = client(tally, "dynamodb")
+
+    def units() -> int:
+        item = ddb.get_item(TableName=names["TotalsTable"], Key={"sku": {"S": "tea"}}, ConsistentRead=True)
+        return int(item.get("Item", {}).get("units", {}).get("N", 0))
+
+    assert wait_for(units, 30, "tea tallied") == 3
+    counted = ddb.get_item(TableName=names["CountedTable"], Key={"sale": {"S": "readme-1"}}, ConsistentRead=True)
+    assert counted["Item"]["qty"] == {"N": "3"}
+
+
+def chaos(stacks: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], *, faults: str, dedupe: bool,
+          differential: bool, seed: int = 1, runs: int = 1) -> tuple[bool, str]:
+    base = stacks.deployment("dynamodb-local")
+    campaign = run_app_chaos(
+        endpoints=base.endpoints, profile=base.profile, region=base.region, template=TEMPLATE,
+        workload=CHAOS / "drive.py", check=None if differential else CHAOS / "check.py", differential=differential,
+        ignore=(), parameters={"Dedupe": "true" if dedupe else "false"}, seed=seed, runs=runs, faults=faults,
+        rate=None, state_root=tmp_path, iam=True, fail_fast=False, as_json=False, artifact=None)
+    return campaign.ok, capsys.readouterr().out
+
+
+def test_the_idempotent_tally_passes_its_check_under_duplicates_and_lost_answers(
+        stacks: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok, out = chaos(stacks, tmp_path, capsys, dedupe=True, differential=False,
+                    faults="duplicate_delivery=1,ddb_lost_response=0.2")
+    assert ok, out
+    assert re.search(r"fault kinds reached: .*ddb_lost_response, .*duplicate_delivery", out), out
+
+
+def test_the_differential_verdict_catches_the_counter_counted_per_delivery(
+        stacks: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok, out = chaos(stacks, tmp_path, capsys, dedupe=False, differential=True, faults="duplicate_delivery=1", seed=4)
+    assert not ok, out
+    assert "TotalsTable: " in out and "  faults that fired: duplicate_delivery x" in out, out
+    replay = ("replay: seglog chaos --template " + str(TEMPLATE) + " --workload " + str(CHAOS / "drive.py")
+              + " --differential --parameter Dedupe=false --faults duplicate_delivery=1 --seed 4 --runs 1")
+    assert replay in out, out
+    state = json.loads((tmp_path / "run-000-seed-4" / "state.json").read_text())
+    assert state["resources"]["CountedTable"] == []  # nothing recorded: this mode counts every delivery
+
+
+def test_the_differential_verdict_passes_the_idempotent_twin(
+        stacks: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok, out = chaos(stacks, tmp_path, capsys, dedupe=True, differential=True,
+                    faults="duplicate_delivery=1,ddb_lost_response=0.2", seed=4)
+    assert ok, out
+    assert "1/1 runs ok" in out
