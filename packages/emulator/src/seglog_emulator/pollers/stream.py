@@ -22,9 +22,9 @@ throttling it, so a throttle never happens.
 
 Faults (DESIGN §7): router_crash_after_send arms the stream router's crash point for one invocation;
 crash_after_call kills the worker after one of its AWS calls; poller_restart ends this process between an
-invocation and its checkpoint; function_timeout cuts an invocation short. Decision sites are the batch's first and last keys, its attempt and the process's
-incarnation (the attempt restarts at 1 in a new process: without the incarnation the same restart fired in
-every new process), which a seed replays.
+invocation and its checkpoint; function_timeout cuts an invocation short. Decision sites are the batch's first
+and last keys, its attempt and the process's incarnation (the attempt restarts at 1 in a new process: without
+the incarnation the same restart fired in every new process), which a seed replays.
 """
 
 from __future__ import annotations
