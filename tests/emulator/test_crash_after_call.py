@@ -7,15 +7,14 @@ Developer Guide, "Understanding retry behavior in Lambda"; with-sqs)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fidelity.conftest import running
+from fidelity.drivers import wait_until
 from seglog_awsmodel.config import QueueMapping
 from seglog_emulator.faults import FaultPlan
 from seglog_emulator.faults.call_crash import CRASH_AFTER_CALL_EVENT
@@ -42,14 +41,6 @@ def handler(event, context):
             trace.write(json.dumps({"phase": "after", "count": count}) + "\\n")
     return {}
 '''
-
-
-def eventually(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_a_function_with_no_crash_points_is_killed_after_its_first_call_and_its_message_comes_back(
@@ -82,15 +73,15 @@ def test_a_function_with_no_crash_points_is_killed_after_its_first_call_and_its_
                                  faults=runtime.schedule("poller"))
             sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"order": "o-1"}))
             with running(poller):
-                eventually(lambda: any(f["kind"] == "crash_after_call" for f in runtime.injected()),
-                           "the first delivery's crash")
+                wait_until(lambda: any(f["kind"] == "crash_after_call" for f in runtime.injected()),
+                           "the first delivery's crash", timeout=30)
                 runtime.stop()  # faults off: the next delivery runs to the end
-                eventually(lambda: '"after"' in (trace.read_text() if trace.exists() else ""),
-                           "a delivery that completes")
-                eventually(lambda: ("0", "0") == tuple(sqs.get_queue_attributes(
+                wait_until(lambda: '"after"' in (trace.read_text() if trace.exists() else ""),
+                           "a delivery that completes", timeout=30)
+                wait_until(lambda: ("0", "0") == tuple(sqs.get_queue_attributes(
                     QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages",
                                                   "ApproximateNumberOfMessagesNotVisible"])["Attributes"].values()),
-                           "the message to be deleted")
+                           "the message to be deleted", timeout=30, holds=1.0)
         lines = [json.loads(line) for line in trace.read_text().splitlines()]
         crashes = [f for f in runtime.injected() if f["kind"] == "crash_after_call"]
         logged = [json.loads(line) for line in (tmp_path / "worker.log").read_text().splitlines()
