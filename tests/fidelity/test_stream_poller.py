@@ -162,7 +162,8 @@ class RecordingInvoker:
         self._lock = threading.Lock()
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "", crash_points: Any = (),
-               timeout: float | None = None, log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
+               timeout: float | None = None, log_fields: Mapping[str, Any] | None = None,
+               **_: Any) -> InvocationResult:
         started = time.monotonic()
         time.sleep(self.seconds)
         names = [r["dynamodb"]["NewImage"]["name"]["S"] for r in event["Records"]]

@@ -166,7 +166,7 @@ class RecordingInvoker:
 
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
-               log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
+               log_fields: Mapping[str, Any] | None = None, **_: Any) -> InvocationResult:
         with self.lock:
             self.calls.append((event, attempt, source, dict(log_fields or {})))
             outcome = self.outcomes.pop(0) if self.outcomes else Outcome.SUCCESS

@@ -36,6 +36,14 @@ class FaultKind(StrEnum):
     ROUTER_CRASH_AFTER_SEND = "router_crash_after_send"
     """A stream-triggered function dies at the points its application declares for it (seglog's router: after
     SendMessage, before its checkpoint): the batch is delivered again."""
+    CRASH_AFTER_CALL = "crash_after_call"
+    """kill -9 between any two AWS calls of an invocation, in any function and on any trigger, with no crash point
+    declared: the worker counts the calls the handler's clients complete (botocore's ``after-call``) and dies as
+    call ``call`` returns, so its side effect stands and its answer never reaches the handler. Lambda then treats
+    the invocation as failed (Runtime.ExitError) and its trigger retries it as AWS would: an SQS message comes
+    back after its visibility timeout, a stream batch is retried, an asynchronous event is retried twice, an API
+    request gets 502 (AWS Lambda Developer Guide, "Understanding retry behavior in Lambda"; invocation-retries).
+    An invocation that makes fewer calls is not crashed; a crash is recorded when it happens, not when drawn."""
     POLLER_RESTART = "poller_restart"
     """A poller is stopped and started again (its in-memory state is lost)."""
     SUPERVISOR_RESTART = "supervisor_restart"
@@ -91,6 +99,8 @@ AMOUNTS: Final[dict[FaultKind, tuple[str, tuple[int, int]]]] = {
     FaultKind.DUPLICATE_DELIVERY: ("copies", (1, 1)),
     FaultKind.VISIBILITY_EXPIRY: ("after_ms", (0, 2_000)),
     FaultKind.REORDER: ("delay_ms", (100, 2_000)),
+    # The AWS call of the invocation after which its worker dies: seglog's functions make a handful per invocation.
+    FaultKind.CRASH_AFTER_CALL: ("call", (1, 6)),
     FaultKind.FUNCTION_TIMEOUT: ("after_ms", (0, 3_000)),
     FaultKind.STALE_READ: ("items_behind", (1, 1)),
     FaultKind.S3_LATENCY: ("latency_ms", (50, 500)),

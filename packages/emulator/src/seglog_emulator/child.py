@@ -213,7 +213,7 @@ class Child:
             url = self.sqs.get_queue_url(QueueName=queue_name(self.settings.stack, notification))["QueueUrl"]
             invoker = self._invoker(notification.function, GATEWAY_CONCURRENCY)
             asynchronous = AsyncInvoker(lambda _function: invoker, configs=self._async_configs(), sqs=self.sqs,
-                                        region=self.settings.deployment.region)
+                                        region=self.settings.deployment.region, faults=self.faults)
             notifications = NotificationPoller(notification, queue_url=url, sqs=self.sqs, asynchronous=asynchronous,
                                                convert=NOTIFIED[self.role])
             self._serve(notifications.run, notifications.stop)
@@ -235,7 +235,7 @@ class Child:
                 return invokers[function]
 
         api = LambdaApi(names, invoker, configs=self._async_configs(), sqs=self.sqs,
-                        region=self.settings.deployment.region)
+                        region=self.settings.deployment.region, faults=self.faults)
         server = api.server(socket.socket(fileno=int(os.environ[LAMBDA_LISTENER_ENV])))
         log.info("lambda api listening", url=os.environ.get(LAMBDA_ENDPOINT_VARIABLE), functions=sorted(names))
         self._serve(server.serve_forever, server.shutdown)

@@ -55,7 +55,8 @@ from seglog_client.hooks import REQUEST_ID_HEADER
 from seglog_client.sigv4 import header_map
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
-from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.schedule import Decision, FaultSchedule
 from seglog_emulator.invoker import Outcome
 from seglog_emulator.pollers.common import Invoker
 
@@ -198,7 +199,8 @@ class Gateway:
         # The invocation's log line and the answer both carry the request id, so a client's try can be matched
         # with the invocation that served it (the report's "served by" link).
         result = self.invokers[route.function].invoke(event, source="api", log_fields={
-            "method": method, "path": path, "api_request_id": request["requestId"]})
+            "method": method, "path": path, "api_request_id": request["requestId"]},
+            crash_after_call=self._crash_after_call(method, path, body))
         named = [(REQUEST_ID_HEADER, request["requestId"])]
         if not result.ok:
             context["integrationErrorMessage"] = result.error_message
@@ -213,6 +215,17 @@ class Gateway:
         if self.cors is not None:
             answer_headers = self.cors.response(fields, answer_headers)
         return status, [*answer_headers, *named], payload
+
+    def _crash_after_call(self, method: str, path: str, body: bytes) -> Decision | None:
+        """crash_after_call for this request: its site is the request and how many times it came (a client's
+        retry rolls again). A crashed function is answered as any function that did not return."""
+        if self.faults is None:
+            return None
+        request = site(method.upper(), path, body.decode("utf-8", "replace"))
+        with self._lock:
+            self._seen[f"call:{request}"] += 1
+            n = self._seen[f"call:{request}"]
+        return draw_crash_after_call(self.faults, "gateway", request, n)
 
     def _lose(self, method: str, path: str, body: bytes) -> bool:
         if self.faults is None or method.upper() in ("GET", "HEAD", "OPTIONS"):

@@ -26,7 +26,9 @@ INIT_REPORT line is, with the Init Duration.
 
 Faults: :meth:`LambdaInvoker.kill` and :meth:`LambdaInvoker.workers` let a fault injector kill -9 a worker at
 will; ``invoke(..., crash_points=...)`` arms named crash points in the worker for one invocation
-(:mod:`seglog_emulator.crash`). A killed or crashed worker is never reused; the next invocation starts a new one.
+(:mod:`seglog_emulator.crash`), and ``invoke(..., crash_after_call=...)`` kills it after one of its AWS calls, in
+any function (:mod:`seglog_emulator.faults.call_crash`). A killed or crashed worker is never reused; the next
+invocation starts a new one.
 """
 
 from __future__ import annotations
@@ -48,12 +50,14 @@ import structlog
 from seglog_awsmodel.config import FunctionSpec as FunctionSpec  # what an invoker runs; importable from here too
 from seglog_emulator import logfeed, sandbox
 from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # importable from here too
+from seglog_emulator.faults.call_crash import REQUEST_FIELD, request_field
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.worker_handle import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
 from seglog_emulator.worker_process import HOOK_VARIABLE
 
 if TYPE_CHECKING:
+    from seglog_emulator.faults.schedule import Decision
     from seglog_emulator.iam.evaluation import FunctionPermissions
 
 log = structlog.get_logger("seglog.invoker")
@@ -190,7 +194,8 @@ class LambdaInvoker:
     def invoke(self, event: Any, *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                environment: Mapping[str, str] | None = None,
-               log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
+               log_fields: Mapping[str, Any] | None = None,
+               crash_after_call: Decision | None = None) -> InvocationResult:
         """Run the handler on ``event`` in a worker and wait for the outcome.
 
         Args:
@@ -204,6 +209,8 @@ class LambdaInvoker:
             environment: variables set for this invocation only, over the function's own (the mixed_version
                 fault: another code version's settings); the worker restores its environment after.
             log_fields: more correlation ids for the invocation's log line (shard, message id, ...).
+            crash_after_call: the crash_after_call fault drawn for this delivery: the worker dies as the AWS call
+                it names completes (no invocation hook needed).
 
         Raises:
             InvokerClosedError: after :meth:`close`.
@@ -220,6 +227,9 @@ class LambdaInvoker:
             body["clock_skew_seconds"] = clock_skew
         if environment:
             body["environment"] = dict(environment)
+        armed = request_field(crash_after_call)
+        if armed is not None:
+            body[REQUEST_FIELD] = armed
         request_id = str(uuid.uuid4())
         ids = {"function": self.function.logical_id, "request_id": request_id, "source": source, "attempt": attempt,
                **(log_fields or {})}
@@ -235,6 +245,8 @@ class LambdaInvoker:
             line["clock_skew_ms"] = round(clock_skew * 1000)
         if environment:
             line["environment"] = dict(environment)
+        if armed is not None:
+            line[REQUEST_FIELD] = armed["call"]
         if isinstance(event, Mapping) and isinstance(event.get("Records"), list):  # any JSON value is an event
             line["batch_size"] = len(event["Records"])
         if result.init_duration_ms is not None:

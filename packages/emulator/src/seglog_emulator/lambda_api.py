@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,7 +41,10 @@ from urllib.parse import unquote, urlsplit
 
 import structlog
 
+from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.template import Template
+from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.schedule import Decision, FaultSchedule
 from seglog_emulator.iam import arns
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker
@@ -118,15 +122,18 @@ class AsyncInvoker:
         configs: each function's asynchronous handling.
         sqs: a client for the destinations and dead-letter queues.
         sleep: waits between retries (a test's clock).
+        faults: the seeded schedule, if faults are in play (crash_after_call, per try of an event).
     """
 
     def __init__(self, invoker: Callable[[str], Invoker], *, configs: Mapping[str, AsyncConfig], sqs: Any,
-                 region: str, sleep: Callable[[float], None] = time.sleep) -> None:
+                 region: str, sleep: Callable[[float], None] = time.sleep,
+                 faults: FaultSchedule | None = None) -> None:
         self.invoker = invoker
         self.configs = configs
         self.sqs = sqs
         self.region = region
         self.sleep = sleep
+        self.faults = faults
         self._threads: list[threading.Thread] = []
 
     def submit(self, function: str, event: Any, *, source: str) -> None:
@@ -150,7 +157,8 @@ class AsyncInvoker:
                 self.sleep(RETRY_DELAYS[min(attempt - 2, len(RETRY_DELAYS) - 1)])
                 if time.monotonic() - started > config.max_age:
                     break
-            result = self.invoker(function).invoke(event, attempt=attempt, source=source)
+            crash = draw_crash_after_call(self.faults, source, function, site(event), attempt)
+            result = self.invoker(function).invoke(event, attempt=attempt, source=source, crash_after_call=crash)
             if result.ok:
                 return
         assert result is not None
@@ -192,16 +200,21 @@ class LambdaApi:
         configs: each function's asynchronous handling.
         sqs: a client for the destinations and dead-letter queues.
         sleep: waits between retries (a test's clock).
+        faults: the seeded schedule, if faults are in play (crash_after_call, per invocation).
     """
 
     def __init__(self, names: Mapping[str, str], invoker: Callable[[str], Invoker], *,
                  configs: Mapping[str, AsyncConfig], sqs: Any, region: str,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, faults: FaultSchedule | None = None) -> None:
         self.names = dict(names)
         self.invoker = invoker
         self.region = region
+        self.faults = faults
+        self._seen: Counter[str] = Counter()
+        self._lock = threading.Lock()
         #: Runs the Event invocations.
-        self.asynchronous = AsyncInvoker(invoker, configs=configs, sqs=sqs, region=region, sleep=sleep)
+        self.asynchronous = AsyncInvoker(invoker, configs=configs, sqs=sqs, region=region, sleep=sleep,
+                                         faults=faults)
 
     def arn(self, function: str) -> str:
         return function_arn(self.region, function)
@@ -243,11 +256,23 @@ class LambdaApi:
         if kind != "RequestResponse":
             return _error(400, "InvalidParameterValueException",
                           f"X-Amz-Invocation-Type {kind!r}: send RequestResponse, Event or DryRun")
-        result = self.invoker(function).invoke(event, source="lambda-invoke")
+        result = self.invoker(function).invoke(event, source="lambda-invoke",
+                                               crash_after_call=self._crash_after_call(function, event))
         answer_headers = {"x-amz-executed-version": "$LATEST", "content-type": "application/json"}
         if not result.ok:
             answer_headers["x-amz-function-error"] = "Unhandled"
         return 200, answer_headers, json.dumps(_payload(result)).encode()
+
+    def _crash_after_call(self, function: str, event: Any) -> Decision | None:
+        """crash_after_call for a synchronous Invoke: its site is the function, the event and how many times that
+        event came (a caller's retry rolls again). The caller gets the crash as a function error, as from Lambda."""
+        if self.faults is None:
+            return None
+        request = site(function, event)
+        with self._lock:
+            self._seen[request] += 1
+            n = self._seen[request]
+        return draw_crash_after_call(self.faults, "lambda-invoke", request, n)
 
     def server(self, sock: Any) -> ThreadingHTTPServer:
         """An HTTP server answering on the listening socket ``sock``."""

@@ -25,6 +25,7 @@ Protocol, one JSON object per line (the same data Lambda's Runtime API carries):
                         {"type": "init_error", "error_type": ..., "error_message": ..., "stack_trace": [...]}
     invoker -> worker   {"request_id": ..., "event": {...}, "deadline_ms": 1700000000000,
                          "invoked_function_arn": ..., "crash_points": ["after_claim"],
+                         "crash_after_call": {"call": 3, "key": ...},       (optional: the crash_after_call fault)
                          "environment": {"SEGLOG_CHUNK_CELLS": "7"}}      (optional, this invocation only)
     worker -> invoker   {"request_id": ..., "status": "success", "payload": ...}
                         (after writing :data:`DONE_MARK` and the request id on stderr: the invoker's log tap has
@@ -48,7 +49,6 @@ import json
 import logging
 import os
 import resource
-import signal
 import sys
 import threading
 import time
@@ -58,6 +58,7 @@ from typing import IO, Any, Final
 
 from seglog_awsmodel.lambda_logging import APPLICATION_LOG_LEVELS
 from seglog_emulator import jsonlog
+from seglog_emulator.faults.call_crash import REQUEST_FIELD, CallCounter, kill_self
 from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.usage import UsageCounter
@@ -89,10 +90,7 @@ DEADLINE_GRACE_SECONDS = 0.5
 def _past_deadline(request_id: str) -> None:
     log.error("invocation past its deadline with no invoker to stop it: this worker kills itself",
               request_id=request_id, pid=os.getpid())
-    for stream in (sys.stdout, sys.stderr):  # the line above first; a closed stream must not stop the kill
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+    kill_self()
 
 
 class LambdaContext:
@@ -151,15 +149,25 @@ def load_handler(spec: str) -> Handler:
     return handler  # type: ignore[no-any-return]
 
 
-def invoke(handler: Handler, request: dict[str, Any], usage: UsageCounter | None = None) -> dict[str, Any]:
+def invoke(handler: Handler, request: dict[str, Any], usage: UsageCounter | None = None,
+           calls: CallCounter | None = None) -> dict[str, Any]:
     """Run one invocation and return the reply to send (never raises for the handler's exceptions).
+
+    With ``calls``, the invocation's AWS calls are counted, and the request's ``crash_after_call`` kills this
+    process as the call it names completes (:mod:`seglog_emulator.faults.call_crash`).
 
     With ``usage``, the reply carries the AWS requests the invocation made (``usage``, per service). Every reply
     carries the CPU time the invocation took in this process (``cpu_ms``) and the process's peak resident memory
     so far (``max_rss_mb``, Lambda's "Max Memory Used"): bench_memory prices each MemorySize from them."""
     before = usage.totals() if usage is not None else {}
     cpu = time.process_time()
-    reply = _invoke(handler, request)
+    if calls is not None:
+        calls.arm(request.get(REQUEST_FIELD))
+    try:
+        reply = _invoke(handler, request)
+    finally:
+        if calls is not None:
+            calls.disarm()
     reply["cpu_ms"] = round((time.process_time() - cpu) * 1000, 2)
     reply["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
     if usage is not None:
@@ -248,7 +256,7 @@ def main() -> int:
     _lambda_logging()
     started = time.perf_counter()
     _enforce_iam()
-    usage = _instrument()
+    usage, calls = _instrument()
     _hook_name = os.environ.get(HOOK_VARIABLE) or None
     for name in WRAPPER_VARIABLES:
         os.environ.pop(name, None)
@@ -265,7 +273,7 @@ def main() -> int:
         _send(replies, {"type": "ready", "pid": os.getpid(), "init_ms": (time.perf_counter() - started) * 1000})
         for line in requests:
             if line.strip():
-                reply = invoke(handler, json.loads(line), usage)
+                reply = invoke(handler, json.loads(line), usage, calls)
                 _done(str(reply["request_id"]))
                 _send(replies, reply)
     except BrokenPipeError:
@@ -346,16 +354,21 @@ def _enforce_iam() -> None:
     install_from_env()
 
 
-def _instrument() -> UsageCounter:
-    """Count every AWS request the handler makes and, when the supervisor set a fault plan, inject its
-    DynamoDB and S3 faults (:mod:`seglog_emulator.faults.runtime`) — on each client as it is built."""
+def _instrument() -> tuple[UsageCounter, CallCounter]:
+    """Count every AWS request the handler makes and each invocation's calls (the crash_after_call fault needs
+    them, :mod:`seglog_emulator.faults.call_crash`) and, when the supervisor set a fault plan, inject its
+    DynamoDB and S3 faults (:mod:`seglog_emulator.faults.runtime`) — on each client as it is built. The call
+    counter goes before the injector, whose after-call hooks may raise."""
     from seglog_emulator.client_hooks import attach_to_every_client
     from seglog_emulator.faults.runtime import install_in_worker
 
+    process = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "worker")
     usage = UsageCounter()
+    calls = CallCounter.for_worker(process)
+    attach_to_every_client(calls.attach)
     attach_to_every_client(usage.attach)
-    install_in_worker(os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "worker"))
-    return usage
+    install_in_worker(process)
+    return usage, calls
 
 
 def _protocol_streams() -> tuple[IO[bytes], IO[bytes]]:

@@ -82,6 +82,7 @@ FAULTS: Final[dict[str, MarkerStyle]] = {
     FaultKind.WORKER_CRASH: MarkerStyle("x", VERMILLION),
     FaultKind.FUNCTION_TIMEOUT: MarkerStyle("hexagon", VERMILLION),
     FaultKind.ROUTER_CRASH_AFTER_SEND: MarkerStyle("diamond-x", VERMILLION),
+    FaultKind.CRASH_AFTER_CALL: MarkerStyle("x-dot", VERMILLION),
     FaultKind.CRASH: MarkerStyle("circle-x", VERMILLION),
     FaultKind.PAUSE: MarkerStyle("pentagon", VERMILLION),
     CRASH_POINT: MarkerStyle("star", VERMILLION),

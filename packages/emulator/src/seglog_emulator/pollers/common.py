@@ -10,7 +10,7 @@ import structlog
 
 from seglog_awsmodel.fault_sites import restart_site
 from seglog_awsmodel.faults import FaultKind
-from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.faults.schedule import Decision, FaultSchedule
 from seglog_emulator.invoker import InvocationResult
 
 log = structlog.get_logger("seglog.poller")
@@ -25,7 +25,8 @@ class Invoker(Protocol):
     def invoke(self, event: Any, *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                environment: Mapping[str, str] | None = None,
-               log_fields: Mapping[str, Any] | None = None) -> InvocationResult: ...
+               log_fields: Mapping[str, Any] | None = None,
+               crash_after_call: Decision | None = None) -> InvocationResult: ...
 
 
 def maybe_restart(faults: FaultSchedule | None, name: str, key: str) -> None:

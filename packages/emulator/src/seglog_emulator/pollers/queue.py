@@ -18,6 +18,7 @@ Faults (DESIGN §7), decided per message from its body and receive count (a seed
 duplicate_delivery invokes the same message again beside the first; visibility_expiry makes the message
 visible again while the first invocation still runs, so a second receive delivers it concurrently;
 reorder puts a message back for ``delay_ms`` so later ones overtake it; worker_crash arms a named crash point;
+crash_after_call kills the worker after one of the invocation's AWS calls (any function);
 function_timeout cuts the invocation short; clock_skew runs the invocation's clock fast; mixed_version runs it
 with another chunk size; poller_restart ends this process before the deletes.
 """
@@ -38,7 +39,8 @@ from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import CHUNK_CELLS_ENV, FaultKind
 from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.queue_batches import settled_messages
-from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.schedule import Decision, FaultSchedule
 from seglog_emulator.invoker import InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
 from seglog_emulator.pollers.usage import OldestMessage, PollerUsage
@@ -177,8 +179,11 @@ class QueuePoller:
         expiry = self._visibility_expiry(records, handles)
         duplicates = self._duplicates(records)
         attempt = max(int(r["attributes"]["ApproximateReceiveCount"]) for r in records)
+        first = records[0]
+        crash_after_call = draw_crash_after_call(self.faults, "sqs", first["body"],
+                                                 first["attributes"]["ApproximateReceiveCount"])
         result = self._invoke(records, attempt, crash_points, timeout, self._clock_skew(records, "skew"),
-                              self._version(records, "version"))
+                              self._version(records, "version"), crash_after_call)
         if expiry is not None:
             expiry.cancel()
         for thread in duplicates:
@@ -187,13 +192,15 @@ class QueuePoller:
 
     def _invoke(self, records: list[dict[str, Any]], attempt: int, crash_points: list[str],
                 timeout: float | None, clock_skew: float = 0.0,
-                environment: dict[str, str] | None = None) -> InvocationResult:
+                environment: dict[str, str] | None = None,
+                crash_after_call: Decision | None = None) -> InvocationResult:
         with self._lock:
             self.batches += 1
         ids = [r["messageId"] for r in records]
         return self.invoker.invoke({"Records": records}, attempt=attempt, source=self.name,
                                    crash_points=crash_points, timeout=timeout, clock_skew=clock_skew,
-                                   environment=environment, log_fields={"message_id": ids[0] if len(ids) == 1 else ids})
+                                   environment=environment, log_fields={"message_id": ids[0] if len(ids) == 1 else ids},
+                                   crash_after_call=crash_after_call)
 
     def _settle(self, records: list[dict[str, Any]], handles: dict[str, str], result: InvocationResult) -> None:
         """Delete what the invocation finished with (the model's rule: :mod:`seglog_awsmodel.queue_batches`)."""

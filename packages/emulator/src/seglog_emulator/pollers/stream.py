@@ -21,10 +21,10 @@ Throttles do not count as retries on AWS; here the invoker queues an invocation 
 throttling it, so a throttle never happens.
 
 Faults (DESIGN §7): router_crash_after_send arms the stream router's crash point for one invocation;
-poller_restart ends this process between an invocation and its checkpoint; function_timeout cuts an
-invocation short. Decision sites are the batch's first and last keys, its attempt and the process's
-incarnation (the attempt restarts at 1 in a new process: without the incarnation the same restart fired in
-every new process), which a seed replays.
+crash_after_call kills the worker after one of its AWS calls; poller_restart ends this process between an
+invocation and its checkpoint; function_timeout cuts an invocation short. Decision sites are the batch's first
+and last keys, its attempt and the process's incarnation (the attempt restarts at 1 in a new process: without
+the incarnation the same restart fired in every new process), which a seed replays.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, sequence_number
 from seglog_emulator.checkpoints import CheckpointStore
+from seglog_emulator.faults.call_crash import draw_crash_after_call
 from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
@@ -283,7 +284,8 @@ class StreamPoller:
         self.batches += 1
         return self.invoker.invoke(
             {"Records": list(current)}, attempt=attempt, source=self.name, crash_points=crash_points,
-            timeout=timeout, log_fields={"shard_id": shard_id, "first_sequence_number": sequence_number(current[0])})
+            timeout=timeout, log_fields={"shard_id": shard_id, "first_sequence_number": sequence_number(current[0])},
+            crash_after_call=draw_crash_after_call(self.faults, "stream", *keys))
 
     @property
     def _incarnation(self) -> int:

@@ -42,6 +42,8 @@ TARGET_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.DUPLICATE_DELIVERY: 0.4, FaultKind.VISIBILITY_EXPIRY: 0.4, FaultKind.REORDER: 0.4,
     FaultKind.WORKER_CRASH: 0.6, FaultKind.FUNCTION_TIMEOUT: 0.2, FaultKind.ROUTER_CRASH_AFTER_SEND: 0.5,
     FaultKind.POLLER_RESTART: 0.3, FaultKind.CLOCK_SKEW: 0.4, FaultKind.MIXED_VERSION: 0.5,
+    # Per invocation of any function; it counts only where the invocation made its drawn number of calls.
+    FaultKind.CRASH_AFTER_CALL: 0.2,
     # Per tick of the run's clock (about ten), or once per run.
     FaultKind.SUPERVISOR_RESTART: 0.5, FaultKind.REDRIVE: 0.7, FaultKind.DLQ: 1.0,
     # Per call: hundreds of DynamoDB calls and client requests, few transactions, stale-read and S3 sites.

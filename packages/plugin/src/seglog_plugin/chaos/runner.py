@@ -80,6 +80,8 @@ DEFAULT_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
     FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
     FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.CLOCK_SKEW: 0.15,
+    # Per invocation, any function: the worker dies after one of its first six AWS calls (AMOUNTS).
+    FaultKind.CRASH_AFTER_CALL: 0.05,
     # dlq is decided once per run: half the runs park jobs in the DLQ. redrive once per tick (about every
     # 10 s). mixed_version per delivery, like worker_crash, so that builds meet both versions.
     FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2,
