@@ -39,6 +39,7 @@ from seglog_awsmodel.faults import FaultKind
 from seglog_core.crashpoints import WORKER_CRASH_POINTS
 from seglog_core.verify import verify_log
 from seglog_core.violations import Violation
+from seglog_emulator.appchaos.kinds import APP_RATES, HOOKED_RATES
 from seglog_emulator.errors import EmulatorError
 from seglog_emulator.faults.plan import FaultPlan
 from seglog_emulator.faults.runtime import LOG_FILE, FaultRuntime
@@ -74,14 +75,7 @@ CHAOS_STACK: Final = "seglog-chaos"
 #: Rates of `--faults all` in a chaos run: each kind fires often enough in a short run to matter, none so
 #: often that a run never finishes. worker_crash is high so that 20 runs reach every crash point.
 DEFAULT_RATES: Final[dict[FaultKind, float]] = {
-    FaultKind.DUPLICATE_DELIVERY: 0.1, FaultKind.VISIBILITY_EXPIRY: 0.1, FaultKind.REORDER: 0.1,
-    FaultKind.WORKER_CRASH: 0.3, FaultKind.FUNCTION_TIMEOUT: 0.05, FaultKind.ROUTER_CRASH_AFTER_SEND: 0.1,
-    FaultKind.POLLER_RESTART: 0.02, FaultKind.SUPERVISOR_RESTART: 0.1, FaultKind.DDB_THROTTLE: 0.02,
-    FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02, FaultKind.STALE_READ: 0.1,
-    FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
-    FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.CLOCK_SKEW: 0.15,
-    # Per invocation, any function: the worker dies after one of its first six AWS calls (AMOUNTS).
-    FaultKind.CRASH_AFTER_CALL: 0.05,
+    **APP_RATES, **HOOKED_RATES,  # the tool's rates for any app, and for crash points and clock skew
     # dlq is decided once per run: half the runs park jobs in the DLQ. redrive once per tick (about every
     # 10 s). mixed_version per delivery, like worker_crash, so that builds meet both versions.
     FaultKind.DLQ: 0.5, FaultKind.REDRIVE: 0.3, FaultKind.MIXED_VERSION: 0.2,
