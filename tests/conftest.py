@@ -30,6 +30,7 @@ from seglog_aws.sqs_job_queue import SqsJobQueue
 from seglog_awsmodel.template import load_template
 from seglog_core.memory import InMemoryBlobStore, InMemoryJobQueue, InMemoryLogStore, InMemoryPendingStore
 from seglog_core.ports import BlobStore, LogStore, PendingStore
+from seglog_emulator.pytest_plugin import StackEndpoints
 from seglog_plugin.resources import backend_of
 from seglog_sim.aws.dynamodb import SimDynamoDB, SimDynamoDBClient, TableSpec
 from seglog_sim.aws.s3 import SimS3, SimS3Client
@@ -130,6 +131,13 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Stacks]:
     stacks = _Stacks(tmp_path_factory.mktemp("stacks"))
     yield stacks
     stacks.close()
+
+
+@pytest.fixture(scope="session")
+def seglog_stack(stacks: _Stacks) -> StackEndpoints:
+    """seglog's pytest plugin's stack (its sam_app fixture) is the session's, on the test ports."""
+    base = stacks.deployment("dynamodb-local")
+    return StackEndpoints(base.endpoints, base.profile, base.region)
 
 
 @pytest.fixture(scope="session", params=PROFILES)

@@ -6,8 +6,11 @@ verdict fails, naming the table, the records and the seed that replays it."""
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,10 @@ import pytest
 
 from examples.support import EXAMPLES, client, running, wait_for
 from seglog_cli.app_chaos import run_app_chaos
+from seglog_emulator.appchaos.app import App
+from seglog_emulator.appchaos.scripts import load_function
+from seglog_emulator.faults.runtime import read_injected
+from seglog_emulator.pytest_plugin import RUNS
 from seglog_emulator.supervisor import Supervisor
 
 pytestmark = pytest.mark.stack
@@ -81,3 +88,62 @@ def test_the_differential_verdict_passes_the_idempotent_twin(
                     faults="duplicate_delivery=1,ddb_lost_response=0.2", seed=4)
     assert ok, out
     assert "1/1 runs ok" in out
+
+
+# ---------------------------------------------------------------------------------------------- the pytest plugin
+
+drive = load_function(CHAOS / "drive.py", "workload")
+check = load_function(CHAOS / "check.py", "check")
+
+
+@pytest.mark.seglog_chaos(faults="duplicate_delivery=1,crash_after_call=0.3,visibility_expiry=0.3", seed=3)
+def test_with_the_pytest_plugin_the_tally_is_exact_under_faults(sam_app: Callable[..., App],
+                                                                 request: pytest.FixtureRequest) -> None:
+    app = sam_app(TEMPLATE)
+    drive(app)
+    app.settle()
+    assert check(app) == []
+    [(seed, _faults, directory)] = request.node.stash[RUNS]
+    fired = {fault["kind"] for fault in read_injected(Path(directory) / "faults")}
+    assert seed == 3 and {"duplicate_delivery", "crash_after_call"} <= fired, fired
+
+
+INNER_TEST = '''
+import json, os
+from pathlib import Path
+
+import pytest
+
+from seglog_emulator.appchaos.scripts import load_function
+from seglog_emulator.faults.runtime import read_injected
+from seglog_emulator.pytest_plugin import RUNS
+from seglog_emulator.pytest_plugin import StackEndpoints
+
+CHAOS = Path(os.environ["SALES_TALLY"]) / "chaos"
+
+
+@pytest.fixture(scope="session")
+def seglog_stack():
+    return StackEndpoints(**json.loads(os.environ["OUTER_STACK"]))
+
+
+@pytest.mark.seglog_chaos(faults="duplicate_delivery=1", seed=11)
+def test_naive_tally(sam_app):
+    app = sam_app(Path(os.environ["SALES_TALLY"]) / "template.yaml", {"Dedupe": "false"})
+    load_function(CHAOS / "drive.py", "workload")(app)
+    app.settle()
+    assert load_function(CHAOS / "check.py", "check")(app) == []
+'''
+
+
+def test_a_test_failing_under_the_plugins_faults_prints_its_replay_seed(seglog_stack: Any, tmp_path: Path) -> None:
+    (tmp_path / "test_naive.py").write_text(INNER_TEST)
+    env = {**os.environ, "SALES_TALLY": str(TEMPLATE.parent),
+           "OUTER_STACK": json.dumps({"endpoints": seglog_stack.endpoints, "profile": seglog_stack.profile,
+                                      "region": seglog_stack.region})}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
+                           "test_naive.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "units tallied" in done.stdout, done.stdout[-3000:]
+    assert "seglog chaos" in done.stdout and "seed 11 (faults duplicate_delivery=1)" in done.stdout, done.stdout
+    assert "replay: pytest test_naive.py::test_naive_tally --seglog-seed 11" in done.stdout, done.stdout[-3000:]

@@ -17,6 +17,7 @@ under a stack of its own)::
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,8 @@ class App:
     run: int = 0
     parameters: dict[str, Any] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Set by the session the app runs in (:meth:`settle`).
+    settler: Callable[[], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.random = random.Random(self.seed)
@@ -87,6 +90,18 @@ class App:
         if key not in self.deployment.attributes:
             raise AppError(f"no attribute {key!r}; known: {', '.join(sorted(self.deployment.attributes)) or 'none'}")
         return self.deployment.attributes[key]
+
+    def settle(self) -> None:
+        """Stop the faults and wait until the app is quiet (nothing in flight, every queue feeding a function
+        empty): what a test does before it reads what the app left.
+
+        Raises:
+            AppError: the app is not run by a session that can settle it.
+            AssertionError: it was still busy when the bound ran out (what kept it busy is said).
+        """
+        if self.settler is None:
+            raise AppError("this app is not run by a chaos session: nothing to settle")
+        self.settler()
 
     def client(self, service: str) -> Any:
         """A boto3 client of ``service`` on the local stack (one per service, reused).

@@ -113,7 +113,7 @@ class AppSession:
         log.info("app: starting the emulator", stack=self.stack)
         self.supervisor.start()
         self._app = App(deployment=deployment, apis=_apis(state, self.supervisor.api_url), seed=self.seed,
-                        run=self.run, parameters=target.parameters)
+                        run=self.run, parameters=target.parameters, settler=self._settle_or_fail)
         sqs = self._app.client("sqs")
         config = read_config(deployment, target.template, self.stack, target.parameters)
         feeding = [deployment.names[m.queue] for m in config.queue_mappings if m.queue in deployment.names]
@@ -144,6 +144,12 @@ class AppSession:
         log.info("app: settled" if took is not None else "app: never quiet", stack=self.stack, quiet_seconds=took,
                  busy=str(last))
         return Settled(took, last)
+
+    def _settle_or_fail(self) -> None:
+        settled = self.settle()
+        if settled.quiet_seconds is None:
+            raise AssertionError(f"the app was not quiet {self.quiet_timeout:.0f} s after faults stopped: "
+                                 f"{settled.last}")
 
     @property
     def restarts(self) -> int:
