@@ -27,6 +27,7 @@ from seglog_emulator.supervisor import Supervisor
 pytestmark = pytest.mark.stack
 
 TEMPLATE = EXAMPLES / "sales-tally" / "template.yaml"
+REPO = EXAMPLES.parent
 CHAOS = EXAMPLES / "sales-tally" / "chaos"
 
 
@@ -55,7 +56,7 @@ def chaos(stacks: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], *, fa
           differential: bool, seed: int = 1, runs: int = 1) -> tuple[bool, str]:
     base = stacks.deployment("dynamodb-local")
     campaign = run_app_chaos(
-        endpoints=base.endpoints, profile=base.profile, region=base.region, template=TEMPLATE,
+        stack=lambda: (base.endpoints, base.profile, base.region), template=TEMPLATE,
         workload=CHAOS / "drive.py", check=None if differential else CHAOS / "check.py", differential=differential,
         ignore=(), parameters={"Dedupe": "true" if dedupe else "false"}, seed=seed, runs=runs, faults=faults,
         rate=None, state_root=tmp_path, iam=True, fail_fast=False, as_json=False, artifact=None)
@@ -108,23 +109,28 @@ def test_with_the_pytest_plugin_the_tally_is_exact_under_faults(sam_app: Callabl
     assert seed == 3 and {"duplicate_delivery", "crash_after_call"} <= fired, fired
 
 
-INNER_TEST = '''
+INNER_CONFTEST = '''
 import json, os
-from pathlib import Path
 
 import pytest
 
-from seglog_emulator.appchaos.scripts import load_function
-from seglog_emulator.faults.runtime import read_injected
-from seglog_emulator.pytest_plugin import RUNS
 from seglog_emulator.pytest_plugin import StackEndpoints
-
-CHAOS = Path(os.environ["SALES_TALLY"]) / "chaos"
 
 
 @pytest.fixture(scope="session")
 def seglog_stack():
     return StackEndpoints(**json.loads(os.environ["OUTER_STACK"]))
+'''
+
+INNER_TEST = '''
+import os
+from pathlib import Path
+
+import pytest
+
+from seglog_emulator.appchaos.scripts import load_function
+
+CHAOS = Path(os.environ["SALES_TALLY"]) / "chaos"
 
 
 @pytest.mark.seglog_chaos(faults="duplicate_delivery=1", seed=11)
@@ -136,14 +142,30 @@ def test_naive_tally(sam_app):
 '''
 
 
-def test_a_test_failing_under_the_plugins_faults_prints_its_replay_seed(seglog_stack: Any, tmp_path: Path) -> None:
+def readme_test() -> str:
+    """The README's pytest example, as written (the block after "The same from pytest")."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"The same from pytest.*?^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert found is not None, "README.md lost its pytest example"
+    return found.group(1)
+
+
+def test_a_test_failing_under_the_plugins_faults_prints_its_replay_seed_and_the_readmes_passes(
+        seglog_stack: Any, tmp_path: Path) -> None:
+    """Two tests in a child pytest on this session's stack (from the repository root, as the README's runs): the
+    README's own example, which must pass, and the naive tally under duplicates, which must fail with its replay."""
     (tmp_path / "test_naive.py").write_text(INNER_TEST)
+    (tmp_path / "test_readme_example.py").write_text(readme_test())
+    (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, "SALES_TALLY": str(TEMPLATE.parent),
            "OUTER_STACK": json.dumps({"endpoints": seglog_stack.endpoints, "profile": seglog_stack.profile,
                                       "region": seglog_stack.region})}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
-                           "test_naive.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                           "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), str(tmp_path)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
     assert "units tallied" in done.stdout, done.stdout[-3000:]
     assert "seglog chaos" in done.stdout and "seed 11 (faults duplicate_delivery=1)" in done.stdout, done.stdout
     assert "replay: pytest test_naive.py::test_naive_tally --seglog-seed 11" in done.stdout, done.stdout[-3000:]

@@ -3,8 +3,10 @@ options' reading and the campaign's text (issue 37). The runs are :mod:`seglog_e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +17,24 @@ from seglog_emulator.appchaos.scripts import load_function
 from seglog_emulator.appchaos.session import Target
 
 
-def run_app_chaos(*, endpoints: dict[str, str], profile: str, region: str, template: Path, workload: Path,
+def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], template: Path, workload: Path,
                   check: Path | None, differential: bool, ignore: tuple[str, ...], parameters: dict[str, Any],
                   seed: int, runs: int, faults: str, rate: float | None, state_root: Path, iam: bool,
                   fail_fast: bool, as_json: bool, artifact: Path | None) -> AppCampaign:
-    """Run the campaign and print it; the caller exits with its verdict."""
+    """Check the options and the files, then bring the local stack up (``stack()``: its endpoints, profile and
+    region), run the campaign and print it; the caller exits with its verdict."""
     if (check is None) == (not differential):
         raise click.UsageError("with --workload, give --check check.py (your own verdict) or --differential (the "
                                "fault-free run's final state is the verdict), not both and not neither")
+    if ignore and not differential:
+        raise click.UsageError("--ignore names fields the differential comparison leaves out: add --differential")
     drive = load_function(workload, "workload")
     verdict = load_function(check, "check") if check is not None else None
-    target = Target(template=template.resolve(), endpoints=endpoints, profile=profile, region=region,
-                    parameters=parameters, iam=iam, artifact=artifact)
-    chaos = AppChaos(target, state_root=state_root)
-    chaos.plan(seed, faults, rate)  # a bad --faults fails here, before any run
+    probe = Target(template=template.resolve(), endpoints={}, profile="", region="")
+    AppChaos(probe, state_root=state_root).plan(seed, faults, rate)  # a bad --faults fails here, before any run
+    endpoints, profile, region = stack()
+    chaos = AppChaos(dataclasses.replace(probe, endpoints=endpoints, profile=profile, region=region,
+                                         parameters=parameters, iam=iam, artifact=artifact), state_root=state_root)
 
     def progress(run: AppRun) -> None:
         if as_json:

@@ -241,9 +241,13 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
 
         config = settings(ctx).stack_config()
         app_template = template or default_template_path()
-        info = StackManager(config).up()
+
+        def stack() -> tuple[dict[str, str], str, str]:
+            info = StackManager(config).up()
+            return dict(info.endpoints), str(config.profile), config.region
+
         found = run_app_chaos(
-            endpoints=dict(info.endpoints), profile=str(config.profile), region=config.region, template=app_template,
+            stack=stack, template=app_template,
             workload=workload, check=check, differential=differential, ignore=ignore,
             parameters=parse_parameters(parameters), seed=seed, runs=runs,
             faults=faults, rate=rate, state_root=state_dir or config.run_dir / "chaos-app", iam=not no_iam,
