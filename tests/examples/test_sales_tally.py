@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from examples.support import EXAMPLES, client, running, wait_for
-from seglog_cli.app_chaos import run_app_chaos
+from seglog_cli.app_chaos import app_report, run_app_chaos
 from seglog_emulator.appchaos.app import App
 from seglog_emulator.appchaos.scripts import load_function
 from seglog_emulator.faults.runtime import read_injected
 from seglog_emulator.pytest_plugin import RUNS
 from seglog_emulator.supervisor import Supervisor
+from seglog_report.html import publish
 
 pytestmark = pytest.mark.stack
 
@@ -54,12 +55,15 @@ def test_a_sale_sent_to_the_queue_is_tallied(tally: Supervisor) -> None:
 
 def chaos(stacks: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], *, faults: str, dedupe: bool,
           differential: bool, seed: int = 1, runs: int = 1) -> tuple[bool, str]:
+    """The campaign as `seglog chaos --workload ...` runs it, and its printed text; its report page is written to
+    ``tmp_path/page``."""
     base = stacks.deployment("dynamodb-local")
-    campaign = run_app_chaos(
+    campaign, _text = run_app_chaos(
         stack=lambda: (base.endpoints, base.profile, base.region), template=TEMPLATE,
         workload=CHAOS / "drive.py", check=None if differential else CHAOS / "check.py", differential=differential,
         ignore=(), parameters={"Dedupe": "true" if dedupe else "false"}, seed=seed, runs=runs, faults=faults,
         rate=None, state_root=tmp_path, iam=True, fail_fast=False, as_json=False, artifact=None)
+    publish(app_report(campaign, _text, "seglog chaos ..."), tmp_path / "page")
     return campaign.ok, capsys.readouterr().out
 
 
@@ -86,6 +90,11 @@ def test_the_differential_verdict_catches_the_counter_counted_per_delivery(
     assert replay in out, out
     state = json.loads((tmp_path / "run-000-seed-4" / "state.json").read_text())
     assert state["resources"]["CountedTable"] == []  # nothing recorded: this mode counts every delivery
+    assert (tmp_path / "page" / "report.html").is_file()
+    drawn = json.loads((tmp_path / "page" / "report.json").read_text())  # both runs, the difference, its faults
+    assert [run["title"] for run in drawn["runs"]] == ["fault-free run 1", "run 1"]
+    assert [v["invariant"] for v in drawn["runs"][1]["violations"]] == ["DIFFERENTIAL"]
+    assert any(marker["kind"] == "duplicate_delivery" for marker in drawn["runs"][1]["markers"]), drawn["runs"][1]
 
 
 def test_the_differential_verdict_passes_the_idempotent_twin(

@@ -11,8 +11,10 @@ import pytest
 
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.appchaos.app import App, AppError
+from seglog_emulator.appchaos.coverage import coverage_of
 from seglog_emulator.appchaos.kinds import APP_RATES, SEGLOG_ONLY, app_kinds, app_plan
 from seglog_emulator.appchaos.quiet import Busy, wait_quiet
+from seglog_emulator.appchaos.runner import AppRun
 from seglog_emulator.appchaos.scripts import ScriptError, load_function, violations_of
 from seglog_emulator.appchaos.state import AppState, _plain, compare
 from seglog_emulator.faults.plan import FaultPlanError
@@ -168,3 +170,22 @@ def test_ignored_fields_are_dropped_at_any_depth() -> None:
 def test_dynamodb_values_read_as_plain_json() -> None:
     assert _plain({"n": Decimal("3"), "f": Decimal("1.5"), "s": {"b", "a"}, "b": b"\x00"}) == {
         "n": 3, "f": 1.5, "s": ["a", "b"], "b": "AA=="}
+
+
+# ---------------------------------------------------------------------------------------------- coverage
+
+
+def test_coverage_names_the_kinds_and_call_boundaries_no_run_reached() -> None:
+    plan = app_plan(1, "duplicate_delivery,reorder,crash_after_call", None, app_kinds({}))
+    one = AppRun(run=0, seed=1, faulted=True, stack="s", faults={"duplicate_delivery": 2},
+                 most_calls={"Tally": 3, "Quiet": 0}, crashed_calls={"Tally": [1]})
+    two = AppRun(run=1, seed=2, faulted=True, stack="s", faults={"crash_after_call": 2},
+                 most_calls={"Tally": 9}, crashed_calls={"Tally": [3, 6]})
+    found = coverage_of([plan], [one, two])
+    assert found.boundaries == {"Tally": 6}  # capped by the plan's highest call (1-6)
+    assert found.missed() == ["reorder"] + [f"crash_after_call Tally#{n}" for n in (2, 4, 5)]
+    assert "call boundaries of Tally: crashed after call 1, 3, 6 of 1-6" in found.lines()
+    whole = coverage_of([plan], [AppRun(run=0, seed=1, faulted=True, stack="s",
+                                        faults={"duplicate_delivery": 1, "reorder": 1, "crash_after_call": 1},
+                                        most_calls={"Tally": 1}, crashed_calls={"Tally": [1]})])
+    assert whole.missed() == [] and whole.lines()[-1].endswith("was reached")

@@ -1,28 +1,35 @@
-"""``seglog chaos --workload drive.py --check check.py`` (or ``--differential``): chaos for any SAM app, the
-options' reading and the campaign's text (issue 37). The runs are :mod:`seglog_emulator.appchaos`'s."""
+"""``seglog chaos --workload drive.py --check check.py`` (or ``--differential``): chaos for any SAM app — the
+options' reading, the campaign's text and its report page (issue 37). The runs are :mod:`seglog_emulator.appchaos`'s;
+the page is drawn as seglog's chaos runs are (:mod:`seglog_plugin.chaos.timeline`: invocations, the faults that hit
+them and the violations, linked cause to effect)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import shlex
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from seglog_core.violations import Violation
 from seglog_emulator.appchaos.runner import AppCampaign, AppChaos, AppRun, run_campaign
 from seglog_emulator.appchaos.scripts import load_function
 from seglog_emulator.appchaos.session import Target
+from seglog_emulator.faults.runtime import LOG_FILE
+from seglog_plugin.chaos import timeline
+from seglog_report.model import Report, RunData
 
 
 def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], template: Path, workload: Path,
                   check: Path | None, differential: bool, ignore: tuple[str, ...], parameters: dict[str, Any],
                   seed: int, runs: int, faults: str, rate: float | None, state_root: Path, iam: bool,
-                  fail_fast: bool, as_json: bool, artifact: Path | None) -> AppCampaign:
+                  fail_fast: bool, as_json: bool, artifact: Path | None) -> tuple[AppCampaign, str]:
     """Check the options and the files, then bring the local stack up (``stack()``: its endpoints, profile and
-    region), run the campaign and print it; the caller exits with its verdict."""
+    region), run the campaign and print it. Returns the campaign and its text."""
     if (check is None) == (not differential):
         raise click.UsageError("with --workload, give --check check.py (your own verdict) or --differential (the "
                                "fault-free run's final state is the verdict), not both and not neither")
@@ -48,35 +55,61 @@ def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], templ
     campaign = run_campaign(chaos, seed=seed, runs=runs, faults=faults, rate=rate, workload=drive, check=verdict,
                             differential=differential, ignore=ignore, fail_fast=fail_fast, on_run=progress)
     replay = _replay(template, workload, check, differential, ignore, parameters, faults, rate)
+    text = "\n".join(render(campaign, replay))
     if as_json:
         click.echo(json.dumps({**campaign.to_dict(), "kinds": sorted(map(str, chaos.kinds)),
                                "replay": [f"{replay} --seed {r.seed} --runs 1" for r in campaign.runs if not r.ok]},
                               indent=2, default=str))
-        return campaign
+    else:
+        click.echo(text)
+    return campaign, text
+
+
+def render(campaign: AppCampaign, replay: str) -> list[str]:
+    """The campaign for people: each failing run with what differed, the faults and invocations behind it and its
+    replay command; then the verdict and the coverage."""
+    lines: list[str] = []
     for run in [*campaign.baselines, *campaign.runs]:
         if run.ok:
             continue
         label = "fault-free run" if not run.faulted else "run"
-        click.echo(f"\n{label} {run.run + 1}, seed {run.seed} (stack {run.stack}; logs {run.directory}):")
-        for violation in run.violations:
-            click.echo(f"  violation: {violation}")
-        for difference in run.differences:
-            for line in difference.lines():
-                click.echo(f"  {line}")
+        lines.append(f"\n{label} {run.run + 1}, seed {run.seed} (stack {run.stack}; logs {run.directory}):")
+        lines += [f"  violation: {violation}" for violation in run.violations]
+        lines += [f"  {line}" for difference in run.differences for line in difference.lines()]
         if run.faulted:
             fired = ", ".join(f"{k} x{v}" for k, v in sorted(run.faults.items())) or "none"
-            click.echo(f"  faults that fired: {fired}")
-            for fault in run.injected[:10]:
-                click.echo(f"    {fault.get('kind')} at {fault.get('key')} ({fault.get('process')})")
-            for call in run.troubled[:10]:
-                click.echo(f"  invocation {call.get('request_id')} of {call.get('function')}: "
-                           f"{call.get('outcome')}, attempt {call.get('attempt', 1)}")
-        click.echo(f"  replay: {replay} --seed {run.seed} --runs 1")
-    reached = ", ".join(sorted(campaign.reached())) or "none"
-    unreached = sorted(set(map(str, chaos.plan(seed, faults, rate).specs)) - campaign.reached())
-    click.echo(f"\n{sum(r.ok for r in campaign.runs)}/{len(campaign.runs)} runs ok; fault kinds reached: {reached}"
-               + (f"; never reached: {', '.join(unreached)}" if unreached else ""))
-    return campaign
+            lines.append(f"  faults that fired: {fired}")
+            lines += [f"    {f.get('kind')} at {f.get('key')} ({f.get('process')})" for f in run.injected[:10]]
+            lines += [f"  invocation {call.get('request_id')} of {call.get('function')}: {call.get('outcome')}, "
+                      f"attempt {call.get('attempt', 1)}" for call in run.troubled[:10]]
+        lines.append(f"  replay: {replay} --seed {run.seed} --runs 1")
+    lines.append(f"\n{sum(r.ok for r in campaign.runs)}/{len(campaign.runs)} runs ok")
+    lines += campaign.coverage.lines()
+    return lines
+
+
+def app_report(campaign: AppCampaign, text: str, command: str) -> Report:
+    """The campaign as the report page draws it: a timeline per run (each invocation, the faults that hit it, the
+    violations), the fault-free runs of a differential campaign included."""
+    runs = [_run_data(run) for run in [*campaign.baselines, *campaign.runs]]
+    return Report(kind="chaos", title=f"chaos of {Path(campaign.template).parent.name}", command=command,
+                  created_at=time.time(), runs=[r for r in runs if r is not None], text=text)
+
+
+def _run_data(run: AppRun) -> RunData | None:
+    directory = Path(run.directory)
+    violations = [Violation(invariant="CHECK", message=v) for v in run.violations]
+    violations += [Violation(invariant="DIFFERENTIAL", message="\n".join(d.lines())) for d in run.differences]
+    try:
+        data = timeline.run_data(run=run.run, seed=run.seed, started_at=run.started_at, seconds=run.seconds,
+                                 records=timeline.log_records(directory / "emulator.log"),
+                                 fault_log=directory / "faults" / LOG_FILE if run.faulted else None, tries=[],
+                                 lives=[], violations=violations, quiescence=run.quiet_seconds)
+    except Exception as exc:  # a run that cannot be drawn keeps its verdict; the page goes without it
+        click.echo(f"run {run.run + 1} (seed {run.seed}) could not be drawn: {exc}", err=True)
+        return None
+    data.title = f"{'fault-free ' if not run.faulted else ''}run {run.run + 1}"
+    return data
 
 
 def _replay(template: Path, workload: Path, check: Path | None, differential: bool, ignore: tuple[str, ...],

@@ -237,7 +237,7 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
     if workload is not None or check is not None or differential:
         if workload is None:
             raise click.UsageError("--check and --differential judge a workload: give --workload drive.py too")
-        from seglog_cli.app_chaos import run_app_chaos
+        from seglog_cli.app_chaos import app_report, run_app_chaos
 
         config = settings(ctx).stack_config()
         app_template = template or default_template_path()
@@ -246,13 +246,20 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
             info = StackManager(config).up()
             return dict(info.endpoints), str(config.profile), config.region
 
-        found = run_app_chaos(
+        found, text = run_app_chaos(
             stack=stack, template=app_template,
             workload=workload, check=check, differential=differential, ignore=ignore,
             parameters=parse_parameters(parameters), seed=seed, runs=runs,
             faults=faults, rate=rate, state_root=state_dir or config.run_dir / "chaos-app", iam=not no_iam,
             fail_fast=fail_fast, as_json=as_json, artifact=artifact)
-        raise SystemExit(0 if found.ok else 1)
+        page, _priced = publish(app_report(found, text, command_line(ctx)),
+                                report_directory(report_dir, config.run_dir, "chaos"))
+        if not as_json:
+            click.echo(f"report: {page}")
+        missed = found.coverage.missed()
+        if require_coverage and missed:
+            click.echo(f"--require-coverage: no run reached {', '.join(missed)}", err=True)
+        raise SystemExit(0 if found.ok and not (require_coverage and missed) else 1)
 
     base = FaultPlan.from_file(fault_plan_file) if fault_plan_file else None
     targets = parse_targets(target)

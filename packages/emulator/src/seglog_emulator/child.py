@@ -75,7 +75,9 @@ def ready_marker(state_dir: Path, name: str) -> Path:
 
 
 def status_file(state_dir: Path, name: str) -> Path:
-    """``{"child", "pid", "function", "in_flight", "invocations"}``, rewritten every :data:`STATUS_SECONDS`."""
+    """``{"child", "pid", "function", "in_flight", "async_unfinished", "invocations"}`` (``async_unfinished``: the
+    asynchronous events accepted and not done with, retries waiting included), rewritten every
+    :data:`STATUS_SECONDS`."""
     return state_dir / "status" / f"{name.replace(':', '_')}.json"
 
 
@@ -115,6 +117,8 @@ class Child:
         self._stop: Any = None
         #: The invokers this child runs functions with (a gateway: one per function of its API).
         self.invokers: list[LambdaInvoker] = []
+        #: Asynchronous invocations this child accepted (their retries wait outside any invoker).
+        self.asynchronous: list[AsyncInvoker] = []
 
     def _invoker(self, function: str, concurrency: int) -> LambdaInvoker:
         spec: FunctionSpec = self.config.functions[function]
@@ -214,8 +218,9 @@ class Child:
             invoker = self._invoker(notification.function, GATEWAY_CONCURRENCY)
             asynchronous = AsyncInvoker(lambda _function: invoker, configs=self._async_configs(), sqs=self.sqs,
                                         region=self.settings.deployment.region, faults=self.faults)
+            self.asynchronous.append(asynchronous)
             notifications = NotificationPoller(notification, queue_url=url, sqs=self.sqs, asynchronous=asynchronous,
-                                               convert=NOTIFIED[self.role])
+                                               convert=NOTIFIED[self.role], faults=self.faults)
             self._serve(notifications.run, notifications.stop)
         else:
             raise SystemExit(f"unknown emulator child {self.name!r}: expected gateway:, stream:, queue:, schedule:, "
@@ -236,6 +241,7 @@ class Child:
 
         api = LambdaApi(names, invoker, configs=self._async_configs(), sqs=self.sqs,
                         region=self.settings.deployment.region, faults=self.faults)
+        self.asynchronous.append(api.asynchronous)
         server = api.server(socket.socket(fileno=int(os.environ[LAMBDA_LISTENER_ENV])))
         log.info("lambda api listening", url=os.environ.get(LAMBDA_ENDPOINT_VARIABLE), functions=sorted(names))
         self._serve(server.serve_forever, server.shutdown)
@@ -270,6 +276,7 @@ class Child:
             status = {"child": self.name, "pid": os.getpid(),
                       "function": ", ".join(i.function.logical_id for i in invokers) or None,
                       "in_flight": sum(i.in_flight for i in invokers),
+                      "async_unfinished": sum(a.unfinished for a in self.asynchronous),
                       "invocations": sum(i.invocations for i in invokers)}
             tmp.write_text(json.dumps(status))
             os.replace(tmp, path)

@@ -135,13 +135,34 @@ class AsyncInvoker:
         self.sleep = sleep
         self.faults = faults
         self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._unfinished = 0
 
-    def submit(self, function: str, event: Any, *, source: str) -> None:
-        """Accept ``event`` for ``function``; it runs on a thread of its own."""
-        thread = threading.Thread(target=self._run, args=(function, event, source), daemon=True,
+    @property
+    def unfinished(self) -> int:
+        """Events accepted and not yet done with: running, or waiting for a retry (Lambda's waits of 1 and 2
+        minutes), which no invoker counts as in flight (a chaos run waits for them before it judges)."""
+        with self._lock:
+            return self._unfinished
+
+    def submit(self, function: str, event: Any, *, source: str, delay: float = 0.0) -> None:
+        """Accept ``event`` for ``function``; it runs on a thread of its own, after ``delay`` seconds (a late
+        delivery: the reorder fault)."""
+        with self._lock:
+            self._unfinished += 1
+        thread = threading.Thread(target=self._run_counted, args=(function, event, source, delay), daemon=True,
                                   name=f"async {function}")
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
+
+    def _run_counted(self, function: str, event: Any, source: str, delay: float) -> None:
+        try:
+            if delay:
+                self.sleep(delay)
+            self._run(function, event, source)
+        finally:
+            with self._lock:
+                self._unfinished -= 1
 
     def join(self, timeout: float) -> None:
         """Wait for the invocations accepted so far (a test's, or a draining child's)."""

@@ -21,6 +21,13 @@ event bus are LocalStack's, which cannot reach the emulator's functions, so:
 
     client ──PutObject / Publish / PutEvents──► LocalStack ──► queue <stack>-{s3,sns,events}-<Function>-<Event>
                                                      └─ NotificationPoller ──submit──► AsyncInvoker ──► function
+
+Delivery faults (a chaos run's plan): S3, SNS and EventBridge deliver at least once and in no promised order (S3
+User Guide, EventNotifications: "event notifications are designed to be delivered at least once"; SNS Developer
+Guide, sns-message-delivery-retries; EventBridge User Guide, eb-rule-dlq / "at-least-once"), so a poller may hand an
+event over twice (``duplicate_delivery``, its ``copies`` extra) or late (``reorder``: after ``delay_ms``, while later
+events go first). A decision's site is the poller's name and the event's number in its incarnation: the order
+notifications arrive in, not their content (their ids and times differ from run to run).
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ from typing import Any, Final
 import structlog
 
 from seglog_awsmodel.config import EventRule, S3Notification, SnsSubscription
+from seglog_awsmodel.fault_sites import site
+from seglog_awsmodel.faults import FaultKind
+from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.lambda_api import AsyncInvoker
 
 log = structlog.get_logger("seglog.notifications")
@@ -161,7 +171,8 @@ class NotificationPoller:
     """
 
     def __init__(self, notification: Notification, *, queue_url: str, sqs: Any,
-                 asynchronous: AsyncInvoker, convert: Callable[[Any], Any]) -> None:
+                 asynchronous: AsyncInvoker, convert: Callable[[Any], Any],
+                 faults: FaultSchedule | None = None) -> None:
         self.notification = notification
         self.queue_url = queue_url
         self.sqs = sqs
@@ -169,6 +180,8 @@ class NotificationPoller:
         self.convert = convert
         self.kind = kind(notification)
         self.name = f"{notification.function}.{notification.event}"
+        self.faults = faults
+        self._handed = 0
         self._stop = threading.Event()
 
     def run(self) -> None:
@@ -188,12 +201,27 @@ class NotificationPoller:
                 body = None
             event = self.convert(body)
             if event is not None:
-                self.asynchronous.submit(self.notification.function, event, source=f"{self.kind}:{self.name}")
+                self._hand_over(event)
                 handed += 1
             elif not (isinstance(body, dict) and body.get("Event") == "s3:TestEvent"):
                 log.warning("not a notification: dropped", poller=self.name, body=message["Body"][:200])
             self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
         return handed
+
+    def _hand_over(self, event: Any) -> None:
+        """Submit ``event`` as the service would: once, or late, or more than once, as the plan decides."""
+        source = f"{self.kind}:{self.name}"
+        self._handed += 1
+        incarnation = self.faults.incarnation if self.faults is not None else 0
+        where = site("notify", self.name, incarnation, self._handed)
+        late = self.faults.decide(FaultKind.REORDER, where) if self.faults is not None else None
+        delay = (late.amount or 0) / 1000 if late is not None else 0.0
+        self.asynchronous.submit(self.notification.function, event, source=source, delay=delay)
+        extra = self.faults.decide(FaultKind.DUPLICATE_DELIVERY, where) if self.faults is not None else None
+        if extra is not None:
+            for _ in range(extra.amount or 1):
+                log.warning("notification delivered again (injected fault)", poller=self.name, key=extra.key)
+                self.asynchronous.submit(self.notification.function, event, source=source)
 
     def stop(self) -> None:
         self._stop.set()

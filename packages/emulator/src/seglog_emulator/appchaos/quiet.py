@@ -1,7 +1,8 @@
 """When an application is quiet: what a chaos run waits for after its faults stop, before it checks.
 
-Quiet means, for :data:`QUIET_SECONDS` on end: no child of the emulator has an invocation in flight (their status
-files, :mod:`seglog_emulator.child`), and every queue a function is fed from — the template's queue event sources
+Quiet means, for :data:`QUIET_SECONDS` on end: no child of the emulator has an invocation in flight or an
+asynchronous event unfinished (a retry waiting its minute counts: their status files, :mod:`seglog_emulator.child`),
+and every queue a function is fed from — the template's queue event sources
 and the queues buckets, topics and rules notify (:mod:`seglog_emulator.notifications`) — holds no message, visible,
 in flight or delayed (SQS's ApproximateNumberOf... attributes; they are approximate on AWS, exact on the local
 stack). The window covers what neither shows: a stream record written but not yet read (a stream poller reads every
@@ -43,8 +44,8 @@ class Busy:
 
 def busy(state_dir: Path, sqs: Any, queue_urls: Iterable[str]) -> Busy:
     """What the emulator in ``state_dir`` and the app's feeding queues are doing now."""
-    in_flight = {str(s.get("child")): int(s.get("in_flight") or 0) for s in read_statuses(state_dir)
-                 if s.get("in_flight")}
+    in_flight = {str(s.get("child")): int(s.get("in_flight") or 0) + int(s.get("async_unfinished") or 0)
+                 for s in read_statuses(state_dir) if s.get("in_flight") or s.get("async_unfinished")}
     queued = {}
     for url in queue_urls:
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(DEPTH_ATTRIBUTES))["Attributes"]

@@ -39,11 +39,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
+from seglog_emulator.appchaos.coverage import AppCoverage, coverage_of
 from seglog_emulator.appchaos.kinds import app_kinds, app_plan
 from seglog_emulator.appchaos.scripts import Script, violations_of
 from seglog_emulator.appchaos.session import FAULT_TAIL, QUIET_TIMEOUT, AppSession, Target
 from seglog_emulator.appchaos.state import AppState, Difference, compare, read_state
 from seglog_emulator.errors import EmulatorError
+from seglog_emulator.faults.call_crash import CRASH_AFTER_CALL_EVENT
 from seglog_emulator.faults.plan import FaultPlan
 
 #: Invocations listed per run in a report (the rest are counted).
@@ -66,6 +68,12 @@ class AppRun:
     #: Invocations that did not end in one successful first try: (function, request id, outcome, attempt).
     troubled: list[dict[str, Any]] = field(default_factory=list)
     quiet_seconds: float | None = None
+    #: The most AWS calls one invocation of each function made (its call boundaries: 1 to this).
+    most_calls: dict[str, int] = field(default_factory=dict)
+    #: The calls each function was killed after (crash_after_call), by logical id.
+    crashed_calls: dict[str, list[int]] = field(default_factory=dict)
+    #: When the run started (seconds since the epoch): where its timeline begins.
+    started_at: float = 0.0
     seconds: float = 0.0
     supervisor_restarts: int = 0
     directory: str = ""
@@ -79,6 +87,7 @@ class AppRun:
         return {"run": self.run, "seed": self.seed, "faulted": self.faulted, "stack": self.stack, "ok": self.ok,
                 "violations": self.violations, "differences": [d.to_dict() for d in self.differences],
                 "faults": self.faults, "invocations": self.invocations, "troubled": self.troubled,
+                "most_calls": self.most_calls, "crashed_calls": self.crashed_calls, "started_at": self.started_at,
                 "quiet_seconds": self.quiet_seconds, "seconds": self.seconds,
                 "supervisor_restarts": self.supervisor_restarts, "directory": self.directory}
 
@@ -118,6 +127,7 @@ class AppChaos:
         shutil.rmtree(directory, ignore_errors=True)
         report.directory = str(directory)
         started = time.monotonic()
+        report.started_at = time.time()
         session = AppSession(self.target, stack=stack, directory=directory, plan=plan, seed=seed, run=run,
                              quiet_timeout=self.quiet_timeout, fault_tail=self.fault_tail)
         try:
@@ -156,22 +166,38 @@ class AppChaos:
 
     @staticmethod
     def _tally(log_file: Path, report: AppRun) -> None:
+        """Invocations by function and outcome, the troubled ones, each function's most AWS calls in one
+        invocation, and the calls crash_after_call killed it after (its worker's line names the pid, the
+        invocation's line the pid and the function's logical id)."""
         invocations: dict[str, Counter[str]] = {}
         if not log_file.is_file():
             return
+        crashes: list[tuple[Any, int]] = []
+        function_of_pid: dict[Any, str] = {}
         for line in log_file.read_text(errors="replace").splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
-            if not isinstance(record, dict) or record.get("event") != "invocation":
+            if not isinstance(record, dict):
+                continue
+            if record.get("event") == CRASH_AFTER_CALL_EVENT and isinstance(record.get("call"), int):
+                crashes.append((record.get("pid"), record["call"]))
+            if record.get("event") != "invocation":
                 continue
             function, outcome = str(record.get("function", "?")), str(record.get("outcome", "?"))
+            function_of_pid[record.get("pid")] = function
             invocations.setdefault(function, Counter())[outcome] += 1
+            calls = sum(int(row.get("requests", 0)) for row in (record.get("usage") or {}).values())
+            report.most_calls[function] = max(report.most_calls.get(function, 0), calls)
             if (outcome != "success" or int(record.get("attempt") or 1) > 1) \
                     and len(report.troubled) < LISTED_INVOCATIONS:
                 report.troubled.append({k: record.get(k) for k in ("function", "request_id", "outcome", "attempt",
                                                                      "source", "error_type") if record.get(k)})
+        for pid, call in crashes:
+            crashed = report.crashed_calls.setdefault(function_of_pid.get(pid, "?"), [])
+            if call not in crashed:
+                crashed.append(call)
         report.invocations = {f: dict(c) for f, c in invocations.items()}
 
 
@@ -196,17 +222,16 @@ class AppCampaign:
     runs: list[AppRun] = field(default_factory=list)
     #: The fault-free runs of a differential campaign, by seed.
     baselines: list[AppRun] = field(default_factory=list)
+    coverage: AppCoverage = field(default_factory=AppCoverage)
 
     @property
     def ok(self) -> bool:
         return all(run.ok for run in self.runs) and all(not b.violations for b in self.baselines)
 
-    def reached(self) -> set[str]:
-        return {kind for run in self.runs for kind, n in run.faults.items() if n}
-
     def to_dict(self) -> dict[str, Any]:
         return {"template": self.template, "ok": self.ok, "runs": [r.to_dict() for r in self.runs],
-                "baselines": [b.to_dict() for b in self.baselines], "reached": sorted(self.reached())}
+                "baselines": [b.to_dict() for b in self.baselines],
+                "reached": sorted(self.coverage.planned & self.coverage.reached), "missed": self.coverage.missed()}
 
 
 def run_campaign(chaos: AppChaos, *, seed: int, runs: int, faults: str, rate: float | None, workload: Script,
@@ -216,9 +241,11 @@ def run_campaign(chaos: AppChaos, *, seed: int, runs: int, faults: str, rate: fl
     seed run once without faults and once under them, and their final states compared."""
     campaign = AppCampaign(template=str(chaos.template))
     ignored = tuple(ignore)
+    plans: list[FaultPlan] = []
     for index in range(runs):
         run_seed = seed + index
         plan = chaos.plan(run_seed, faults, rate)
+        plans.append(plan)
         base: AppRun | None = None
         if differential:
             base = chaos.run(index, None, workload, seed=run_seed, read=True, label="-base")
@@ -231,6 +258,7 @@ def run_campaign(chaos: AppChaos, *, seed: int, runs: int, faults: str, rate: fl
         campaign.runs.append(report)
         if on_run is not None:
             on_run(report)
+        campaign.coverage = coverage_of(plans, campaign.runs)
         if fail_fast and not report.ok:
             break
     return campaign
