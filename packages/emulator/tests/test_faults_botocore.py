@@ -233,3 +233,32 @@ def test_faults_fire_ahead_of_a_stubber_activated_after_attach() -> None:
         with pytest.raises(ddb.exceptions.InternalServerError):
             put(ddb)
         stubber.assert_no_pending_responses()  # the write "happened": the stub answered it
+
+
+@pytest.mark.parametrize(("service", "call"), [
+    ("sqs", lambda c: c.send_message(QueueUrl="http://127.0.0.1:9/000000000000/q", MessageBody="{}")),
+    ("sns", lambda c: c.publish(TopicArn="arn:aws:sns:us-east-1:000000000000:t", Message="m")),
+    ("events", lambda c: c.put_events(Entries=[{"Source": "s", "DetailType": "d", "Detail": "{}"}])),
+    ("lambda", lambda c: c.invoke(FunctionName="F", Payload=b"{}")),
+])
+def test_any_other_service_fails_with_an_error_common_to_all_aws_services(service: str,
+                                                                         call: Callable[[Any], Any]) -> None:
+    schedule = FaultSchedule(FaultPlan.from_flags("aws_error", rate=1.0, seed=3))
+    made, fake = client(service)
+    assert not BotocoreFaultInjector(schedule).attach(made)  # no kinds of its own: aws_error only
+    codes = set()
+    for _ in range(12):
+        with pytest.raises(ClientError) as caught:
+            call(made)
+        codes.add((caught.value.response["Error"]["Code"], caught.value.response["ResponseMetadata"]["HTTPStatusCode"]))
+    assert codes <= {("ThrottlingException", 400), ("ServiceUnavailable", 503), ("InternalFailure", 500)}
+    assert len(codes) >= 2 and fake.calls == []  # never sent
+    assert {f.kind for f in schedule.injected()} == {FaultKind.AWS_ERROR}
+
+
+def test_other_services_calls_pass_when_the_plan_does_not_fail_them() -> None:
+    schedule = FaultSchedule(FaultPlan.from_flags("aws_error", rate=0.0, seed=3))
+    made, fake = client("sqs")
+    BotocoreFaultInjector(schedule).attach(made)
+    made.send_message(QueueUrl="http://127.0.0.1:9/000000000000/q", MessageBody="{}")
+    assert fake.calls == ["SendMessage"]

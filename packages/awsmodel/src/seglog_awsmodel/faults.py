@@ -58,6 +58,11 @@ class FaultKind(StrEnum):
     """An eventually consistent "latest item" Query returns an older item, ``items_behind`` the latest."""
     S3_ERROR = "s3_error"
     """An S3 object call fails with SlowDown or InternalError before it is sent."""
+    AWS_ERROR = "aws_error"
+    """A call to any other service a function calls (SQS, SNS, EventBridge, Lambda, ...: every one but DynamoDB and
+    S3, which have their kinds) fails before it is sent with one of the errors common to the API actions of all AWS
+    services: ThrottlingException (400), ServiceUnavailable (503) or InternalFailure (500) (each service's API
+    Reference, "Common Errors")."""
     S3_LATENCY = "s3_latency"
     """An S3 object call is delayed ``latency_ms`` before it is sent."""
     LOST_RESPONSE = "lost_response"
@@ -146,6 +151,7 @@ AWS_ERRORS: Final[dict[str, tuple[int, str]]] = {
     "InternalError": (500, "We encountered an internal error. Please try again."),
     "InternalFailure": (500, "The request processing has failed because of an unknown error, exception or "
                              "failure."),
+    "ServiceUnavailable": (503, "The request has failed due to a temporary failure of the server."),
 }
 
 #: The codes (with their HTTP status) each error kind draws from in the emulator. The simulator answers with
@@ -159,6 +165,7 @@ ERROR_CODES: Final[dict[FaultKind, tuple[tuple[str, int], ...]]] = {
         FaultKind.S3_ERROR: ("SlowDown", "InternalError"),
         FaultKind.DDB_LOST_RESPONSE: ("InternalServerError",),
         FaultKind.SQS_ERROR: ("InternalFailure",),
+        FaultKind.AWS_ERROR: ("ThrottlingException", "ServiceUnavailable", "InternalFailure"),
     }.items()
 }
 

@@ -78,6 +78,8 @@ FAULTS: Final[dict[str, MarkerStyle]] = {
     FaultKind.DLQ: MarkerStyle("square-x", ORANGE),
     FaultKind.REDRIVE: MarkerStyle("triangle-nw", ORANGE),
     FaultKind.SQS_ERROR: MarkerStyle("triangle-down", ORANGE),
+    # any other service a function calls
+    FaultKind.AWS_ERROR: MarkerStyle("square-cross", ORANGE),
     # a process dies
     FaultKind.WORKER_CRASH: MarkerStyle("x", VERMILLION),
     FaultKind.FUNCTION_TIMEOUT: MarkerStyle("hexagon", VERMILLION),

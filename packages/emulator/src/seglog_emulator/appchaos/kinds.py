@@ -2,8 +2,8 @@
 
 Every kind here needs no knowledge of the app: delivery faults (duplicate, reordered, late deliveries, visibility
 expiring mid-invocation, timeouts, poller and supervisor restarts), a kill -9 after the Nth AWS call of an
-invocation (``crash_after_call``), AWS errors and lost answers inside the functions, and lost answers at the
-gateway. The kinds that need the app's cooperation join only when its template gives it: ``worker_crash`` and
+invocation (``crash_after_call``), AWS errors on any service and lost answers inside the functions, and lost answers
+at the gateway. The kinds that need the app's cooperation join only when its template gives it: ``worker_crash`` and
 ``router_crash_after_send`` need named crash points, ``clock_skew`` an invocation hook (template ``Metadata:
 SeglogEmulator``). The rest of the catalogue (``dlq``, ``redrive``, ``mixed_version``) belongs to seglog's own
 chaos: they change its stack's parameters and code version, and are refused here by name.
@@ -24,7 +24,7 @@ APP_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.FUNCTION_TIMEOUT: 0.05, FaultKind.POLLER_RESTART: 0.02, FaultKind.SUPERVISOR_RESTART: 0.1,
     FaultKind.DDB_THROTTLE: 0.02, FaultKind.DDB_TRANSACTION_CONFLICT: 0.2, FaultKind.DDB_5XX: 0.02,
     FaultKind.STALE_READ: 0.1, FaultKind.S3_ERROR: 0.03, FaultKind.S3_LATENCY: 0.05, FaultKind.LOST_RESPONSE: 0.03,
-    FaultKind.DDB_LOST_RESPONSE: 0.02,
+    FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.AWS_ERROR: 0.02,
     # Per invocation, any function: the worker dies after one of its first six AWS calls (AMOUNTS).
     FaultKind.CRASH_AFTER_CALL: 0.05,
 }

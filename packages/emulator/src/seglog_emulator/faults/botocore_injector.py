@@ -3,7 +3,9 @@
 Like :mod:`seglog_emulator.faults.botocore_faults`, faults go in where real ones happen:
 
 * ``before-call`` (the request is never sent): DynamoDB throttling, TransactionConflict on TransactWriteItems,
-  InternalServerError; S3 SlowDown / InternalError; S3 latency (a sleep, then the call goes on);
+  InternalServerError; S3 SlowDown / InternalError; S3 latency (a sleep, then the call goes on); on any other
+  service, one of the errors common to all (``aws_error``: ThrottlingException, ServiceUnavailable,
+  InternalFailure);
 * ``after-call`` (the service did the work): a lost response on a DynamoDB write (the caller sees
   InternalServerError although the write happened), and stale reads.
 
@@ -75,10 +77,15 @@ class BotocoreFaultInjector:
         self._local = threading.local()
 
     def attach(self, client: Any) -> bool:
-        """Register the hooks on ``client``'s events. Returns whether this client's service is covered
-        (DynamoDB and S3; any other client is left alone and ``False`` returned)."""
+        """Register the hooks on ``client``'s events. Returns whether this client's service has kinds of its own
+        (DynamoDB and S3); any other service's calls get ``aws_error`` only, every operation of it (a function's
+        calls to SQS, SNS, EventBridge, Lambda, ... are all its own work)."""
         service = client.meta.service_model.service_name
         if service not in ("dynamodb", "s3"):
+            client.meta.events.register("before-parameter-build.*.*", self._remember_params,
+                                        unique_id=f"seglog-faults-params-{id(self)}")
+            client.meta.events.register_first("before-call.*.*", self._other_service_for(service),
+                                              unique_id=f"seglog-faults-before-{id(self)}")
             return False
         operations = DDB_DATA_OPERATIONS if service == "dynamodb" else S3_OBJECT_OPERATIONS
         events = client.meta.events
@@ -130,6 +137,18 @@ class BotocoreFaultInjector:
                 response["Error"]["Message"] = ("Transaction cancelled, please refer cancellation reasons for "
                                                 f"specific reasons [{codes}] (injected)")
             return AWSResponse("", decision.http_status or 500, HTTPHeaders(), None), response
+
+        return before_call
+
+    def _other_service_for(self, service: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]] | None]:
+        def before_call(model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+            if self._off():
+                return None
+            key = self._key(service, model.name, context.get(_PARAMS, {}))
+            decision = self.schedule.decide(FaultKind.AWS_ERROR, key)
+            if decision is None:
+                return None
+            return AWSResponse("", decision.http_status or 500, HTTPHeaders(), None), _error_response(decision)
 
         return before_call
 

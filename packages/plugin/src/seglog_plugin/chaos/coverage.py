@@ -50,6 +50,8 @@ TARGET_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.DDB_THROTTLE: 0.06, FaultKind.DDB_5XX: 0.06, FaultKind.DDB_LOST_RESPONSE: 0.08,
     FaultKind.LOST_RESPONSE: 0.1, FaultKind.DDB_TRANSACTION_CONFLICT: 0.6, FaultKind.STALE_READ: 0.8,
     FaultKind.S3_ERROR: 0.3, FaultKind.S3_LATENCY: 0.3,
+    # Per call to another service: seglog's router's SendMessageBatch, once per stream batch.
+    FaultKind.AWS_ERROR: 0.3,
 }
 #: worker_crash's rate in a run that targets crash points, for each point it targets: a run has only tens of
 #: snapshot worker invocations, each armed with one point, and an armed point is reached only where the job
