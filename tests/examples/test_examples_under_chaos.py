@@ -15,17 +15,30 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from examples.support import EXAMPLES, call
 from seglog_emulator.appchaos.app import App
+from seglog_emulator.faults.runtime import read_injected
+from seglog_emulator.pytest_plugin import RUNS
 
 pytestmark = pytest.mark.stack
 
 SamApp = Callable[..., App]
+
+
+@pytest.fixture(autouse=True)
+def faults_fired(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test: its app ran under faults that fired (a test whose faults never fired proves nothing)."""
+    yield
+    runs = request.node.stash.get(RUNS, [])
+    assert runs, "the test ran no app under faults"
+    fired = {fault["kind"] for _, _, directory in runs for fault in read_injected(Path(directory) / "faults")}
+    assert fired, f"no fault fired in {runs}"
 
 
 def answered(method: str, url: str, body: object = None, tries: int = 12) -> tuple[int, Any]:
@@ -60,22 +73,29 @@ def test_orders_http_stores_each_order_once_however_its_answers_are_lost(sam_app
     assert answered("GET", f"{app.api_url()}/orders/o-3") == (200, {"id": "o-3", "item": "item 3"})
 
 
-@pytest.mark.seglog_chaos(faults="lost_response=0.4,crash_after_call=0.5", seed=22)
-def test_hello_rest_answers_every_retried_request(sam_app: SamApp) -> None:
+@pytest.mark.seglog_chaos(faults="lost_response=0.5", seed=22)
+def test_hello_rest_answers_every_retried_request_though_answers_are_lost(sam_app: SamApp) -> None:
+    """Its functions call no AWS service: what can go wrong is the answer (lost for requests that are not reads)."""
     app = sam_app(EXAMPLES / "hello-rest" / "template.yaml")
-    for name in ("ann", "bob", "cy"):
-        assert answered("GET", f"{app.api_url()}/hello/{name}") == (200, {"message": f"hello {name}"})
-    assert answered("GET", f"{app.api_url()}/ping") == (200, {"pong": "PingFunction"})
+    for n in range(6):
+        status, echoed = answered("POST", f"{app.api_url()}/echo/{n}", f"hi {n}".encode())
+        assert (status, echoed["path"], echoed["body"]) == (200, f"/echo/{n}", f"hi {n}")
+    assert answered("GET", f"{app.api_url()}/hello/ann") == (200, {"message": "hello ann"})
     app.settle()
 
 
-@pytest.mark.seglog_chaos(faults="lost_response=0.3,crash_after_call=0.3", seed=23)
-def test_quote_invoke_prices_through_a_synchronous_invoke_under_crashes(sam_app: SamApp) -> None:
+@pytest.mark.seglog_chaos(faults="aws_error=0.3,lost_response=0.3", seed=23)
+def test_quote_invoke_prices_and_audits_through_invokes_that_fail(sam_app: SamApp) -> None:
+    """lambda.invoke answered ThrottlingException, ServiceUnavailable or InternalFailure (the function fails, the
+    client retries), answers lost after the audit was accepted: each quote right, each audit recorded once."""
     app = sam_app(EXAMPLES / "quote-invoke" / "template.yaml")
     for qty in (1, 2, 3, 4):
         assert answered("GET", f"{app.api_url()}/quote/tea?qty={qty}") == (
             200, {"item": "tea", "qty": qty, "total_cents": 250 * qty})
+    for item in ("cake", "tea", "scone"):
+        assert answered("POST", f"{app.api_url()}/audit/{item}") == (202, {"audit": item})
     app.settle()
+    assert sorted(items(app, "AuditTable")) == ["cake", "scone", "tea"]
 
 
 @pytest.mark.seglog_chaos(faults="duplicate_delivery=0.5,crash_after_call=0.1,visibility_expiry=0.2", seed=24)

@@ -12,6 +12,7 @@ import contextlib
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -23,6 +24,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from seglog_emulator.faults import BotocoreFaultInjector, FaultKind, FaultPlan, FaultSchedule
+from seglog_emulator.faults.runtime import FaultRuntime
 
 ITEMS = [{"log": {"S": "L"}, "num": {"N": str(n)}} for n in (5, 4, 3, 2, 1)]  # newest first
 LATEST = {"TableName": "T", "KeyConditionExpression": "log = :l", "ExpressionAttributeValues": {":l": {"S": "L"}},
@@ -262,3 +264,20 @@ def test_other_services_calls_pass_when_the_plan_does_not_fail_them() -> None:
     BotocoreFaultInjector(schedule).attach(made)
     made.send_message(QueueUrl="http://127.0.0.1:9/000000000000/q", MessageBody="{}")
     assert fake.calls == ["SendMessage"]
+
+
+def test_an_identical_call_retried_in_another_process_rolls_again(tmp_path: Path) -> None:
+    """Two injectors (two worker processes) of one run count an identical call together: the retry of a failed
+    call meets a new decision wherever it lands (issue 37: a retried API request met the same aws_error on every
+    fresh worker)."""
+    runtime = FaultRuntime(FaultPlan.from_flags("aws_error", rate=0.5, seed=4), tmp_path / "faults")
+    keys = []
+    for _process in range(4):
+        schedule = runtime.schedule("worker")
+        made, _fake = client("sqs")
+        BotocoreFaultInjector(schedule, occurrence=runtime.occurrence).attach(made)
+        with contextlib.suppress(ClientError):
+            made.send_message(QueueUrl="http://127.0.0.1:9/000000000000/q", MessageBody="{}")
+    keys = [fault["key"] for fault in runtime.injected()]
+    assert keys and len(keys) == len(set(keys))  # never the same site twice: each try was a new occurrence
+    assert runtime.occurrence("sqs:probe") == 1 and runtime.occurrence("sqs:probe") == 2

@@ -22,9 +22,11 @@ the future. The injector makes it so: it re-issues the query with ``Limit=1+item
 returns the last item of that page, or no item when there are fewer.
 
 Decision sites. Each call's key is ``f"{service}:{operation}:{digest of its parameters}:{n}"``, ``n`` counting
-calls with the same parameters: the same calls get the same faults whatever the thread interleaving, and a
-retry of an identical request rolls again. Only the data operations listed below are touched; table, bucket and
-stack control calls never are. Low-level clients only (boto3 resources transform parameters in these hooks).
+calls with the same parameters — in the whole run when the run's :class:`FaultRuntime` counts them (every worker
+process does: ``occurrence``), else in this injector: the same calls get the same faults whatever the thread
+interleaving, and a retry of an identical request rolls again, in whichever worker process it lands. Only the
+data operations listed below are touched; table, bucket and stack control calls never are (any other service: all
+its operations). Low-level clients only (boto3 resources transform parameters in these hooks).
 """
 
 from __future__ import annotations
@@ -67,13 +69,16 @@ class BotocoreFaultInjector:
     Args:
         schedule: decides each call's faults and records them.
         sleep: how S3 latency waits (seconds), a seam for tests.
+        occurrence: the run-wide count of a site (:meth:`FaultRuntime.occurrence`); None: counted here.
     """
 
-    def __init__(self, schedule: FaultSchedule, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, schedule: FaultSchedule, *, sleep: Callable[[float], None] = time.sleep,
+                 occurrence: Callable[[str], int] | None = None) -> None:
         self.schedule = schedule
         self._sleep = sleep
         self._lock = threading.Lock()
         self._seen: Counter[str] = Counter()
+        self._occurrence = occurrence
         self._local = threading.local()
 
     def attach(self, client: Any) -> bool:
@@ -111,6 +116,8 @@ class BotocoreFaultInjector:
         text = json.dumps(params, sort_keys=True, default=_opaque)
         digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
         site = f"{service}:{operation}:{digest}"
+        if self._occurrence is not None:
+            return f"{site}:{self._occurrence(site)}"
         with self._lock:
             self._seen[site] += 1
             return f"{site}:{self._seen[site]}"

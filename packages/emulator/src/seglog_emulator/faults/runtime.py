@@ -95,6 +95,20 @@ class FaultRuntime:
         finally:
             os.close(fd)
 
+    def occurrence(self, site: str) -> int:
+        """How many times ``site`` has been asked about in the whole run, this time included (1 the first time), in
+        any process: an identical AWS call retried by another worker process rolls again instead of meeting the
+        decision its first try met (a retried API request on a fresh worker did, every time, while the workers
+        were cold). One byte appended to ``sites/<site>`` per call (O_APPEND: whole, whatever the processes)."""
+        folder = self.directory / "sites"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / site.replace("/", "_"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, b".")
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+
     def injected(self) -> list[dict[str, Any]]:
         """Every fault any process of the run recorded, in file order."""
         return read_injected(self.directory)
@@ -129,6 +143,6 @@ def install_in_worker(process: str = "worker") -> FaultRuntime | None:
     runtime = FaultRuntime.from_env()
     if runtime is None:
         return None
-    injector = BotocoreFaultInjector(runtime.schedule(process))
+    injector = BotocoreFaultInjector(runtime.schedule(process), occurrence=runtime.occurrence)
     attach_to_every_client(injector.attach)
     return runtime
