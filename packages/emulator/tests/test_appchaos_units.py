@@ -189,3 +189,13 @@ def test_coverage_names_the_kinds_and_call_boundaries_no_run_reached() -> None:
                                         faults={"duplicate_delivery": 1, "reorder": 1, "crash_after_call": 1},
                                         most_calls={"Tally": 1}, crashed_calls={"Tally": [1]})])
     assert whole.missed() == [] and whole.lines()[-1].endswith("was reached")
+
+
+def test_a_kind_about_a_service_no_function_called_is_unreachable_not_missed() -> None:
+    plan = app_plan(1, "aws_error,s3_error,ddb_5xx", None, app_kinds({}))
+    run = AppRun(run=0, seed=1, faulted=True, stack="s", faults={"ddb_5xx": 1}, services=["dynamodb"])
+    found = coverage_of([plan], [run])
+    assert found.unreachable == {"aws_error", "s3_error"} and found.missed() == []
+    assert "unreachable (no function called their service): aws_error, s3_error" in found.lines()
+    other = coverage_of([plan], [AppRun(run=0, seed=1, faulted=True, stack="s", services=["dynamodb", "sqs"])])
+    assert other.missed() == ["aws_error", "ddb_5xx"] and other.unreachable == {"s3_error"}

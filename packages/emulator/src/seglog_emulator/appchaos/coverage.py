@@ -4,12 +4,14 @@ reached"), for the summary and ``--require-coverage``.
 
 A function's call boundaries are 1 to the most AWS calls one of its invocations made in the campaign (from the
 invocations' metered requests), capped by the highest call the plan draws (``call = [low, high]``): a boundary is
-reached when some run killed the function as that call returned.
+reached when some run killed the function as that call returned. A kind about a service no function called
+(``ddb_*`` and ``stale_read`` without DynamoDB, ``s3_*`` without S3, ``aws_error`` without any other service) is
+unreachable, not missed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,8 @@ class AppCoverage:
 
     planned: set[str] = field(default_factory=set)
     reached: set[str] = field(default_factory=set)
+    #: Planned kinds about a service no function called.
+    unreachable: set[str] = field(default_factory=set)
     #: Function -> its call boundaries (1..n), for the functions whose invocations made AWS calls.
     boundaries: dict[str, int] = field(default_factory=dict)
     #: Function -> the calls it was killed after.
@@ -30,7 +34,7 @@ class AppCoverage:
 
     def missed(self) -> list[str]:
         """What no run reached: kinds by name, call boundaries as ``crash_after_call Function#N``."""
-        found = sorted(self.planned - self.reached)
+        found = sorted(self.planned - self.reached - self.unreachable)
         if str(FaultKind.CRASH_AFTER_CALL) in self.planned:
             for function, last in sorted(self.boundaries.items()):
                 found += [f"{FaultKind.CRASH_AFTER_CALL} {function}#{n}" for n in range(1, last + 1)
@@ -44,6 +48,8 @@ class AppCoverage:
                 hit = sorted(self.crashed.get(function, set()))
                 out.append(f"call boundaries of {function}: crashed after call {', '.join(map(str, hit)) or 'none'}"
                            f" of 1-{last}")
+        if self.unreachable:
+            out.append(f"unreachable (no function called their service): {', '.join(sorted(self.unreachable))}")
         missed = self.missed()
         out.append("coverage: " + (f"never reached: {', '.join(missed)}" if missed else
                                    "every fault kind and call boundary the plans could reach was reached"))
@@ -55,6 +61,7 @@ def coverage_of(plans: Sequence[FaultPlan], runs: Iterable[Any]) -> AppCoverage:
     ``plans``."""
     found = AppCoverage()
     highest = 0
+    services: set[str] = set()
     for plan in plans:
         found.planned |= {str(kind) for kind, spec in plan.specs.items() if spec.rate > 0}
         spec = plan.specs.get(FaultKind.CRASH_AFTER_CALL)
@@ -67,4 +74,17 @@ def coverage_of(plans: Sequence[FaultPlan], runs: Iterable[Any]) -> AppCoverage:
                 found.boundaries[function] = max(found.boundaries.get(function, 0), min(calls, highest))
         for function, calls in run.crashed_calls.items():
             found.crashed.setdefault(function, set()).update(calls)
+        services |= set(run.services)
+    found.unreachable = {str(kind) for kind in _SERVICE_KINDS if str(kind) in found.planned
+                         and not _SERVICE_KINDS[kind](services) and str(kind) not in found.reached}
     return found
+
+
+#: The kinds that fire only on calls to a service, and whether the services called include one.
+_SERVICE_KINDS: dict[FaultKind, Callable[[set[str]], bool]] = {
+    **{kind: (lambda used: "dynamodb" in used) for kind in (
+        FaultKind.DDB_THROTTLE, FaultKind.DDB_5XX, FaultKind.DDB_TRANSACTION_CONFLICT, FaultKind.DDB_LOST_RESPONSE,
+        FaultKind.STALE_READ)},
+    FaultKind.S3_ERROR: lambda used: "s3" in used, FaultKind.S3_LATENCY: lambda used: "s3" in used,
+    FaultKind.AWS_ERROR: lambda used: bool(used - {"dynamodb", "s3"}),
+}

@@ -70,6 +70,8 @@ class AppRun:
     quiet_seconds: float | None = None
     #: The most AWS calls one invocation of each function made (its call boundaries: 1 to this).
     most_calls: dict[str, int] = field(default_factory=dict)
+    #: The AWS services the functions called (from the invocations' metered requests).
+    services: list[str] = field(default_factory=list)
     #: The calls each function was killed after (crash_after_call), by logical id.
     crashed_calls: dict[str, list[int]] = field(default_factory=dict)
     #: When the run started (seconds since the epoch): where its timeline begins.
@@ -87,7 +89,8 @@ class AppRun:
         return {"run": self.run, "seed": self.seed, "faulted": self.faulted, "stack": self.stack, "ok": self.ok,
                 "violations": self.violations, "differences": [d.to_dict() for d in self.differences],
                 "faults": self.faults, "invocations": self.invocations, "troubled": self.troubled,
-                "most_calls": self.most_calls, "crashed_calls": self.crashed_calls, "started_at": self.started_at,
+                "most_calls": self.most_calls, "services": self.services, "crashed_calls": self.crashed_calls,
+                "started_at": self.started_at,
                 "quiet_seconds": self.quiet_seconds, "seconds": self.seconds,
                 "supervisor_restarts": self.supervisor_restarts, "directory": self.directory}
 
@@ -188,7 +191,9 @@ class AppChaos:
             function, outcome = str(record.get("function", "?")), str(record.get("outcome", "?"))
             function_of_pid[record.get("pid")] = function
             invocations.setdefault(function, Counter())[outcome] += 1
-            calls = sum(int(row.get("requests", 0)) for row in (record.get("usage") or {}).values())
+            usage = record.get("usage") or {}
+            report.services = sorted(set(report.services) | {str(name) for name in usage})
+            calls = sum(int(row.get("requests", 0)) for row in usage.values())
             report.most_calls[function] = max(report.most_calls.get(function, 0), calls)
             if (outcome != "success" or int(record.get("attempt") or 1) > 1) \
                     and len(report.troubled) < LISTED_INVOCATIONS:
