@@ -38,7 +38,7 @@ class _Answering:
     def invoke(self, event: Mapping[str, Any], *, attempt: int = 1, source: str = "",
                crash_points: Iterable[str] = (), timeout: float | None = None, clock_skew: float = 0.0,
                environment: Mapping[str, str] | None = None,
-               log_fields: Mapping[str, Any] | None = None) -> InvocationResult:
+               log_fields: Mapping[str, Any] | None = None, crash_after_call: Any = None) -> InvocationResult:
         return InvocationResult(outcome=Outcome.SUCCESS, function="f", request_id="bench", pid=0, duration_ms=0.0,
                                 cold_start=False, payload={"statusCode": 200, "body": "{}"})
 
