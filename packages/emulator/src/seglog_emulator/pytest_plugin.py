@@ -20,7 +20,7 @@ naming its seeds, the command that replays it (``pytest <test> --seglog-seed N``
 from __future__ import annotations
 
 import contextlib
-import re
+import hashlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +97,9 @@ def sam_app(seglog_stack: StackEndpoints, request: pytest.FixtureRequest,
                 parsed = load_template(path)
                 crash_points = [p for points in crash_points_of(parsed).values() for p in points]
                 plan = app_plan(run_seed, chosen, rate, app_kinds(emulator_metadata(parsed)), crash_points)
-            name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:20]
+            # Named after the test's node id: unique across modules (xdist runs tests of one name at once), and the
+            # same in a replay (fault sites hash the resources' names).
+            name = hashlib.blake2b(request.node.nodeid.encode(), digest_size=4).hexdigest()
             directory = tmp_path / f"seglog-{made}"
             session = AppSession(Target(template=path, endpoints=seglog_stack.endpoints, profile=seglog_stack.profile,
                                         region=seglog_stack.region, parameters=dict(parameters or {}), iam=iam),
