@@ -21,6 +21,7 @@ import pytest
 
 from seglog_awsmodel.config import EmulatorConfig, ScheduleRule, ScheduleV2Rule, TemplateConfigError
 from seglog_awsmodel.errors import ScheduleExpressionError
+from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.schedule_expressions import (
     AtExpression,
     CronExpression,
@@ -29,6 +30,8 @@ from seglog_awsmodel.schedule_expressions import (
     parse_scheduler_expression,
 )
 from seglog_awsmodel.template import Template, load_template
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.supervisor import child_names
@@ -161,6 +164,7 @@ class RecordingInvoker:
     def __init__(self, outcomes: Iterable[Outcome] = ()) -> None:
         self.outcomes = list(outcomes)
         self.calls: list[tuple[Mapping[str, Any], int, str, Mapping[str, Any]]] = []
+        self.cuts: list[float | None] = []  # the function_timeout each invocation was handed
         self.lock = threading.Lock()
         self.all_done = threading.Event()
 
@@ -169,6 +173,7 @@ class RecordingInvoker:
                log_fields: Mapping[str, Any] | None = None, **_: Any) -> InvocationResult:
         with self.lock:
             self.calls.append((event, attempt, source, dict(log_fields or {})))
+            self.cuts.append(timeout)
             outcome = self.outcomes.pop(0) if self.outcomes else Outcome.SUCCESS
             if not self.outcomes:
                 self.all_done.set()
@@ -235,6 +240,23 @@ def test_a_failed_invocation_is_retried_twice_one_then_two_minutes_later_then_dr
     assert 1 == len({event["id"] for event, *_ in invoker.calls})
     assert [60 / 60, 120 / 60] == waits.retries
 
+
+
+def test_function_timeout_cuts_each_attempt_of_a_firing_and_it_is_retried() -> None:
+    """function_timeout on a schedule (issue 37, point 1): each attempt is a site of its own (the rule, the
+    scheduled time, the attempt), the cut is handed to the invoker and recorded; the timed-out firing is retried."""
+    clock = FakeClock(0.0)
+    invoker = RecordingInvoker([Outcome.TIMEOUT, Outcome.TIMEOUT, Outcome.TIMEOUT])
+    waits = Waits(clock, 1, then=invoker.all_done)
+    faults = FaultSchedule(FaultPlan.from_mapping({"seed": 3, "faults": {"function_timeout": {"rate": 1.0}}}))
+
+    Scheduler(RULE, invoker, rule_name="r", region="us-east-1", scale=60, clock=clock, wait=waits,
+              faults=faults).run()
+
+    assert [1, 2, 3] == [attempt for _, attempt, *_ in invoker.calls]
+    assert 3 == len(invoker.cuts) and all(cut is not None and 0 <= cut <= 3.0 for cut in invoker.cuts)
+    assert 3 == faults.summary()[FaultKind.FUNCTION_TIMEOUT]
+    assert 3 == len({fault.key for fault in faults.injected()})
 
 def test_input_is_sent_instead_of_the_scheduled_event() -> None:
     """sam-property-function-schedule, Input: "nothing from the event text itself is passed to the target"."""

@@ -45,6 +45,7 @@ from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.template import Template
 from seglog_emulator.faults.call_crash import draw_crash_after_call
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
+from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.iam import arns
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker
@@ -179,7 +180,9 @@ class AsyncInvoker:
                 if time.monotonic() - started > config.max_age:
                     break
             crash = draw_crash_after_call(self.faults, source, function, site(event), attempt)
-            result = self.invoker(function).invoke(event, attempt=attempt, source=source, crash_after_call=crash)
+            timeout = draw_timeout(self.faults, site("timeout", source, function, site(event), attempt))
+            result = self.invoker(function).invoke(event, attempt=attempt, source=source, crash_after_call=crash,
+                                                   timeout=timeout)
             if result.ok:
                 return
         assert result is not None
@@ -277,23 +280,25 @@ class LambdaApi:
         if kind != "RequestResponse":
             return _error(400, "InvalidParameterValueException",
                           f"X-Amz-Invocation-Type {kind!r}: send RequestResponse, Event or DryRun")
-        result = self.invoker(function).invoke(event, source="lambda-invoke",
-                                               crash_after_call=self._crash_after_call(function, event))
+        crash, timeout = self._invocation_faults(function, event)
+        result = self.invoker(function).invoke(event, source="lambda-invoke", crash_after_call=crash, timeout=timeout)
         answer_headers = {"x-amz-executed-version": "$LATEST", "content-type": "application/json"}
         if not result.ok:
             answer_headers["x-amz-function-error"] = "Unhandled"
         return 200, answer_headers, json.dumps(_payload(result)).encode()
 
-    def _crash_after_call(self, function: str, event: Any) -> Decision | None:
-        """crash_after_call for a synchronous Invoke: its site is the function, the event and how many times that
-        event came (a caller's retry rolls again). The caller gets the crash as a function error, as from Lambda."""
+    def _invocation_faults(self, function: str, event: Any) -> tuple[Decision | None, float | None]:
+        """crash_after_call and function_timeout for a synchronous Invoke: their site is the function, the event and
+        how many times that event came (a caller's retry rolls again). The caller gets either as a function error,
+        as from Lambda."""
         if self.faults is None:
-            return None
+            return None, None
         request = site(function, event)
         with self._lock:
             self._seen[request] += 1
             n = self._seen[request]
-        return draw_crash_after_call(self.faults, "lambda-invoke", request, n)
+        return (draw_crash_after_call(self.faults, "lambda-invoke", request, n),
+                draw_timeout(self.faults, site("timeout", "lambda-invoke", request, n)))
 
     def server(self, sock: Any) -> ThreadingHTTPServer:
         """An HTTP server answering on the listening socket ``sock``."""

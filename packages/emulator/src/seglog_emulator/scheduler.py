@@ -45,6 +45,7 @@ from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.errors import InvokerClosedError
 from seglog_emulator.faults.call_crash import draw_crash_after_call
 from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_emulator.pollers.common import Invoker
 
@@ -180,9 +181,11 @@ class Scheduler:
             return  # stopping before the window's moment came
         for attempt in range(1, len(RETRY_DELAYS) + 2):
             try:
-                result = self.invoker.invoke(event, attempt=attempt, source=self.name, log_fields=fields,
-                                             crash_after_call=draw_crash_after_call(
-                                                 self.faults, "schedule", self.name, fields["scheduled_time"], attempt))
+                delivery = (self.name, fields["scheduled_time"], attempt)
+                result = self.invoker.invoke(
+                    event, attempt=attempt, source=self.name, log_fields=fields,
+                    crash_after_call=draw_crash_after_call(self.faults, "schedule", *delivery),
+                    timeout=draw_timeout(self.faults, site("timeout", "schedule", *delivery)))
             except InvokerClosedError:
                 return  # stopping
             if result.ok:

@@ -41,6 +41,7 @@ from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.queue_batches import settled_messages
 from seglog_emulator.faults.call_crash import draw_crash_after_call
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
+from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.invoker import InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
 from seglog_emulator.pollers.usage import OldestMessage, PollerUsage
@@ -243,18 +244,14 @@ class QueuePoller:
 
     def _invocation_faults(self, records: list[dict[str, Any]]) -> tuple[list[str], float | None]:
         crash_points: list[str] = []
-        timeout: float | None = None
         if self.faults is None:
-            return crash_points, timeout
+            return crash_points, None
         first = records[0]
         points = tuple(getattr(self.invoker, "crash_points", ()))
         crash = self.faults.decide(FaultKind.WORKER_CRASH, self._key(first, "crash"), points=points) if points else None
         if crash is not None and crash.crash_point is not None:
             crash_points.append(crash.crash_point)
-        cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, self._key(first, "timeout"))
-        if cut is not None and cut.amount is not None:
-            timeout = cut.amount / 1000
-        return crash_points, timeout
+        return crash_points, draw_timeout(self.faults, self._key(first, "timeout"))
 
     def _clock_skew(self, records: list[dict[str, Any]], what: str) -> float:
         """clock_skew: seconds this invocation's clock runs ahead (0 when the fault does not fire)."""

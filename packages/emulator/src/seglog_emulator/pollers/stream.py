@@ -55,6 +55,7 @@ from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, s
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.faults.call_crash import draw_crash_after_call
 from seglog_emulator.faults.schedule import FaultSchedule
+from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
@@ -278,9 +279,7 @@ class StreamPoller:
             # Every point the function declares is armed: the first its code reaches kills it.
             if points and self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys)):
                 crash_points.extend(points)
-            cut = self.faults.decide(FaultKind.FUNCTION_TIMEOUT, site("stream-timeout", *keys))
-            if cut is not None and cut.amount is not None:
-                timeout = cut.amount / 1000
+            timeout = draw_timeout(self.faults, site("stream-timeout", *keys))
         self.batches += 1
         return self.invoker.invoke(
             {"Records": list(current)}, attempt=attempt, source=self.name, crash_points=crash_points,
