@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from seglog_awsmodel.config import EmulatorConfig
 from seglog_awsmodel.faults import FaultKind
+from seglog_awsmodel.template import load_template
 from seglog_emulator.appchaos.app import App, AppError
-from seglog_emulator.appchaos.coverage import coverage_of
+from seglog_emulator.appchaos.coverage import coverage_of, triggers_of
 from seglog_emulator.appchaos.kinds import APP_RATES, SEGLOG_ONLY, app_kinds, app_plan
 from seglog_emulator.appchaos.quiet import Busy, wait_quiet
 from seglog_emulator.appchaos.runner import AppRun
@@ -196,6 +198,28 @@ def test_a_kind_about_a_service_no_function_called_is_unreachable_not_missed() -
     run = AppRun(run=0, seed=1, faulted=True, stack="s", faults={"ddb_5xx": 1}, services=["dynamodb"])
     found = coverage_of([plan], [run])
     assert found.unreachable == {"aws_error", "s3_error"} and found.missed() == []
-    assert "unreachable (no function called their service): aws_error, s3_error" in found.lines()
+    assert "unreachable (no function called their service, or no trigger of the app delivers them): aws_error, " \
+        "s3_error" in found.lines()
     other = coverage_of([plan], [AppRun(run=0, seed=1, faulted=True, stack="s", services=["dynamodb", "sqs"])])
     assert other.missed() == ["aws_error", "ddb_5xx"] and other.unreachable == {"s3_error"}
+
+
+def test_a_kind_about_a_trigger_the_app_lacks_is_unreachable_and_unknown_triggers_judge_nothing() -> None:
+    """sales-tally has a queue and no API: lost_response cannot fire, reorder and duplicates can (CI's app-chaos
+    coverage line listed lost_response as never reached)."""
+    plan = app_plan(1, "lost_response,reorder,duplicate_delivery,poller_restart", None, app_kinds({}))
+    queue_only = AppRun(run=0, seed=1, faulted=True, stack="s", faults={"reorder": 1}, triggers=["queue"])
+    found = coverage_of([plan], [queue_only])
+    assert found.unreachable == {"lost_response"}
+    assert found.missed() == ["duplicate_delivery", "poller_restart"]
+    api_only = coverage_of([plan], [AppRun(run=0, seed=1, faulted=True, stack="s", triggers=["api"])])
+    assert api_only.unreachable == {"reorder", "duplicate_delivery", "poller_restart"}
+    assert api_only.missed() == ["lost_response"]
+    unknown = coverage_of([plan], [AppRun(run=0, seed=1, faulted=True, stack="s")])
+    assert unknown.unreachable == set() and len(unknown.missed()) == 4
+
+
+def test_the_triggers_of_a_template_are_read_from_its_events() -> None:
+    template = load_template(Path(__file__).resolve().parents[3] / "examples" / "sales-tally" / "template.yaml")
+    config = EmulatorConfig.from_template(template, lambda value: f"local:{value}")
+    assert triggers_of(config) == {"queue"}

@@ -5,7 +5,6 @@ them and the violations, linked cause to effect)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 import time
@@ -16,6 +15,7 @@ from typing import Any
 import click
 
 from seglog_core.violations import Violation
+from seglog_emulator.appchaos.kinds import app_plan, template_kinds
 from seglog_emulator.appchaos.runner import AppCampaign, AppChaos, AppRun, run_campaign
 from seglog_emulator.appchaos.scripts import load_function
 from seglog_emulator.appchaos.session import Target
@@ -37,11 +37,10 @@ def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], templ
         raise click.UsageError("--ignore names fields the differential comparison leaves out: add --differential")
     drive = load_function(workload, "workload")
     verdict = load_function(check, "check") if check is not None else None
-    probe = Target(template=template.resolve(), endpoints={}, profile="", region="")
-    AppChaos(probe, state_root=state_root).plan(seed, faults, rate)  # a bad --faults fails here, before any run
+    app_plan(seed, faults, rate, *template_kinds(template))  # a bad --faults fails here, before the stack starts
     endpoints, profile, region = stack()
-    chaos = AppChaos(dataclasses.replace(probe, endpoints=endpoints, profile=profile, region=region,
-                                         parameters=parameters, iam=iam, artifact=artifact), state_root=state_root)
+    chaos = AppChaos(Target(template=template.resolve(), endpoints=endpoints, profile=profile, region=region,
+                            parameters=parameters, iam=iam, artifact=artifact), state_root=state_root)
 
     def progress(run: AppRun) -> None:
         if as_json:

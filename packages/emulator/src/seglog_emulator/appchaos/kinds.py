@@ -12,9 +12,11 @@ chaos: they change its stack's parameters and code version, and are refused here
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from seglog_awsmodel.faults import FaultKind
+from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
 from seglog_emulator.faults.plan import FaultPlan, FaultPlanError
 
 #: The rates of ``--faults all`` for any app: each kind fires often enough in a short run to matter, none so often
@@ -45,6 +47,12 @@ def app_kinds(metadata: Mapping[str, Any]) -> dict[FaultKind, float]:
             kinds[FaultKind.WORKER_CRASH] = HOOKED_RATES[FaultKind.WORKER_CRASH]
             kinds[FaultKind.ROUTER_CRASH_AFTER_SEND] = HOOKED_RATES[FaultKind.ROUTER_CRASH_AFTER_SEND]
     return kinds
+
+
+def template_kinds(template: Path) -> tuple[dict[FaultKind, float], list[str]]:
+    """The kinds the app of ``template`` can use (:func:`app_kinds`) and the crash points it declares."""
+    parsed = load_template(template)
+    return app_kinds(emulator_metadata(parsed)), [p for points in crash_points_of(parsed).values() for p in points]
 
 
 def app_plan(seed: int, faults: str, rate: float | None, kinds: Mapping[FaultKind, float],

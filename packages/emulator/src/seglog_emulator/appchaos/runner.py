@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
 from seglog_emulator.appchaos.coverage import AppCoverage, coverage_of
-from seglog_emulator.appchaos.kinds import app_kinds, app_plan
+from seglog_emulator.appchaos.kinds import app_plan, template_kinds
 from seglog_emulator.appchaos.scripts import Script, violations_of
 from seglog_emulator.appchaos.session import FAULT_TAIL, QUIET_TIMEOUT, AppSession, Target
 from seglog_emulator.appchaos.state import AppState, Difference, compare, read_state
@@ -74,6 +73,8 @@ class AppRun:
     services: list[str] = field(default_factory=list)
     #: The calls each function was killed after (crash_after_call), by logical id.
     crashed_calls: dict[str, list[int]] = field(default_factory=dict)
+    #: The kinds of trigger the app has (:func:`.coverage.triggers_of`); None: not known (the app never came up).
+    triggers: list[str] | None = None
     #: When the run started (seconds since the epoch): where its timeline begins.
     started_at: float = 0.0
     seconds: float = 0.0
@@ -90,7 +91,7 @@ class AppRun:
                 "violations": self.violations, "differences": [d.to_dict() for d in self.differences],
                 "faults": self.faults, "invocations": self.invocations, "troubled": self.troubled,
                 "most_calls": self.most_calls, "services": self.services, "crashed_calls": self.crashed_calls,
-                "started_at": self.started_at,
+                "triggers": self.triggers, "started_at": self.started_at,
                 "quiet_seconds": self.quiet_seconds, "seconds": self.seconds,
                 "supervisor_restarts": self.supervisor_restarts, "directory": self.directory}
 
@@ -109,9 +110,7 @@ class AppChaos:
         self.state_root = state_root
         self.quiet_timeout = quiet_timeout
         self.fault_tail = fault_tail
-        parsed = load_template(self.template)
-        self.kinds = app_kinds(emulator_metadata(parsed))
-        self.crash_points = [p for points in crash_points_of(parsed).values() for p in points]
+        self.kinds, self.crash_points = template_kinds(self.template)
         self.slug = stack_slug(self.template)
 
     def plan(self, seed: int, faults: str = "all", rate: float | None = None) -> FaultPlan:
@@ -135,6 +134,7 @@ class AppChaos:
                              quiet_timeout=self.quiet_timeout, fault_tail=self.fault_tail)
         try:
             with session:
+                report.triggers = sorted(session.triggers)
                 self._judge(session, report, workload, check, read)
                 report.supervisor_restarts = session.restarts
         except EmulatorError as exc:

@@ -20,6 +20,7 @@ from typing import Any, Final
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator import jsonlog
 from seglog_emulator.appchaos.app import App
+from seglog_emulator.appchaos.coverage import triggers_of
 from seglog_emulator.appchaos.quiet import Busy, busy, wait_quiet
 from seglog_emulator.errors import EmulatorError
 from seglog_emulator.faults.plan import FaultPlan
@@ -78,6 +79,8 @@ class AppSession:
         self._app: App | None = None
         self._done = threading.Event()
         self._ticker: threading.Thread | None = None
+        #: The kinds of trigger the app has, once it is up (:func:`.coverage.triggers_of`).
+        self.triggers: set[str] = set()
 
     @property
     def app(self) -> App:
@@ -116,6 +119,7 @@ class AppSession:
                         run=self.run, parameters=target.parameters, settler=self._settle_or_fail)
         sqs = self._app.client("sqs")
         config = read_config(deployment, target.template, self.stack, target.parameters)
+        self.triggers = triggers_of(config)
         feeding = [deployment.names[m.queue] for m in config.queue_mappings if m.queue in deployment.names]
         notified: list[Notification] = [*config.s3_notifications, *config.sns_subscriptions, *config.event_rules]
         feeding += [sqs.get_queue_url(QueueName=queue_name(self.stack, n))["QueueUrl"] for n in notified]
