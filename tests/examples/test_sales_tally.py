@@ -85,6 +85,9 @@ def test_the_differential_verdict_catches_the_counter_counted_per_delivery(
     ok, out = chaos(stacks, tmp_path, capsys, dedupe=False, differential=True, faults="duplicate_delivery=1", seed=4)
     assert not ok, out
     assert "TotalsTable: " in out and "  faults that fired: duplicate_delivery x" in out, out
+    # Each differing total is named with the invocations that wrote it: the deliveries handled twice (point 3).
+    assert "written in the faulted run by " in out and ", delivery handled 2 times" in out, out
+    assert "UpdateItem from " in out or "TransactWriteItems from " in out, out
     replay = ("replay: seglog chaos --template " + str(TEMPLATE) + " --workload " + str(CHAOS / "drive.py")
               + " --differential --parameter Dedupe=false --faults duplicate_delivery=1 --seed 4 --runs 1")
     assert replay in out, out

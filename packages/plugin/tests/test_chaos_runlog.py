@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seglog_plugin.chaos.runlog import RunLog, json_lines, tally
+from seglog_emulator.jsonlog import json_lines
+from seglog_plugin.chaos.runlog import RunLog, tally
 from seglog_plugin.chaos.timeline import log_records
 
 LOG = "3f0c6f7e-1111-4d6b-9a58-000000000001"

@@ -16,6 +16,8 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 #: Set by the worker wrapper (:func:`write_directly`): lines go straight to fd 2, not through structlog.
@@ -159,3 +161,23 @@ def embedded_metric(namespace: str, name: str, dimensions: dict[str, str], value
                      "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [sorted(dimensions)],
                                             "Metrics": [{"Name": name, "Unit": "Count"}]}]},
             **dimensions, name: value}
+
+
+def json_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The lines that are JSON objects (a log also has plain lines, and a killed process's last may be cut): how a
+    chaos run reads its emulator's log."""
+    for line in lines:
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def read_json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """:func:`json_lines` of the file at ``path`` (nothing if there is none)."""
+    if path.is_file():
+        yield from json_lines(path.read_text(errors="replace").splitlines())
+

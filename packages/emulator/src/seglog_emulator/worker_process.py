@@ -59,7 +59,7 @@ from typing import IO, Any, Final
 from seglog_awsmodel.lambda_logging import APPLICATION_LOG_LEVELS
 from seglog_emulator import jsonlog
 from seglog_emulator.faults.call_crash import REQUEST_FIELD, CallCounter, kill_self
-from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN
+from seglog_emulator.faults.runtime import ENV_DIR, ENV_PLAN, ENV_WRITES
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.usage import UsageCounter
 
@@ -78,7 +78,7 @@ HOOK_VARIABLE: Final = "SEGLOG_EMULATOR_HOOK"
 #: A descriptor the worker inherits: where its lines go if the invoker's log tap is gone (the invoker's own
 #: destination), so an invocation that outlives its invoker keeps its log.
 FALLBACK_VARIABLE: Final = "SEGLOG_LOG_FALLBACK_FD"
-WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, IAM_ENV_VAR, HOOK_VARIABLE, FALLBACK_VARIABLE)
+WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, ENV_WRITES, IAM_ENV_VAR, HOOK_VARIABLE, FALLBACK_VARIABLE)
 #: Written on stderr, with the request id, once an invocation is over and before its reply (see the protocol).
 DONE_MARK: Final = b"\x1eseglog-invocation-done "
 
@@ -162,7 +162,7 @@ def invoke(handler: Handler, request: dict[str, Any], usage: UsageCounter | None
     before = usage.totals() if usage is not None else {}
     cpu = time.process_time()
     if calls is not None:
-        calls.arm(request.get(REQUEST_FIELD))
+        calls.arm(request.get(REQUEST_FIELD), request_id=str(request.get("request_id", "")))
     try:
         reply = _invoke(handler, request)
     finally:

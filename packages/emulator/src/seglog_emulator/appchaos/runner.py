@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from seglog_emulator.appchaos.attribution import attribute
 from seglog_emulator.appchaos.coverage import AppCoverage, coverage_of
 from seglog_emulator.appchaos.kinds import app_plan, template_kinds
 from seglog_emulator.appchaos.scripts import Script, violations_of
@@ -46,6 +47,7 @@ from seglog_emulator.appchaos.state import AppState, Difference, compare, read_s
 from seglog_emulator.errors import EmulatorError
 from seglog_emulator.faults.call_crash import CRASH_AFTER_CALL_EVENT
 from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.jsonlog import read_json_lines
 
 #: Invocations listed per run in a report (the rest are counted).
 LISTED_INVOCATIONS: Final = 20
@@ -80,11 +82,19 @@ class AppRun:
     seconds: float = 0.0
     supervisor_restarts: int = 0
     directory: str = ""
+    #: The run's emulator log: every invocation, and in a faulted run every write (:mod:`.attribution`).
+    log_file: str = ""
     state: AppState | None = None
+    #: The run's resources' physical names by logical id (a queue's URL), as provisioned.
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.violations and not self.differences
+
+    def save(self) -> None:
+        """Write the run as ``run.json`` in its directory (again, once its differences are known)."""
+        (Path(self.directory) / "run.json").write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "seed": self.seed, "faulted": self.faulted, "stack": self.stack, "ok": self.ok,
@@ -132,6 +142,7 @@ class AppChaos:
         report.started_at = time.time()
         session = AppSession(self.target, stack=stack, directory=directory, plan=plan, seed=seed, run=run,
                              quiet_timeout=self.quiet_timeout, fault_tail=self.fault_tail)
+        report.log_file = str(session.log_file)
         try:
             with session:
                 report.triggers = sorted(session.triggers)
@@ -144,7 +155,7 @@ class AppChaos:
             report.faults = {k: v for k, v in session.runtime.counts().items() if v}
         self._tally(session.log_file, report)
         report.seconds = round(time.monotonic() - started, 1)
-        (directory / "run.json").write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
+        report.save()
         return report
 
     @staticmethod
@@ -164,6 +175,7 @@ class AppChaos:
             except Exception as exc:
                 report.violations.append(_raised("the check", exc))
         if read:
+            report.names = dict(app.deployment.names)
             report.state = read_state(app.deployment.names, app.deployment.types, app.client)
             (session.directory / "state.json").write_text(json.dumps(report.state.to_dict(), indent=1, default=str))
 
@@ -173,17 +185,9 @@ class AppChaos:
         invocation, and the calls crash_after_call killed it after (its worker's line names the pid, the
         invocation's line the pid and the function's logical id)."""
         invocations: dict[str, Counter[str]] = {}
-        if not log_file.is_file():
-            return
         crashes: list[tuple[Any, int]] = []
         function_of_pid: dict[Any, str] = {}
-        for line in log_file.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict):
-                continue
+        for record in read_json_lines(log_file):
             if record.get("event") == CRASH_AFTER_CALL_EVENT and isinstance(record.get("call"), int):
                 crashes.append((record.get("pid"), record["call"]))
             if record.get("event") != "invocation":
@@ -259,7 +263,9 @@ def run_campaign(chaos: AppChaos, *, seed: int, runs: int, faults: str, rate: fl
                 on_run(base)
         report = chaos.run(index, plan, workload, seed=run_seed, check=check, read=differential)
         if base is not None and base.state is not None and report.state is not None:
-            report.differences = compare(base.state, report.state, ignored)
+            report.differences = attribute(compare(base.state, report.state, ignored),
+                                           Path(report.log_file), report.names)
+            report.save()
         campaign.runs.append(report)
         if on_run is not None:
             on_run(report)

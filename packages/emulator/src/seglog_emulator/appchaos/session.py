@@ -71,7 +71,8 @@ class AppSession:
     def __init__(self, target: Target, *, stack: str, directory: Path, plan: FaultPlan | None, seed: int,
                  run: int = 0, quiet_timeout: float = QUIET_TIMEOUT, fault_tail: float = FAULT_TAIL) -> None:
         self.target, self.stack, self.directory = target, stack, directory
-        self.runtime = FaultRuntime(plan, directory / "faults") if plan is not None else None
+        # The workers log what each invocation writes: a differing record is then named with who wrote it.
+        self.runtime = FaultRuntime(plan, directory / "faults", record_writes=True) if plan is not None else None
         self.seed, self.run = seed, run
         self.quiet_timeout, self.fault_tail = quiet_timeout, fault_tail
         self.log_file = directory / "emulator.log"

@@ -18,7 +18,6 @@ record changed.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -27,6 +26,8 @@ from decimal import Decimal
 from typing import Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer
+
+from seglog_emulator.faults.writes import body
 
 TABLE_TYPES: Final = frozenset({"AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"})
 #: A resource's records: (key, record), both canonical JSON text.
@@ -63,15 +64,6 @@ def _without(value: Any, ignore: frozenset[str]) -> Any:
 
 def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _body(raw: bytes | str) -> Any:
-    """A body as JSON if it parses as JSON, else its SHA-256 (and size)."""
-    data = raw.encode() if isinstance(raw, str) else raw
-    try:
-        return json.loads(data)
-    except ValueError:
-        return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
 @dataclass(frozen=True)
@@ -125,8 +117,8 @@ def _bucket(s3: Any, name: str) -> list[tuple[Any, Any]]:
     found = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
         for entry in page.get("Contents", []):
-            body = s3.get_object(Bucket=name, Key=entry["Key"])["Body"].read()
-            found.append(({"key": entry["Key"]}, {"key": entry["Key"], "body": _body(body)}))
+            content = s3.get_object(Bucket=name, Key=entry["Key"])["Body"].read()
+            found.append(({"key": entry["Key"]}, {"key": entry["Key"], "body": body(content)}))
     return found
 
 
@@ -139,7 +131,7 @@ def _queue(sqs: Any, url: str) -> tuple[list[tuple[Any, Any]], bool]:
         messages = answer.get("Messages", [])
         if not messages:
             return found, False
-        found += [(None, {"body": _body(m["Body"])}) for m in messages]
+        found += [(None, {"body": body(m["Body"])}) for m in messages]
     return found, True
 
 
@@ -151,9 +143,14 @@ class Difference:
     #: Records only (or more often) in the fault-free run, and in the faulted run, as canonical JSON.
     expected: tuple[str, ...]
     found: tuple[str, ...]
+    #: The keys of the records that differ (a message's: the message), to find who wrote them.
+    keys: tuple[dict[str, Any], ...] = ()
+    #: The faulted run's invocations that wrote them, suspect ones first (:mod:`.attribution`).
+    written_by: tuple[dict[str, Any], ...] = ()
 
     def lines(self, limit: int = 5) -> list[str]:
-        """The difference as a reader wants it: the records missing, then the extra ones (``limit`` of each)."""
+        """The difference as a reader wants it: the records missing, then the extra ones, then who wrote them
+        (``limit`` of each)."""
         out = [f"{self.resource}: {len(self.expected)} record(s) of the fault-free run not in the faulted one, "
                f"{len(self.found)} the other way"]
         for kind, records in (("missing", self.expected), ("extra", self.found)):
@@ -161,10 +158,25 @@ class Difference:
                 out.append(f"  {kind}: {record}")
             if len(records) > limit:
                 out.append(f"  ... {len(records) - limit} more {kind}")
+        if self.written_by:
+            suspect = sum(1 for w in self.written_by if w.get("suspect"))
+            out.append(f"  written in the faulted run by {len(self.written_by)} invocation(s), {suspect} of them "
+                       f"handling a delivery handled more than once, a retry, or failed:")
+            for writer in self.written_by[:limit]:
+                handled = f", delivery handled {writer['handled']} times" if writer.get("handled", 1) > 1 else ""
+                out.append(f"    {writer.get('function', '?')} request {writer['request_id']}: "
+                           f"{writer['operation']} from {writer.get('source', '?')}"
+                           f"{' (' + writer['delivery'] + ')' if writer.get('delivery') else ''}, attempt "
+                           f"{writer.get('attempt', '?')}, {writer.get('outcome', '?')}{handled}")
+            if len(self.written_by) > limit:
+                out.append(f"    ... {len(self.written_by) - limit} more")
+        elif self.keys:
+            out.append("  written by: no write the functions logged matches (the workload's own, or none)")
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"resource": self.resource, "missing": list(self.expected), "extra": list(self.found)}
+        return {"resource": self.resource, "missing": list(self.expected), "extra": list(self.found),
+                "written_by": list(self.written_by)}
 
 
 def compare(clean: AppState, faulted: AppState, ignore: Iterable[str] = ()) -> list[Difference]:
@@ -176,6 +188,10 @@ def compare(clean: AppState, faulted: AppState, ignore: Iterable[str] = ()) -> l
         a = Counter(record for _, record in left.get(logical, []))
         b = Counter(record for _, record in right.get(logical, []))
         if a != b:
-            differences.append(Difference(logical, tuple(sorted((a - b).elements())),
-                                          tuple(sorted((b - a).elements()))))
+            missing, extra = (a - b), (b - a)
+            key_of = {record: key for key, record in [*left.get(logical, []), *right.get(logical, [])]}
+            keys = {key_of[r] if key_of[r] != "null" else r for r in (*missing, *extra)}
+            differences.append(Difference(logical, tuple(sorted(missing.elements())),
+                                          tuple(sorted(extra.elements())),
+                                          keys=tuple(json.loads(k) for k in sorted(keys))))
     return differences

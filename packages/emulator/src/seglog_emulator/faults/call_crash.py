@@ -31,6 +31,7 @@ from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator import jsonlog
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
+from seglog_emulator.faults.writes import WRITE_EVENT, written
 
 log = jsonlog.get_logger("seglog.emulator.faults")
 
@@ -38,6 +39,8 @@ log = jsonlog.get_logger("seglog.emulator.faults")
 CRASH_AFTER_CALL_EVENT: Final = "crash after call: killing this process"
 #: The request's field that arms the counter for one invocation.
 REQUEST_FIELD: Final = "crash_after_call"
+#: Where a call's writes wait, in botocore's request context, for the service's answer.
+_WRITES: Final = "seglog_writes"
 
 
 def draw_crash_after_call(faults: FaultSchedule | None, *parts: object) -> Decision | None:
@@ -74,42 +77,66 @@ class CallCounter:
     """
 
     def __init__(self, *, record: Callable[[Decision], None] | None = None,
-                 kill: Callable[[], None] = kill_self) -> None:
+                 kill: Callable[[], None] = kill_self, writes: bool = False) -> None:
         self._record = record
         self._kill = kill
+        self._writes = writes
         self._lock = threading.Lock()
         self._calls = 0
         self._armed: tuple[int, str] | None = None
+        self._request_id: str | None = None
 
     @classmethod
     def for_worker(cls, process: str) -> CallCounter:
-        """The counter of a worker process, recording into the run's fault log when the supervisor set a plan."""
+        """The counter of a worker process, recording into the run's fault log when the supervisor set a plan (and
+        logging the invocations' writes when the plan's runtime asks for them)."""
         from seglog_emulator.faults.runtime import FaultRuntime
 
         runtime = FaultRuntime.from_env()
-        return cls(record=runtime.schedule(process).record if runtime is not None else None)
+        return cls(record=runtime.schedule(process).record if runtime is not None else None,
+                   writes=runtime is not None and runtime.record_writes)
 
     def attach(self, client: Any) -> None:
         """Count ``client``'s calls, whatever its service. First among the after-call hooks, so a hook that raises
-        (the injector's lost response) cannot hide a call from the count."""
+        (the injector's lost response) cannot hide a call from the count. With ``writes``, each successful writing
+        call of an invocation is logged (:mod:`.writes`) before the count can kill the process."""
         service = client.meta.service_model.service_name
 
-        def counted(model: Any, **_: Any) -> None:
+        def stash(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+            context[_WRITES] = written(service, model.name, params)
+
+        def counted(model: Any, context: dict[str, Any] | None = None, http_response: Any = None,
+                    **_: Any) -> None:
+            records = (context or {}).get(_WRITES)
+            if records and http_response is not None and http_response.status_code < 300:
+                self._wrote(service, model.name, records)
             self._completed(service, model.name)
 
+        if self._writes:  # last: boto3's DynamoDB resources turn their values into AttributeValues before it
+            client.meta.events.register_last("before-parameter-build.*.*", stash,
+                                             unique_id=f"seglog-call-writes-{id(self)}")
         client.meta.events.register_first("after-call.*.*", counted, unique_id=f"seglog-call-counter-{id(self)}")
 
-    def arm(self, armed: Mapping[str, Any] | None) -> None:
+    def arm(self, armed: Mapping[str, Any] | None, *, request_id: str | None = None) -> None:
         """Start counting one invocation's calls from zero; with ``armed`` (:func:`request_field`), die after call
-        ``armed["call"]``."""
+        ``armed["call"]``. ``request_id`` names the invocation in the lines of its writes."""
         with self._lock:
             self._calls = 0
             self._armed = (int(armed["call"]), str(armed.get("key", ""))) if armed else None
+            self._request_id = request_id
 
     def disarm(self) -> None:
         """The invocation is over: its background calls, if any, are not counted."""
         with self._lock:
             self._armed = None
+            self._request_id = None
+
+    def _wrote(self, service: str, operation: str, records: list[dict[str, Any]]) -> None:
+        with self._lock:
+            request_id = self._request_id
+        if request_id is not None:
+            log.info(WRITE_EVENT, service=service, operation=operation, records=records, invocation=request_id,
+                     pid=os.getpid())
 
     def _completed(self, service: str, operation: str) -> None:
         with self._lock:

@@ -24,16 +24,19 @@ from seglog_emulator.faults.schedule import FaultSchedule, InjectedFault
 
 ENV_PLAN: Final = "SEGLOG_FAULT_PLAN"
 ENV_DIR: Final = "SEGLOG_FAULT_DIR"
+ENV_WRITES: Final = "SEGLOG_FAULT_WRITES"
 LOG_FILE: Final = "faults.jsonl"
 OFF_FILE: Final = "off"
 
 
 @dataclass(frozen=True)
 class FaultRuntime:
-    """A plan and the directory its processes share."""
+    """A plan and the directory its processes share; with ``record_writes``, the workers log each invocation's
+    writes (:mod:`.writes`: how an app's differential verdict names who wrote a record that differs)."""
 
     plan: FaultPlan
     directory: Path
+    record_writes: bool = False
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> FaultRuntime | None:
@@ -42,11 +45,13 @@ class FaultRuntime:
         raw, directory = env.get(ENV_PLAN), env.get(ENV_DIR)
         if not raw or not directory:
             return None
-        return cls(FaultPlan.from_mapping(json.loads(raw), source=ENV_PLAN), Path(directory))
+        return cls(FaultPlan.from_mapping(json.loads(raw), source=ENV_PLAN), Path(directory),
+                   record_writes=env.get(ENV_WRITES) == "1")
 
     def env(self) -> dict[str, str]:
         """The variables that hand this runtime to a child process."""
-        return {ENV_PLAN: json.dumps(self.plan.to_mapping()), ENV_DIR: str(self.directory)}
+        return {ENV_PLAN: json.dumps(self.plan.to_mapping()), ENV_DIR: str(self.directory),
+                **({ENV_WRITES: "1"} if self.record_writes else {})}
 
     # ---------------------------------------------------------------------------------------- switch
 

@@ -8,9 +8,8 @@ the two are joined here to tell which builds ran under two code versions.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -45,7 +44,7 @@ class RunLog:
 
 
 def tally(records: Iterable[dict[str, Any]]) -> RunLog:
-    """Tally a run's log lines (:func:`json_lines`)."""
+    """Tally a run's log lines (:func:`seglog_emulator.jsonlog.json_lines`)."""
     found = RunLog()
     invocations: dict[str, Counter[str]] = {}
     outcomes: Counter[str] = Counter()
@@ -75,18 +74,6 @@ def tally(records: Iterable[dict[str, Any]]) -> RunLog:
     found.crash_points_hit = dict(sorted(crashes.items()))
     found.mixed_version = _mixed_versions(versions, built)
     return found
-
-
-def json_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """The lines that are JSON objects (a log also has plain lines, and a killed process's last may be cut)."""
-    for line in lines:
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                yield record
 
 
 def _build(record: dict[str, Any]) -> tuple[str, tuple[Any, Any, Any]]:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from seglog_core.violations import Violation
-from seglog_plugin.chaos.runlog import CRASH_EVENT, json_lines
+from seglog_emulator.jsonlog import json_lines
+from seglog_plugin.chaos.runlog import CRASH_EVENT
 from seglog_plugin.chaos.watch import SnapshotLife
 from seglog_plugin.chaos.workload import ClientTry
 from seglog_report import causes, events
