@@ -28,9 +28,8 @@ from typing import Any
 
 import pytest
 
-from seglog_awsmodel.template import crash_points_of, emulator_metadata, load_template
 from seglog_emulator.appchaos.app import App
-from seglog_emulator.appchaos.kinds import app_kinds, app_plan
+from seglog_emulator.appchaos.kinds import app_plan, template_kinds
 from seglog_emulator.appchaos.runner import stack_slug
 from seglog_emulator.appchaos.session import AppSession, Target
 
@@ -94,9 +93,7 @@ def sam_app(seglog_stack: StackEndpoints, request: pytest.FixtureRequest,
                 int(marker.kwargs.get("seed", 0)) if marker is not None else 0)
             plan = None
             if chosen is not None and chosen != "none":
-                parsed = load_template(path)
-                crash_points = [p for points in crash_points_of(parsed).values() for p in points]
-                plan = app_plan(run_seed, chosen, rate, app_kinds(emulator_metadata(parsed)), crash_points)
+                plan = app_plan(run_seed, chosen, rate, *template_kinds(path))
             # Named after the test's node id: unique across modules (xdist runs tests of one name at once), and the
             # same in a replay (fault sites hash the resources' names).
             name = hashlib.blake2b(request.node.nodeid.encode(), digest_size=4).hexdigest()

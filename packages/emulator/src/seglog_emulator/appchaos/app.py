@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from seglog_client.sigv4 import Credentials
+from seglog_emulator.settings import LOCAL_CREDENTIALS
 from seglog_stack.clients import local_client
 from seglog_stack.local import LocalDeployment
 
@@ -40,6 +42,10 @@ class App:
             seed replays it.
         run: the run's number in its campaign (0 for the first).
         parameters: the template parameters the run was provisioned with.
+        credentials: the key pair the emulator's gateway accepts on routes with ``AWS_IAM`` authorization (sign
+            with it: SigV4, service ``execute-api``).
+        shared: what the workload leaves for the check (the ids it created, what it was told): the same dict
+            in both calls of one run.
     """
 
     deployment: LocalDeployment
@@ -47,6 +53,8 @@ class App:
     seed: int
     run: int = 0
     parameters: dict[str, Any] = field(default_factory=dict)
+    credentials: Credentials = LOCAL_CREDENTIALS
+    shared: dict[str, Any] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Set by the session the app runs in (:meth:`settle`).
     settler: Callable[[], None] | None = field(default=None, repr=False)

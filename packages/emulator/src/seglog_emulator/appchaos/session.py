@@ -117,7 +117,8 @@ class AppSession:
         log.info("app: starting the emulator", stack=self.stack)
         self.supervisor.start()
         self._app = App(deployment=deployment, apis=_apis(state, self.supervisor.api_url), seed=self.seed,
-                        run=self.run, parameters=target.parameters, settler=self._settle_or_fail)
+                        run=self.run, parameters=target.parameters, settler=self._settle_or_fail,
+                        credentials=settings.api_credentials[0])
         sqs = self._app.client("sqs")
         config = read_config(deployment, target.template, self.stack, target.parameters)
         self.triggers = triggers_of(config)

@@ -37,7 +37,6 @@ import structlog
 
 from seglog_awsmodel.faults import FaultKind
 from seglog_core.crashpoints import WORKER_CRASH_POINTS
-from seglog_core.verify import verify_log
 from seglog_core.violations import Violation
 from seglog_emulator.appchaos.kinds import APP_RATES, HOOKED_RATES
 from seglog_emulator.errors import EmulatorError
@@ -50,13 +49,13 @@ from seglog_plugin.chaos import timeline
 from seglog_plugin.chaos.coverage import Target
 from seglog_plugin.chaos.dead_letters import DeadLetterFaults, claims_stale_after, stack_update
 from seglog_plugin.chaos.runlog import tally
+from seglog_plugin.chaos.verdict import await_quiescence, verify_sheets
 from seglog_plugin.chaos.watch import (
     QueueDepths,
     SnapshotLife,
     SnapshotWatcher,
     percentile,
     queue_depth,
-    quiescent,
 )
 from seglog_plugin.chaos.workload import ApiClient, ClientStats, Workload
 from seglog_plugin.resources import backend_of, resources_of
@@ -339,36 +338,17 @@ class ChaosRunner:
                     log.error("supervisor did not come back", error=str(exc))
 
     def _await_quiescence(self, log_ids: list[uuid.UUID], watcher: SnapshotWatcher, report: RunReport) -> float | None:
-        started = time.monotonic()
-        state = "not checked"
-        while time.monotonic() - started < self.quiescence_seconds:
-            done, state = quiescent(self.backend, log_ids, watcher, resources_of(self.deployment).queue_url)
-            if done:
-                return round(time.monotonic() - started, 2)
-            time.sleep(0.25)
-        pending = [f"{p.segment}/{p.entry} retries={p.retries} active={p.active} claimer={p.claimer}"
-                   for log_id in log_ids for p in self.backend.pending.for_log(log_id)]
-        attributes = self.backend.sqs.get_queue_attributes(QueueUrl=resources_of(self.deployment).queue_url,
-                                                           AttributeNames=["All"])["Attributes"]
-        queue = {k.removeprefix("ApproximateNumberOfMessages") or "visible": v for k, v in attributes.items()
-                 if k.startswith("ApproximateNumberOfMessages")}
-        report.violations.append(Violation(
-            invariant="I5", message=f"not quiescent {self.quiescence_seconds:.0f} s after faults stopped: {state}; "
-                                    f"pending {pending or 'none'}; queue {queue}"))
-        return None
+        resources = resources_of(self.deployment)
+        took, violation = await_quiescence(self.backend, log_ids, watcher, resources.queue_url, resources.dlq_url,
+                                           self.quiescence_seconds)
+        if violation is not None:
+            report.violations.append(violation)
+        return took
 
     def _verify(self, log_ids: list[uuid.UUID], stats: ClientStats, report: RunReport) -> int:
         """Check I1-I6 of every sheet into ``report``; the messages left in the dead-letter queue."""
-        for failure in stats.failures:
-            report.violations.append(Violation(invariant="CLIENT", message=f"client gave up: {failure}"))
-        for log_id in log_ids:
-            result = verify_log(self.backend.store, log_id, acknowledged=stats.acknowledged.get(log_id, []),
-                                blobs=self.backend.blobs, pending=self.backend.pending, quiescent=True)
-            report.violations += result.violations
-        dlq = queue_depth(self.backend, resources_of(self.deployment).dlq_url)
-        if dlq:
-            report.violations.append(Violation(invariant="I5",
-                                               message=f"{dlq} message(s) in the dead-letter queue"))
+        violations, dlq = verify_sheets(self.backend, log_ids, stats, resources_of(self.deployment).dlq_url)
+        report.violations += violations
         return dlq
 
     @staticmethod
