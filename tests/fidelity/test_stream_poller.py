@@ -26,6 +26,8 @@ from fidelity.conftest import MakeInvoker, Probe, RecordingCheckpoints, Table, q
 from fidelity.drivers import collapse, wait_until
 from seglog_awsmodel.config import FunctionResponseType, StreamMapping, StreamPosition
 from seglog_awsmodel.events.dynamodb_stream import ShardIteratorType, stream_record
+from seglog_emulator.faults.plan import FaultPlan
+from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.invoker import InvocationResult, Outcome
 from seglog_emulator.pollers.common import Invoker
 from seglog_emulator.pollers.stream import MAX_EVENT_BYTES, StreamPoller
@@ -36,14 +38,14 @@ REPORT = (FunctionResponseType.REPORT_BATCH_ITEM_FAILURES,)
 
 def stream_poller(table: Table | FakeStreamReader, invoker: Invoker, checkpoints: RecordingCheckpoints, *,
                   region: str = "us-east-1", on_failure: Any = None, clock: Any = time.time,
-                  **settings: Any) -> StreamPoller:
+                  faults: FaultSchedule | None = None, **settings: Any) -> StreamPoller:
     """A poller of ``table``'s stream from the trim horizon, with the mapping settings given (AWS's names)."""
     reader = table.reader if isinstance(table, Table) else table
     mapping = StreamMapping(function="probe", event="Stream", table="Table",
                             StartingPosition=StreamPosition.TRIM_HORIZON, **settings)
     # A FakeStreamReader stands in for StreamReader: the poller uses shards, iterator, read_from, stream_arn.
     return StreamPoller(mapping, invoker, reader, checkpoints, region=region,
-                        on_failure=on_failure, clock=clock, sleep=quick_retries)
+                        on_failure=on_failure, clock=clock, sleep=quick_retries, faults=faults)
 
 
 def sequence_numbers(records: list[dict[str, Any]]) -> dict[str, str]:
@@ -199,6 +201,33 @@ def test_stream_reads_a_parent_shard_to_its_end_before_its_child(tmp_path: Path)
     assert parent_done <= first_child_read, "the child shard was read before its parent was finished"
     assert checkpoints.finished("shard-parent")
 
+
+
+def test_duplicate_delivery_hands_a_batch_to_the_function_again_before_its_checkpoint(tmp_path: Path) -> None:
+    """duplicate_delivery on a stream (issue 37, point 1): Lambda processes a stream's records at least once, so a
+    batch can reach the function twice. The copy comes right after the first invocation, before the checkpoint moves
+    past it, and the next batch comes after both; at rate 0.5 some batches are copied and some not, the same ones for
+    the same seed."""
+    def run(seed: int) -> list[list[str]]:
+        checkpoints = RecordingCheckpoints(tmp_path / f"checkpoints-{uuid.uuid4().hex}.json")  # each run from the start
+        reader = FakeStreamReader({"shard-1": (None, [raw_record(n, f"r{n}") for n in range(1, 9)], False)})
+        invoker = RecordingInvoker()
+        faults = FaultSchedule(FaultPlan.from_mapping({"seed": seed, "faults": {"duplicate_delivery": {"rate": 0.5}}}))
+        poller = stream_poller(reader, invoker, checkpoints, BatchSize=1, faults=faults)
+        with running(poller):
+            wait_until(lambda: ["r8"] in invoker.batches(), "r8 delivered")
+            time.sleep(0.5)  # r8's copy, if it has one
+        copies = sum(1 for fault in faults.injected())
+        batches = invoker.batches()
+        assert len(batches) == 8 + copies, batches
+        return batches
+
+    first = run(5)
+    names = [name for [name] in first]
+    assert sorted(set(names)) == [f"r{n}" for n in range(1, 9)]
+    assert names == sorted(names, key=lambda name: int(name[1:]))  # each copy right after its first delivery
+    assert 0 < len(names) - 8 < 8
+    assert first == run(5)
 
 def test_stream_shard_is_polled_about_four_times_a_second(tmp_path: Path) -> None:
     """AWS Lambda Developer Guide, with-ddb (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html): "Lambda

@@ -42,6 +42,7 @@ from urllib.parse import unquote, urlsplit
 import structlog
 
 from seglog_awsmodel.fault_sites import site
+from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.template import Template
 from seglog_emulator.faults.call_crash import draw_crash_after_call
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
@@ -275,7 +276,8 @@ class LambdaApi:
         if kind == "DryRun":
             return 204, {}, b""
         if kind == "Event":
-            self.asynchronous.submit(function, event, source="lambda-event")
+            for _ in range(1 + self._copies(function, event)):
+                self.asynchronous.submit(function, event, source="lambda-event")
             return 202, {}, b""
         if kind != "RequestResponse":
             return _error(400, "InvalidParameterValueException",
@@ -299,6 +301,23 @@ class LambdaApi:
             n = self._seen[request]
         return (draw_crash_after_call(self.faults, "lambda-invoke", request, n),
                 draw_timeout(self.faults, site("timeout", "lambda-invoke", request, n)))
+
+    def _copies(self, function: str, event: Any) -> int:
+        """duplicate_delivery for an ``Event`` Invoke: how many more times the event is handed to the function.
+        Lambda's internal queue is eventually consistent: "even if your function doesn't return an error, it's
+        possible for it to receive the same event from Lambda multiple times" (AWS Lambda Developer Guide,
+        invocation-async-error-handling). Its site is the function, the event and how many times it came."""
+        if self.faults is None:
+            return 0
+        request = site(function, event)
+        with self._lock:
+            self._seen[f"event:{request}"] += 1
+            n = self._seen[f"event:{request}"]
+        decision = self.faults.decide(FaultKind.DUPLICATE_DELIVERY, site("lambda-event", request, n))
+        if decision is None:
+            return 0
+        log.warning("event delivered again (injected fault)", function=function, key=decision.key)
+        return decision.amount or 1
 
     def server(self, sock: Any) -> ThreadingHTTPServer:
         """An HTTP server answering on the listening socket ``sock``."""

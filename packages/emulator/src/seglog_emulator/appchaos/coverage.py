@@ -8,7 +8,7 @@ reached when some run killed the function as that call returned. A kind about a 
 (``ddb_*`` and ``stale_read`` without DynamoDB, ``s3_*`` without S3, ``aws_error`` without any other service) is
 unreachable, not missed; so is a kind about a trigger the template does not have (``lost_response`` without an API,
 ``visibility_expiry`` without a queue mapping, ``reorder`` without a queue or a notification, ``duplicate_delivery``
-without a queue, a schedule or a notification, ``poller_restart`` without a queue or stream mapping).
+without a queue, a stream, a schedule or a notification, ``poller_restart`` without a queue or stream mapping).
 """
 
 from __future__ import annotations
@@ -112,6 +112,6 @@ _TRIGGER_KINDS: dict[FaultKind, frozenset[str]] = {
     FaultKind.LOST_RESPONSE: frozenset({"api"}),
     FaultKind.VISIBILITY_EXPIRY: frozenset({"queue"}),
     FaultKind.REORDER: frozenset({"queue", "notification"}),
-    FaultKind.DUPLICATE_DELIVERY: frozenset({"queue", "schedule", "notification"}),
+    FaultKind.DUPLICATE_DELIVERY: frozenset({"queue", "stream", "schedule", "notification"}),
     FaultKind.POLLER_RESTART: frozenset({"queue", "stream"}),
 }

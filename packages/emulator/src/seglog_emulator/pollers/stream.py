@@ -22,7 +22,8 @@ throttling it, so a throttle never happens.
 
 Faults (DESIGN §7): router_crash_after_send arms the stream router's crash point for one invocation;
 crash_after_call kills the worker after one of its AWS calls; poller_restart ends this process between an
-invocation and its checkpoint; function_timeout cuts an invocation short. Decision sites are the batch's first
+invocation and its checkpoint; function_timeout cuts an invocation short; duplicate_delivery hands a batch to the
+function a second time before its checkpoint. Decision sites are the batch's first
 and last keys, its attempt and the process's incarnation (the attempt restarts at 1 in a new process: without
 the incarnation the same restart fired in every new process), which a seed replays.
 """
@@ -258,6 +259,7 @@ class StreamPoller:
             if self._stop.is_set() and step.attempt > 1 and state.retries > 0:
                 return  # draining: a failing batch is left for the next start, uncheckpointed
             result = self._invoke(shard_id, step.part, step.attempt)
+            self._duplicate(shard_id, step.part, step.attempt)
             maybe_restart(self.faults, self.name, site(sequence_number(step.part[0]), step.attempt))
             settled = state.settle(result.payload, failed=not result.ok, now=self.clock())
             if settled.checkpoint is not None:
@@ -269,9 +271,13 @@ class StreamPoller:
         if step.checkpoint is not None:
             self.checkpoints.put(shard_id, step.checkpoint)
 
-    def _invoke(self, shard_id: str, current: list[Record], attempt: int) -> InvocationResult:
-        keys = (current[0]["dynamodb"].get("Keys"), current[-1]["dynamodb"].get("Keys"), attempt,
+    def _keys(self, current: list[Record], attempt: int) -> tuple[Any, ...]:
+        """What names a batch's delivery in its decision sites: its first and last keys, attempt, incarnation."""
+        return (current[0]["dynamodb"].get("Keys"), current[-1]["dynamodb"].get("Keys"), attempt,
                 self._incarnation)
+
+    def _invoke(self, shard_id: str, current: list[Record], attempt: int) -> InvocationResult:
+        keys = self._keys(current, attempt)
         crash_points: list[str] = []
         timeout: float | None = None
         if self.faults is not None:
@@ -285,6 +291,21 @@ class StreamPoller:
             {"Records": list(current)}, attempt=attempt, source=self.name, crash_points=crash_points,
             timeout=timeout, log_fields={"shard_id": shard_id, "first_sequence_number": sequence_number(current[0])},
             crash_after_call=draw_crash_after_call(self.faults, "stream", *keys))
+
+    def _duplicate(self, shard_id: str, current: list[Record], attempt: int) -> None:
+        """duplicate_delivery: the same batch handed to the function again, after the first invocation and before
+        the checkpoint — Lambda processes a stream's records at least once, and a batch read again (a poller that
+        lost its place, a retry) reaches the function twice. The copy's outcome settles nothing: the first's does."""
+        if self.faults is None:
+            return
+        decision = self.faults.decide(FaultKind.DUPLICATE_DELIVERY, site("stream-duplicate", *self._keys(current,
+                                                                                                      attempt)))
+        for copy in range(decision.amount or 1 if decision is not None else 0):
+            log.warning("stream batch delivered again (injected fault)", shard_id=shard_id, copy=copy + 1,
+                        first_sequence_number=sequence_number(current[0]))
+            self.batches += 1
+            self.invoker.invoke({"Records": list(current)}, attempt=attempt, source=self.name, log_fields={
+                "shard_id": shard_id, "first_sequence_number": sequence_number(current[0]), "copy": copy + 1})
 
     @property
     def _incarnation(self) -> int:

@@ -2,8 +2,9 @@
 synchronous and an asynchronous Invoke (a schedule: test_schedule) each hand the invoker the cut the seed draws for
 the delivery, record it in the fault log, and answer the timed-out invocation as AWS does (the gateway's 503;
 Invoke's ``X-Amz-Function-Error: Unhandled``; an asynchronous event tried again). A caller's retry of the same
-request rolls again. No stack: the invokers are stand-ins that time out when they are given a cut. (The invoker
-itself ending an invocation at its cut is test_invoker's ``test_function_timeout_kills_the_invocation...``.)"""
+request rolls again. And an ``Event`` Invoke meets duplicate_delivery, as Lambda's own queue may hand an event over
+twice (streams: test_stream_poller). No stack: the invokers are stand-ins that time out when they are given a cut.
+(The invoker itself ending an invocation at its cut is test_invoker's ``test_function_timeout_kills_...``.)"""
 
 from __future__ import annotations
 
@@ -103,3 +104,22 @@ def test_a_synchronous_invoke_answers_unhandled_and_an_asynchronous_one_is_tried
     assert [60.0, 120.0] == waits
     assert 4 == timeouts(schedule)
 
+
+
+def test_an_event_invoke_is_handed_to_the_function_again_under_duplicate_delivery() -> None:
+    """duplicate_delivery on an ``Event`` Invoke: the same event runs twice though the first run succeeded."""
+    events: list[Any] = []
+
+    class Succeeds:
+        def invoke(self, event: Mapping[str, Any], **_: Any) -> InvocationResult:
+            events.append(event)
+            return InvocationResult(outcome=Outcome.SUCCESS, function="Fn", request_id="r", pid=1, duration_ms=1.0,
+                                    cold_start=False, payload=None)
+
+    schedule = FaultSchedule(FaultPlan.from_mapping({"seed": 1, "faults": {"duplicate_delivery": {"rate": 1.0}}}))
+    api = LambdaApi({"Fn": "Fn"}, lambda _f: Succeeds(), configs={"Fn": AsyncConfig()}, sqs=None, region="us-east-1",
+                    faults=schedule)
+    assert 202 == api.answer("POST", PATH, {"x-amz-invocation-type": "Event"}, b'{"n": 1}')[0]
+    api.asynchronous.join(5)
+    assert [{"n": 1}, {"n": 1}] == events
+    assert 1 == schedule.summary()[FaultKind.DUPLICATE_DELIVERY]
