@@ -1,8 +1,8 @@
-"""Faults on an application that names no invocation hook or no crash points (issue 36): worker_crash,
-router_crash_after_send and clock_skew need the hook to be armed, and the crash kinds a function's declared points
-(template Metadata SeglogEmulator CrashPoints), so a poller of such an app never draws them (an invoker without a
-hook refuses them: drawn, they would stop the poller), while the delivery faults still fire. seglog declares its
-hook and points, so its seeds draw exactly as before."""
+"""Faults on an application that names no invocation hook or no crash points (issue 36): worker_crash and
+router_crash_after_send need the hook to be armed and a function's declared points (template Metadata SeglogEmulator
+CrashPoints), so a poller of such an app never draws them (an invoker without a hook refuses them: drawn, they would
+stop the poller), while the delivery faults still fire, and clock_skew too: without a hook the worker runs its time
+module ahead (issue 37). seglog declares its hook and points, so its seeds draw exactly as before."""
 
 from __future__ import annotations
 
@@ -39,11 +39,12 @@ def poller(hooked: bool, points: tuple[str, ...] = (), named: list[str] | None =
                        region="us-east-1", faults=FaultSchedule(plan))
 
 
-def test_without_a_hook_no_crash_point_or_clock_skew_is_drawn_and_the_rest_still_fires() -> None:
+def test_without_a_hook_no_crash_point_is_drawn_and_the_rest_still_fires() -> None:
     plain = poller(hooked=False)
     crash_points, timeout = plain._invocation_faults(RECORDS)
-    assert ([], 0.0) == (crash_points, plain._clock_skew(RECORDS, "skew"))
+    assert [] == crash_points
     assert timeout is not None  # function_timeout needs no hook
+    assert plain._clock_skew(RECORDS, "skew") > 0  # nor clock_skew: the worker skews its time module
     hooked = poller(hooked=True, points=("after_write", "before_ack"))
     crash_points, _ = hooked._invocation_faults(RECORDS)
     assert len(crash_points) == 1 and set(crash_points) < {"after_write", "before_ack"}

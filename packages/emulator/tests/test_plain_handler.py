@@ -64,6 +64,26 @@ def test_crash_points_without_an_invocation_hook_are_refused() -> None:
         invoker.invoke({"order": "o-2"}, crash_points=["after_claim"])
 
 
+def test_a_clock_skew_without_a_hook_runs_the_time_module_ahead_for_that_invocation_only(tmp_path: Path) -> None:
+    """clock_skew for any app (issue 37, point 1): with no invocation hook, the worker runs ``time.time()`` and
+    ``time.time_ns()`` ahead for the skewed invocation; the next one, in the same warm worker, reads the true clock,
+    and the handler's remaining time is the deadline's, not the skewed clock's."""
+    (tmp_path / "clock.py").write_text(
+        "import time\n\ndef handler(event, context):\n"
+        "    return {'time': time.time(), 'ns': time.time_ns(), 'left': context.get_remaining_time_in_millis()}\n")
+    spec = FunctionSpec(logical_id="ClockFunction", Handler="clock.handler", Timeout=30)
+    with LambdaInvoker(spec, code=[tmp_path], stderr=subprocess.DEVNULL) as invoker:
+        before = time.time()
+        skewed = invoker.invoke({}, clock_skew=6.5)
+        real = invoker.invoke({})
+        after = time.time()
+    assert skewed.pid == real.pid
+    assert before + 6.5 <= skewed.payload["time"] <= after + 6.5
+    assert abs(skewed.payload["ns"] / 1e9 - skewed.payload["time"]) < 1
+    assert before <= real.payload["time"] <= after
+    assert skewed.payload["left"] > 25_000  # not cut by the skew
+
+
 def test_a_runtime_other_than_this_interpreter_runs_here_with_a_warning() -> None:
     """python3.12 is not what workers run (this interpreter is): the function runs on it, and the log says so."""
     spec = FunctionSpec(logical_id="OrdersFunction", Handler="orders.handler", Runtime="python3.12")

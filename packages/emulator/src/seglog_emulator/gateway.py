@@ -56,8 +56,8 @@ from seglog_client.sigv4 import header_map
 from seglog_emulator.access_log import AccessLog
 from seglog_emulator.api_auth import IamAuthorizer, Refusal
 from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.invocation import draw_clock_skew, draw_timeout
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
-from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.invoker import Outcome
 from seglog_emulator.pollers.common import Invoker
 
@@ -199,10 +199,10 @@ class Gateway:
         context.update({"requestId": request["requestId"], "routeKey": key, "identity.sourceIp": source_ip})
         # The invocation's log line and the answer both carry the request id, so a client's try can be matched
         # with the invocation that served it (the report's "served by" link).
-        crash, timeout = self._invocation_faults(method, path, body)
+        crash, timeout, skew = self._invocation_faults(method, path, body)
         result = self.invokers[route.function].invoke(event, source="api", log_fields={
             "method": method, "path": path, "api_request_id": request["requestId"]},
-            crash_after_call=crash, timeout=timeout)
+            crash_after_call=crash, timeout=timeout, clock_skew=skew)
         named = [(REQUEST_ID_HEADER, request["requestId"])]
         if not result.ok:
             context["integrationErrorMessage"] = result.error_message
@@ -218,18 +218,20 @@ class Gateway:
             answer_headers = self.cors.response(fields, answer_headers)
         return status, [*answer_headers, *named], payload
 
-    def _invocation_faults(self, method: str, path: str, body: bytes) -> tuple[Decision | None, float | None]:
-        """crash_after_call and function_timeout for this request: their site is the request and how many times it
-        came (a client's retry rolls again). A crashed or timed-out function is answered as API Gateway answers any
-        function that did not return."""
+    def _invocation_faults(self, method: str, path: str,
+                           body: bytes) -> tuple[Decision | None, float | None, float]:
+        """crash_after_call, function_timeout and clock_skew for this request: their site is the request and how many
+        times it came (a client's retry rolls again). A crashed or timed-out function is answered as API Gateway
+        answers any function that did not return."""
         if self.faults is None:
-            return None, None
+            return None, None, 0.0
         request = site(method.upper(), path, body.decode("utf-8", "replace"))
         with self._lock:
             self._seen[f"call:{request}"] += 1
             n = self._seen[f"call:{request}"]
         return (draw_crash_after_call(self.faults, "gateway", request, n),
-                draw_timeout(self.faults, site("timeout", "gateway", request, n)))
+                draw_timeout(self.faults, site("timeout", "gateway", request, n)),
+                draw_clock_skew(self.faults, site("skew", "gateway", request, n)))
 
     def _lose(self, method: str, path: str, body: bytes) -> bool:
         if self.faults is None or method.upper() in ("GET", "HEAD", "OPTIONS"):

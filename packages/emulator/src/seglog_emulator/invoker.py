@@ -205,7 +205,8 @@ class LambdaInvoker:
             crash_points: named points at which the worker kills itself during this invocation.
             timeout: ends this invocation as timed out after so many seconds, if sooner than the function's
                 timeout (the function_timeout fault: the handler sees the function's own deadline).
-            clock_skew: seconds the services' clock runs ahead during this invocation (the clock_skew fault).
+            clock_skew: seconds the clock runs ahead during this invocation (the clock_skew fault): the application's
+                hook skews its own clock; without one, the worker skews the ``time`` module's wall clock.
             environment: variables set for this invocation only, over the function's own (the mixed_version
                 fault: another code version's settings); the worker restores its environment after.
             log_fields: more correlation ids for the invocation's log line (shard, message id, ...).
@@ -215,13 +216,13 @@ class LambdaInvoker:
         Raises:
             InvokerClosedError: after :meth:`close`.
             TypeError: the event is not JSON-serializable.
-            ValueError: crash points or a clock skew, and no invocation hook.
+            ValueError: crash points, and no invocation hook.
         """
         event_json = json.dumps(event)  # once, and here: a bad event is the caller's error, not a worker fault
         crash_points = sorted(set(crash_points))
-        if (crash_points or clock_skew) and self._hook is None:
-            raise ValueError(f"{self.function.logical_id!r}: crash points and clock skew need the application's "
-                             f"invocation hook (template Metadata SeglogEmulator.InvocationHook); it names none")
+        if crash_points and self._hook is None:
+            raise ValueError(f"{self.function.logical_id!r}: crash points need the application's invocation hook "
+                             f"(template Metadata SeglogEmulator.InvocationHook); it names none")
         body: dict[str, Any] = {"invoked_function_arn": self.arn, "crash_points": crash_points}
         if clock_skew:
             body["clock_skew_seconds"] = clock_skew

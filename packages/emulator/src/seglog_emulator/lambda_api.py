@@ -45,8 +45,8 @@ from seglog_awsmodel.fault_sites import site
 from seglog_awsmodel.faults import FaultKind
 from seglog_awsmodel.template import Template
 from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.invocation import draw_clock_skew, draw_timeout
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
-from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.iam import arns
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker
@@ -180,10 +180,11 @@ class AsyncInvoker:
                 self.sleep(RETRY_DELAYS[min(attempt - 2, len(RETRY_DELAYS) - 1)])
                 if time.monotonic() - started > config.max_age:
                     break
-            crash = draw_crash_after_call(self.faults, source, function, site(event), attempt)
-            timeout = draw_timeout(self.faults, site("timeout", source, function, site(event), attempt))
-            result = self.invoker(function).invoke(event, attempt=attempt, source=source, crash_after_call=crash,
-                                                   timeout=timeout)
+            delivery = (source, function, site(event), attempt)
+            result = self.invoker(function).invoke(
+                event, attempt=attempt, source=source, crash_after_call=draw_crash_after_call(self.faults, *delivery),
+                timeout=draw_timeout(self.faults, site("timeout", *delivery)),
+                clock_skew=draw_clock_skew(self.faults, site("skew", *delivery)))
             if result.ok:
                 return
         assert result is not None
@@ -282,25 +283,27 @@ class LambdaApi:
         if kind != "RequestResponse":
             return _error(400, "InvalidParameterValueException",
                           f"X-Amz-Invocation-Type {kind!r}: send RequestResponse, Event or DryRun")
-        crash, timeout = self._invocation_faults(function, event)
-        result = self.invoker(function).invoke(event, source="lambda-invoke", crash_after_call=crash, timeout=timeout)
+        crash, timeout, skew = self._invocation_faults(function, event)
+        result = self.invoker(function).invoke(event, source="lambda-invoke", crash_after_call=crash, timeout=timeout,
+                                               clock_skew=skew)
         answer_headers = {"x-amz-executed-version": "$LATEST", "content-type": "application/json"}
         if not result.ok:
             answer_headers["x-amz-function-error"] = "Unhandled"
         return 200, answer_headers, json.dumps(_payload(result)).encode()
 
-    def _invocation_faults(self, function: str, event: Any) -> tuple[Decision | None, float | None]:
-        """crash_after_call and function_timeout for a synchronous Invoke: their site is the function, the event and
-        how many times that event came (a caller's retry rolls again). The caller gets either as a function error,
-        as from Lambda."""
+    def _invocation_faults(self, function: str, event: Any) -> tuple[Decision | None, float | None, float]:
+        """crash_after_call, function_timeout and clock_skew for a synchronous Invoke: their site is the function, the
+        event and how many times that event came (a caller's retry rolls again). The caller gets a crash or a timeout
+        as a function error, as from Lambda."""
         if self.faults is None:
-            return None, None
+            return None, None, 0.0
         request = site(function, event)
         with self._lock:
             self._seen[request] += 1
             n = self._seen[request]
         return (draw_crash_after_call(self.faults, "lambda-invoke", request, n),
-                draw_timeout(self.faults, site("timeout", "lambda-invoke", request, n)))
+                draw_timeout(self.faults, site("timeout", "lambda-invoke", request, n)),
+                draw_clock_skew(self.faults, site("skew", "lambda-invoke", request, n)))
 
     def _copies(self, function: str, event: Any) -> int:
         """duplicate_delivery for an ``Event`` Invoke: how many more times the event is handed to the function.

@@ -44,8 +44,8 @@ from seglog_awsmodel.fault_sites import draw, site
 from seglog_awsmodel.faults import FaultKind
 from seglog_emulator.errors import InvokerClosedError
 from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.invocation import draw_clock_skew, draw_timeout
 from seglog_emulator.faults.schedule import FaultSchedule
-from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID
 from seglog_emulator.pollers.common import Invoker
 
@@ -185,7 +185,8 @@ class Scheduler:
                 result = self.invoker.invoke(
                     event, attempt=attempt, source=self.name, log_fields=fields,
                     crash_after_call=draw_crash_after_call(self.faults, "schedule", *delivery),
-                    timeout=draw_timeout(self.faults, site("timeout", "schedule", *delivery)))
+                    timeout=draw_timeout(self.faults, site("timeout", "schedule", *delivery)),
+                    clock_skew=draw_clock_skew(self.faults, site("skew", "schedule", *delivery)))
             except InvokerClosedError:
                 return  # stopping
             if result.ok:

@@ -13,7 +13,8 @@ imported.
 An application that has named crash points (DESIGN §7) names, in its template's
 ``Metadata: SeglogEmulator: InvocationHook``, a module of its artifact with ``arm(points, *, clock_skew)`` and
 ``disarm()``; the invoker passes that name in :data:`HOOK_VARIABLE`, and the wrapper imports the module (the very
-one the handler uses) on the first invocation that carries crash points or a clock skew.
+one the handler uses) on the first invocation that carries crash points or a clock skew. An application with no
+hook still meets a clock skew: the worker runs the ``time`` module's wall clock ahead for that invocation.
 
 Like Lambda's execution environment lifecycle (AWS Lambda Developer Guide, lambda-runtime-environment) it
 runs an Init phase once — import the handler's module — then any number of Invoke phases that reuse the
@@ -79,6 +80,8 @@ HOOK_VARIABLE: Final = "SEGLOG_EMULATOR_HOOK"
 #: destination), so an invocation that outlives its invoker keeps its log.
 FALLBACK_VARIABLE: Final = "SEGLOG_LOG_FALLBACK_FD"
 WRAPPER_VARIABLES: Final = (ENV_PLAN, ENV_DIR, ENV_WRITES, IAM_ENV_VAR, HOOK_VARIABLE, FALLBACK_VARIABLE)
+#: The wall clock as the worker started: a clock_skew without a hook moves ``time.time``, never the deadline.
+_TRUE_TIME: Final = time.time
 #: Written on stderr, with the request id, once an invocation is over and before its reply (see the protocol).
 DONE_MARK: Final = b"\x1eseglog-invocation-done "
 
@@ -111,7 +114,7 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         """Milliseconds left before the invoker kills this invocation (never negative)."""
-        return max(0, self._deadline_ms - int(time.time() * 1000))
+        return max(0, self._deadline_ms - int(_TRUE_TIME() * 1000))  # the deadline, whatever skew the handler meets
 
 
 class InitError(Exception):
@@ -181,7 +184,7 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
                             invoked_function_arn=str(request.get("invoked_function_arn", "")))
     jsonlog.bind(function_name=context.function_name, request_id=request_id)  # the wrapper's own lines
     points, skew = request.get("crash_points") or (), float(request.get("clock_skew_seconds") or 0.0)
-    hook = _hook() if points or skew else None
+    hook = _hook() if points or (skew and _hook_name) else None
     if hook is not None:
         hook.arm(points, clock_skew=skew)
     # The sandbox enforces the timeout itself, as Lambda's does: the invoker kills a late worker too, but an
@@ -192,7 +195,7 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     watchdog.daemon = True
     watchdog.start()
     try:
-        with _environment(request.get("environment") or {}):
+        with _environment(request.get("environment") or {}), _skewed_clock(skew if hook is None else 0.0):
             payload = handler(request["event"], context)
     except Exception as exc:
         log.error("invocation failed", request_id=request_id, error_type=type(exc).__name__, exc_info=True)
@@ -208,6 +211,25 @@ def _invoke(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         return _error(request_id, "Runtime.MarshalError", f"Unable to marshal response: {exc}", [])
     return {"request_id": request_id, "status": "success", "payload": json.loads(encoded)}
+
+
+@contextlib.contextmanager
+def _skewed_clock(seconds: float) -> Iterator[None]:
+    """clock_skew for an application with no invocation hook: for this invocation the wall clock read through the
+    ``time`` module (``time.time()``, ``time.time_ns()``: a DynamoDB TTL, a lease's expiry, a token's age) runs
+    ``seconds`` ahead, as on an execution environment whose clock is off. A name bound to the function before
+    (``from time import time``) and ``datetime.now()`` keep the true clock (``datetime.datetime`` is not swapped:
+    ``isinstance`` checks in the SDK would fail); an application's hook skews its own clock instead."""
+    if not seconds:
+        yield
+        return
+    real_time, real_ns = time.time, time.time_ns
+    time.time = lambda: real_time() + seconds
+    time.time_ns = lambda: real_ns() + int(seconds * 1_000_000_000)
+    try:
+        yield
+    finally:
+        time.time, time.time_ns = real_time, real_ns
 
 
 @contextlib.contextmanager

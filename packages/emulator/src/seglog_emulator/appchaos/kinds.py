@@ -3,10 +3,11 @@
 Every kind here needs no knowledge of the app: delivery faults (duplicate, reordered, late deliveries, visibility
 expiring mid-invocation, timeouts, poller and supervisor restarts), a kill -9 after the Nth AWS call of an
 invocation (``crash_after_call``), AWS errors on any service and lost answers inside the functions, and lost answers
-at the gateway. The kinds that need the app's cooperation join only when its template gives it: ``worker_crash`` and
-``router_crash_after_send`` need named crash points, ``clock_skew`` an invocation hook (template ``Metadata:
-SeglogEmulator``). The rest of the catalogue (``dlq``, ``redrive``, ``mixed_version``) belongs to seglog's own
-chaos: they change its stack's parameters and code version, and are refused here by name.
+at the gateway, and a clock running ahead (``clock_skew``: through the app's invocation hook if it has one, else the
+worker's ``time`` module). The kinds that need the app's cooperation join only when its template gives it:
+``worker_crash`` and ``router_crash_after_send`` need named crash points and the hook that arms them (template
+``Metadata: SeglogEmulator``). The rest of the catalogue (``dlq``, ``redrive``, ``mixed_version``) belongs to
+seglog's own chaos: they change its stack's parameters and code version, and are refused here by name.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ APP_RATES: Final[dict[FaultKind, float]] = {
     FaultKind.DDB_LOST_RESPONSE: 0.02, FaultKind.AWS_ERROR: 0.02,
     # Per invocation, any function: the worker dies after one of its first six AWS calls (AMOUNTS).
     FaultKind.CRASH_AFTER_CALL: 0.05,
+    # Per invocation: the app's hook runs its own clock ahead, or, with no hook, the worker its time module.
+    FaultKind.CLOCK_SKEW: 0.15,
 }
-#: The kinds that need the template's crash points (``CrashPoints``) or its hook (``InvocationHook``), and rates.
+#: The kinds that need the template's crash points (``CrashPoints``) and its hook (``InvocationHook``), and rates.
 HOOKED_RATES: Final[dict[FaultKind, float]] = {
-    FaultKind.WORKER_CRASH: 0.3, FaultKind.ROUTER_CRASH_AFTER_SEND: 0.1, FaultKind.CLOCK_SKEW: 0.15,
+    FaultKind.WORKER_CRASH: 0.3, FaultKind.ROUTER_CRASH_AFTER_SEND: 0.1,
 }
 #: seglog's own: what its chaos runner does to its stack, not something the emulator can do to any app.
 SEGLOG_ONLY: Final = frozenset({FaultKind.DLQ, FaultKind.REDRIVE, FaultKind.MIXED_VERSION})
@@ -41,11 +44,8 @@ SEGLOG_ONLY: Final = frozenset({FaultKind.DLQ, FaultKind.REDRIVE, FaultKind.MIXE
 def app_kinds(metadata: Mapping[str, Any]) -> dict[FaultKind, float]:
     """The kinds an app with these ``Metadata: SeglogEmulator`` settings can use, at their ``all`` rates."""
     kinds = dict(APP_RATES)
-    if metadata.get("InvocationHook"):
-        kinds[FaultKind.CLOCK_SKEW] = HOOKED_RATES[FaultKind.CLOCK_SKEW]
-        if metadata.get("CrashPoints"):
-            kinds[FaultKind.WORKER_CRASH] = HOOKED_RATES[FaultKind.WORKER_CRASH]
-            kinds[FaultKind.ROUTER_CRASH_AFTER_SEND] = HOOKED_RATES[FaultKind.ROUTER_CRASH_AFTER_SEND]
+    if metadata.get("InvocationHook") and metadata.get("CrashPoints"):
+        kinds.update(HOOKED_RATES)
     return kinds
 
 
@@ -75,9 +75,8 @@ def app_plan(seed: int, faults: str, rate: float | None, kinds: Mapping[FaultKin
                 problems.append(f"{kind} is seglog's own chaos fault (it changes seglog's stack or code version); "
                                 f"an app's chaos uses: {', '.join(map(str, kinds))}")
             elif kind in HOOKED_RATES and kind not in kinds:
-                problems.append(f"{kind} needs the template's Metadata SeglogEmulator (InvocationHook"
-                                f"{', CrashPoints' if kind is not FaultKind.CLOCK_SKEW else ''}); this "
-                                f"app can use: {', '.join(map(str, kinds))}")
+                problems.append(f"{kind} needs the template's Metadata SeglogEmulator (InvocationHook, CrashPoints);"
+                                f" this app can use: {', '.join(map(str, kinds))}")
             else:  # an unknown name is refused by FaultPlan, with the known ones
                 named.append(one)
     try:

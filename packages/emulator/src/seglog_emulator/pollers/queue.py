@@ -19,7 +19,8 @@ duplicate_delivery invokes the same message again beside the first; visibility_e
 visible again while the first invocation still runs, so a second receive delivers it concurrently;
 reorder puts a message back for ``delay_ms`` so later ones overtake it; worker_crash arms a named crash point;
 crash_after_call kills the worker after one of the invocation's AWS calls (any function);
-function_timeout cuts the invocation short; clock_skew runs the invocation's clock fast; mixed_version runs it
+function_timeout cuts the invocation short; clock_skew runs the invocation's clock fast (any app: the hook's clock,
+or the worker's time module); mixed_version runs it
 with another chunk size; poller_restart ends this process before the deletes.
 """
 
@@ -40,8 +41,8 @@ from seglog_awsmodel.faults import CHUNK_CELLS_ENV, FaultKind
 from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.queue_batches import settled_messages
 from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.invocation import draw_clock_skew, draw_timeout
 from seglog_emulator.faults.schedule import Decision, FaultSchedule
-from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.invoker import InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
 from seglog_emulator.pollers.usage import OldestMessage, PollerUsage
@@ -80,8 +81,6 @@ class QueuePoller:
         self.queue_arn = queue_arn
         self.region = region
         self.faults = faults
-        #: Crash points and clock skew need the application's invocation hook: without one they are not drawn.
-        self._hooked = bool(getattr(invoker, "hooked", True))
         self.name = f"{mapping.function}.{mapping.event}"
         self._sleep = sleep
         self._stop = threading.Event()
@@ -255,10 +254,7 @@ class QueuePoller:
 
     def _clock_skew(self, records: list[dict[str, Any]], what: str) -> float:
         """clock_skew: seconds this invocation's clock runs ahead (0 when the fault does not fire)."""
-        if self.faults is None or not self._hooked:
-            return 0.0
-        decision = self.faults.decide(FaultKind.CLOCK_SKEW, self._key(records[0], what))
-        return decision.amount / 1000 if decision is not None and decision.amount is not None else 0.0
+        return draw_clock_skew(self.faults, self._key(records[0], what))
 
     def _version(self, records: list[dict[str, Any]], what: str) -> dict[str, str] | None:
         """mixed_version: the environment of another code version for this invocation — another chunk size,

@@ -55,8 +55,8 @@ from seglog_awsmodel.filtering import matches
 from seglog_awsmodel.stream_batches import Discard, Done, Record, StreamBatch, sequence_number
 from seglog_emulator.checkpoints import CheckpointStore
 from seglog_emulator.faults.call_crash import draw_crash_after_call
+from seglog_emulator.faults.invocation import draw_clock_skew, draw_timeout
 from seglog_emulator.faults.schedule import FaultSchedule
-from seglog_emulator.faults.timeout import draw_timeout
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
@@ -280,16 +280,19 @@ class StreamPoller:
         keys = self._keys(current, attempt)
         crash_points: list[str] = []
         timeout: float | None = None
+        skew = 0.0
         if self.faults is not None:
             points = list(getattr(self.invoker, "crash_points", ()))
             # Every point the function declares is armed: the first its code reaches kills it.
             if points and self.faults.decide(FaultKind.ROUTER_CRASH_AFTER_SEND, site("router", *keys)):
                 crash_points.extend(points)
             timeout = draw_timeout(self.faults, site("stream-timeout", *keys))
+            skew = draw_clock_skew(self.faults, site("skew", "stream", *keys))
         self.batches += 1
         return self.invoker.invoke(
             {"Records": list(current)}, attempt=attempt, source=self.name, crash_points=crash_points,
-            timeout=timeout, log_fields={"shard_id": shard_id, "first_sequence_number": sequence_number(current[0])},
+            timeout=timeout, clock_skew=skew,
+            log_fields={"shard_id": shard_id, "first_sequence_number": sequence_number(current[0])},
             crash_after_call=draw_crash_after_call(self.faults, "stream", *keys))
 
     def _duplicate(self, shard_id: str, current: list[Record], attempt: int) -> None:
