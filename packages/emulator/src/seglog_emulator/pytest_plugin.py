@@ -83,7 +83,8 @@ def sam_app(seglog_stack: StackEndpoints, request: pytest.FixtureRequest,
         made = 0
 
         def make(template: str | Path, parameters: dict[str, Any] | None = None, *, faults: str | None = None,
-                 seed: int | None = None, rate: float | None = None, iam: bool = True) -> App:
+                 seed: int | None = None, rate: float | None = None, iam: bool = True,
+                 schedule_scale: float = 1.0) -> App:
             nonlocal made
             path = Path(template).resolve()
             chosen = faults if faults is not None else (marker.kwargs.get("faults", "all") if marker else None)
@@ -99,7 +100,8 @@ def sam_app(seglog_stack: StackEndpoints, request: pytest.FixtureRequest,
             name = hashlib.blake2b(request.node.nodeid.encode(), digest_size=4).hexdigest()
             directory = tmp_path / f"seglog-{made}"
             session = AppSession(Target(template=path, endpoints=seglog_stack.endpoints, profile=seglog_stack.profile,
-                                        region=seglog_stack.region, parameters=dict(parameters or {}), iam=iam),
+                                        region=seglog_stack.region, parameters=dict(parameters or {}), iam=iam,
+                                        schedule_scale=schedule_scale),
                                  stack=f"pt-{stack_slug(path)}-{name}-{made}", directory=directory, plan=plan,
                                  seed=run_seed)
             made += 1

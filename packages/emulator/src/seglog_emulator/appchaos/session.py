@@ -54,6 +54,8 @@ class Target:
     parameters: dict[str, Any] = field(default_factory=dict)
     iam: bool = True
     artifact: Path | None = None
+    #: How many times faster than real time the template's schedules run (60: a rate(1 minute) fires every second).
+    schedule_scale: float = 1.0
 
 
 @dataclass
@@ -110,7 +112,7 @@ class AppSession:
         state = self.directory / "emulator"
         settings = EmulatorSettings(deployment=deployment, template=target.template, stack=self.stack,
                                     state_dir=state, parameters=target.parameters, iam=target.iam,
-                                    artifact=target.artifact)
+                                    artifact=target.artifact, schedule_scale=target.schedule_scale)
         if self.runtime is not None:
             self.runtime.start()
         self.supervisor = SupervisorProcess(settings, self.runtime, self.log_file)
