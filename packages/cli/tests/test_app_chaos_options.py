@@ -36,3 +36,13 @@ def test_what_cannot_run_is_refused_saying_what_to_give(args: list[str], expecte
     code, output = chaos(*args)
     assert code != 0
     assert expected in " ".join(output.split()), output
+
+
+def test_the_replay_command_keeps_every_option_the_run_depends_on() -> None:
+    from seglog_cli.app_chaos import _replay
+
+    line = _replay(Path("t.yaml"), Path("d.py"), None, True, ("at",), {"Dedupe": "false"}, "all", 0.2, iam=False,
+                   schedule_scale=60)
+    assert line == ("seglog chaos --template t.yaml --workload d.py --differential --ignore at --parameter "
+                    "Dedupe=false --faults all --rate 0.2 --no-iam --schedule-scale 60")
+    assert "--no-iam" not in _replay(Path("t.yaml"), Path("d.py"), Path("c.py"), False, (), {}, "all", None)

@@ -27,7 +27,8 @@ from seglog_report.model import Report, RunData
 def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], template: Path, workload: Path,
                   check: Path | None, differential: bool, ignore: tuple[str, ...], parameters: dict[str, Any],
                   seed: int, runs: int, faults: str, rate: float | None, state_root: Path, iam: bool,
-                  fail_fast: bool, as_json: bool, artifact: Path | None) -> tuple[AppCampaign, str]:
+                  fail_fast: bool, as_json: bool, artifact: Path | None,
+                  schedule_scale: float = 1.0) -> tuple[AppCampaign, str]:
     """Check the options and the files, then bring the local stack up (``stack()``: its endpoints, profile and
     region), run the campaign and print it. Returns the campaign and its text."""
     if (check is None) == (not differential):
@@ -40,7 +41,8 @@ def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], templ
     app_plan(seed, faults, rate, *template_kinds(template))  # a bad --faults fails here, before the stack starts
     endpoints, profile, region = stack()
     chaos = AppChaos(Target(template=template.resolve(), endpoints=endpoints, profile=profile, region=region,
-                            parameters=parameters, iam=iam, artifact=artifact), state_root=state_root)
+                            parameters=parameters, iam=iam, artifact=artifact, schedule_scale=schedule_scale),
+                     state_root=state_root)
 
     def progress(run: AppRun) -> None:
         if as_json:
@@ -53,7 +55,8 @@ def run_app_chaos(*, stack: Callable[[], tuple[dict[str, str], str, str]], templ
 
     campaign = run_campaign(chaos, seed=seed, runs=runs, faults=faults, rate=rate, workload=drive, check=verdict,
                             differential=differential, ignore=ignore, fail_fast=fail_fast, on_run=progress)
-    replay = _replay(template, workload, check, differential, ignore, parameters, faults, rate)
+    replay = _replay(template, workload, check, differential, ignore, parameters, faults, rate,
+                     iam=iam, schedule_scale=schedule_scale)
     text = "\n".join(render(campaign, replay))
     if as_json:
         click.echo(json.dumps({**campaign.to_dict(), "kinds": sorted(map(str, chaos.kinds)),
@@ -112,7 +115,8 @@ def _run_data(run: AppRun) -> RunData | None:
 
 
 def _replay(template: Path, workload: Path, check: Path | None, differential: bool, ignore: tuple[str, ...],
-            parameters: dict[str, Any], faults: str, rate: float | None) -> str:
+            parameters: dict[str, Any], faults: str, rate: float | None, *, iam: bool = True,
+            schedule_scale: float = 1.0) -> str:
     parts = ["seglog", "chaos", "--template", str(template), "--workload", str(workload)]
     parts += ["--check", str(check)] if check is not None else ["--differential"]
     for name in ignore:
@@ -120,4 +124,6 @@ def _replay(template: Path, workload: Path, check: Path | None, differential: bo
     for key, value in parameters.items():
         parts += ["--parameter", f"{key}={value}"]
     parts += ["--faults", faults] + (["--rate", str(rate)] if rate is not None else [])
+    parts += [] if iam else ["--no-iam"]
+    parts += ["--schedule-scale", f"{schedule_scale:g}"] if schedule_scale != 1 else []
     return shlex.join(parts)

@@ -205,6 +205,9 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None, st
               help="With --differential: a field (an attribute, a JSON key, at any depth) left out of the "
                    "comparison, e.g. a time stamp or a generated id. Repeatable.")
 @click.option("--no-iam", "no_iam", is_flag=True, help="With --workload: do not enforce the functions' policies.")
+@click.option("--schedule-scale", "schedule_scale", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="With --workload: run the template's schedules this many times faster than "
+                                      "real time (60: a rate(1 minute) fires every second).")
 @parameter_option
 @report_option
 @template_option
@@ -214,8 +217,9 @@ def emulate_status(ctx: click.Context, as_json: bool, state_dir: Path | None, st
 def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | None, fault_plan_file: Path | None,
           cover: bool, target: str, require_coverage: bool, sheets: int, clients: int, edits: int, as_json: bool,
           fail_fast: bool, state_dir: Path | None, console_port: int | None, workload: Path | None,
-          check: Path | None, differential: bool, ignore: tuple[str, ...], no_iam: bool, parameters: tuple[str, ...],
-          report_dir: Path | None, template: Path | None, artifact: Path | None) -> None:
+          check: Path | None, differential: bool, ignore: tuple[str, ...], no_iam: bool, schedule_scale: float,
+          parameters: tuple[str, ...], report_dir: Path | None, template: Path | None,
+          artifact: Path | None) -> None:
     """Run client workloads through the API against the emulator under seeded faults, then verify I1-I6.
 
     Each run: start the emulator with the run's fault plan, edit sheets concurrently (retrying with entry ids),
@@ -251,7 +255,7 @@ def chaos(ctx: click.Context, seed: int, runs: int, faults: str, rate: float | N
             workload=workload, check=check, differential=differential, ignore=ignore,
             parameters=parse_parameters(parameters), seed=seed, runs=runs,
             faults=faults, rate=rate, state_root=state_dir or config.run_dir / "chaos-app", iam=not no_iam,
-            fail_fast=fail_fast, as_json=as_json, artifact=artifact)
+            fail_fast=fail_fast, as_json=as_json, artifact=artifact, schedule_scale=schedule_scale)
         page, _priced = publish(app_report(found, text, command_line(ctx)),
                                 report_directory(report_dir, config.run_dir, "chaos"))
         if not as_json:
