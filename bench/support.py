@@ -1,7 +1,8 @@
 """Shared pieces of the benchmarks: a local stack of their own, statistics, the entry body, headline figures.
 
 Each benchmark starts its own stack on dedicated ports in a temporary run dir (a developer's `seglog up` stack
-on 4566/8000 and the test session's on 4640/4650 are left alone) and stops it at the end.
+on 4566/8000 and the test session's on 4640/4650 are left alone) and stops it at the end. SEGLOG_BENCH_PORT_BASE
+(default 4660) moves those ports, as SEGLOG_TEST_PORT_BASE moves the tests', so two checkouts can bench side by side.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -29,7 +31,8 @@ from seglog_stack import StackConfig, StackManager, local
 from seglog_stack.local import LocalDeployment
 
 #: (LocalStack port, DynamoDB Local port) per profile, used by the benchmarks only.
-BENCH_PORTS = {"dynamodb-local": (4660, 8060), "localstack": (4670, 8070)}
+_BASE = int(os.environ.get("SEGLOG_BENCH_PORT_BASE", "4660"))
+BENCH_PORTS = {"dynamodb-local": (_BASE, _BASE + 3400), "localstack": (_BASE + 10, _BASE + 3410)}
 PROFILES = tuple(BENCH_PORTS)
 
 #: The entry item size the append benchmarks aim for: near, and under, the 1 KB write unit.
