@@ -1,7 +1,8 @@
 """Shared pieces of the benchmarks: a local stack of their own, statistics, the entry body, headline figures.
 
 Each benchmark starts its own stack on dedicated ports in a temporary run dir (a developer's `seglog up` stack
-on 4566/8000 and the test session's on 4640/4650 are left alone) and stops it at the end.
+on 4566/8000 and the test session's on 4640/4650 are left alone) and stops it at the end. SEGLOG_BENCH_PORT_BASE
+(default 4660) moves those ports, as SEGLOG_TEST_PORT_BASE moves the tests', so two checkouts can bench side by side.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -17,19 +19,23 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seglog_aws.backend import Backend
 from seglog_aws.items import entry_to_item
 from seglog_core import logs
 from seglog_core.schema import Entry, SetCell, encode_body
-from seglog_plugin.chaos.watch import percentile as chaos_percentile
-from seglog_plugin.resources import backend_of
-from seglog_stack import StackConfig, StackManager, local
-from seglog_stack.local import LocalDeployment
+
+if TYPE_CHECKING:
+    from seglog_aws.backend import Backend
+    from seglog_stack.local import LocalDeployment
+
+# The stack manager and seglog's chaos tools are imported where they are used, not here: bench_contention's 32
+# spawned writers import this module for the entry body and their Run, and those imports cost each of them about
+# 0.6 s of CPU (of 1.8 s) on this 2-core machine, before the barrier that starts the clock.
 
 #: (LocalStack port, DynamoDB Local port) per profile, used by the benchmarks only.
-BENCH_PORTS = {"dynamodb-local": (4660, 8060), "localstack": (4670, 8070)}
+_BASE = int(os.environ.get("SEGLOG_BENCH_PORT_BASE", "4660"))
+BENCH_PORTS = {"dynamodb-local": (_BASE, _BASE + 3400), "localstack": (_BASE + 10, _BASE + 3410)}
 PROFILES = tuple(BENCH_PORTS)
 
 #: The entry item size the append benchmarks aim for: near, and under, the 1 KB write unit.
@@ -42,6 +48,8 @@ ITEM_SIZE = 1000
 @contextmanager
 def local_backend(profile: str) -> Iterator[Backend]:
     """Start a provisioned stack of ``profile`` in a temporary run dir; stop it and remove the dir at the end."""
+    from seglog_plugin.resources import backend_of
+
     with local_deployment(profile) as deployment:
         yield backend_of(deployment)
 
@@ -49,6 +57,8 @@ def local_backend(profile: str) -> Iterator[Backend]:
 @contextmanager
 def local_deployment(profile: str) -> Iterator[LocalDeployment]:
     """:func:`local_backend`'s stack, as its deployment: endpoints too, for benchmarks that provision more."""
+    from seglog_stack import StackConfig, StackManager, local
+
     ls_port, ddb_port = BENCH_PORTS[profile]
     run_dir = Path(tempfile.mkdtemp(prefix=f"seglog-bench-{profile}-"))
     config = StackConfig.resolve(profile=profile, localstack_port=ls_port, dynamodb_port=ddb_port, run_dir=run_dir)
@@ -101,6 +111,8 @@ class Headline:
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) by linear interpolation between closest ranks (NaN for no values)."""
+    from seglog_plugin.chaos.watch import percentile as chaos_percentile
+
     found = chaos_percentile(values, q)
     return math.nan if found is None else found
 
@@ -167,6 +179,8 @@ def profiles(choice: str) -> tuple[str, ...]:
 
 def standalone(description: str, run: Callable[[Backend, bool], list[Headline]]) -> None:
     """``python -m bench.<module>``: run one benchmark on each chosen profile and print its headlines."""
+    from seglog_plugin.resources import backend_of
+
     deployed(description, lambda deployment, quick: run(backend_of(deployment), quick))
 
 

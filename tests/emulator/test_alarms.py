@@ -2,9 +2,10 @@
 real puts its alarm in ALARM, `seglog emulate status` says so, and the alarm goes back to OK when the condition
 ends — a job parked in the dead-letter queue, and a stream the router cannot get past.
 
-The alarms' periods run ten times faster than CloudWatch's (``alarm_scale`` 0.1: a 60 s period passes in 6 s); the
-rules are CloudWatch's (seglog_awsmodel.alarms), the datapoints the emulator's own (its processes' log lines and
-the queues' real attributes)."""
+The alarms' periods run twenty times faster than CloudWatch's (``alarm_scale`` 0.05: a 60 s period passes in 3 s;
+the stream poller then logs its IteratorAge twice a period, seglog_emulator.pollers.usage.usage_seconds); the rules
+are CloudWatch's (seglog_awsmodel.alarms), the datapoints the emulator's own (its processes' log lines and the
+queues' real attributes)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ from seglog_stack import local
 
 pytestmark = pytest.mark.stack
 
-#: Alarm periods ten times faster than CloudWatch's.
-SCALE = 0.1
+#: Alarm periods twenty times faster than CloudWatch's: the test waits on whole periods, four times over.
+SCALE = 0.05
 #: The stream router's iterator age the test's StreamIteratorAgeAlarm fires above (ms).
 AGE_THRESHOLD_MS = 1500
 

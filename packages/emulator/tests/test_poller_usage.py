@@ -7,7 +7,7 @@ import boto3
 from botocore.stub import Stubber
 from structlog.testing import capture_logs
 
-from seglog_emulator.pollers.usage import OldestMessage, PollerUsage, ShardAges
+from seglog_emulator.pollers.usage import OldestMessage, PollerUsage, ShardAges, usage_seconds
 
 
 class Clock:
@@ -97,3 +97,11 @@ def test_oldest_message_age_comes_from_sent_timestamp_and_resets_each_period() -
                      {"Attributes": {}}, {}])
     assert {"oldest_age_ms": 3000} == oldest.figures()
     assert {"oldest_age_ms": 0} == oldest.figures()
+
+
+def test_a_stream_poller_logs_often_enough_for_every_scaled_alarm_period_to_hold_an_iterator_age() -> None:
+    """Every 5 s at real time; twice a scaled 60 s period when that is shorter: at --alarm-scale 0.05 (a 60 s
+    period in 3 s) lines every 5 s left most periods without a datapoint."""
+    assert 5.0 == usage_seconds(1.0)
+    assert 3.0 == usage_seconds(0.1)
+    assert 1.5 == usage_seconds(0.05)

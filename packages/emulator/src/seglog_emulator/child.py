@@ -50,6 +50,7 @@ from seglog_emulator.notifications import (
     sns_event,
 )
 from seglog_emulator.pollers import QueuePoller, StreamPoller
+from seglog_emulator.pollers.usage import usage_seconds
 from seglog_emulator.resolve import LocalResolver
 from seglog_emulator.scheduler import Scheduler
 from seglog_emulator.settings import LISTENER_ENV, EmulatorSettings
@@ -186,7 +187,7 @@ class Child:
             poller = StreamPoller(mapping, self._invoker(mapping.function, 4), reader,
                                   CheckpointStore(self.settings.state_dir / "checkpoints" / f"{self.target}.json"),
                                   region=self.settings.deployment.region, on_failure=on_failure,
-                                  faults=self.faults)
+                                  faults=self.faults, usage_seconds=usage_seconds(self.settings.alarm_scale))
             self._serve(poller.run, poller.stop)
         elif self.role == "queue":
             mapping_q = next(m for m in self.config.queue_mappings if f"{m.function}.{m.event}" == self.target)

@@ -60,7 +60,7 @@ from seglog_emulator.faults.schedule import FaultSchedule
 from seglog_emulator.iam.arns import function_arn
 from seglog_emulator.invoker import LOCAL_ACCOUNT_ID, InvocationResult
 from seglog_emulator.pollers.common import Invoker, maybe_restart
-from seglog_emulator.pollers.usage import PollerUsage, ShardAges
+from seglog_emulator.pollers.usage import USAGE_SECONDS, PollerUsage, ShardAges
 
 log = structlog.get_logger("seglog.poller.stream")
 
@@ -87,12 +87,13 @@ class StreamPoller:
         faults: the seeded schedule, if faults are in play.
         clock: wall-clock seconds, for record age (a seam for tests).
         poll_seconds: the pause between polls of an idle shard.
+        usage_seconds: how often its "poller usage" line (requests, IteratorAge) is logged.
     """
 
     def __init__(self, mapping: StreamMapping, invoker: Invoker, reader: StreamReader, checkpoints: CheckpointStore,
                  *, region: str, on_failure: OnFailure | None = None, faults: FaultSchedule | None = None,
                  clock: Callable[[], float] = time.time, poll_seconds: float = POLL_SECONDS,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, usage_seconds: float = USAGE_SECONDS) -> None:
         self.mapping = mapping
         self.invoker = invoker
         self.reader = reader
@@ -109,7 +110,8 @@ class StreamPoller:
         self._lock = threading.Lock()
         self.batches = 0  # invocations made, for status and tests
         self.ages = ShardAges(clock)
-        self.usage = PollerUsage(self.name, "dynamodbstreams", getattr(reader, "client", None), self.ages.figures)
+        self.usage = PollerUsage(self.name, "dynamodbstreams", getattr(reader, "client", None), self.ages.figures,
+                                 every=usage_seconds)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 

@@ -31,6 +31,21 @@ log = structlog.get_logger("seglog.poller.usage")
 
 #: How often a poller logs its usage.
 USAGE_SECONDS: Final = 5.0
+#: The shortest period of an alarm on IteratorAge: Lambda's metrics have one-minute resolution, and CloudWatch takes
+#: periods under 60 s only for high-resolution metrics.
+ALARM_PERIOD_SECONDS: Final = 60.0
+
+
+def usage_seconds(alarm_scale: float) -> float:
+    """How often a stream poller logs its usage when the emulator runs the alarms' periods at ``alarm_scale``
+    (EmulatorSettings.alarm_scale): :data:`USAGE_SECONDS`, or twice per scaled 60 s period when that is shorter,
+    so that every period of an IteratorAge alarm holds a datapoint while the stream is read.
+
+    The IteratorAge datapoints come from these lines (seglog_emulator.metrics), one a line; an alarm period
+    without one is missing data (notBreaching in the template), so at ``--alarm-scale 0.05`` (a 60 s period in
+    3 s) lines every 5 s left most periods empty and StreamIteratorAgeAlarm could never see three in a row.
+    """
+    return min(USAGE_SECONDS, ALARM_PERIOD_SECONDS * alarm_scale / 2)
 
 Figures = Callable[[], dict[str, Any]]
 

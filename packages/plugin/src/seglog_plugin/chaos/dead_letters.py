@@ -27,12 +27,13 @@ the RedrivePolicy when the call starts, so a long poll begun before the update m
                                          redrive everything  <-------- taken back, new messageId
 
 A parked job may be the claimer its pending item names; its copy (a new messageId) takes the claim over only
-once the claim is stale, and is deleted as a duplicate while it looks live (DESIGN §5 step 2). So the last
-redrive also waits until every claim a parked job held is stale: the takeover time after its last stamp, which
-a clock_skew fault may have put up to its largest skew in the future. Redrives while the run goes send their
-copies with that delay (SQS DelaySeconds), as `seglog redrive` does: before it, a copy redriven within the
-takeover time met its own dead claimer's claim still looking live, was deleted as a duplicate, and stranded the
-snapshot (a 5-run campaign's seed 4).
+once the claim is stale, and is deleted as a duplicate while it looks live (DESIGN §5 step 2). So every redrive,
+the last one too, sends its copies with a delay (SQS DelaySeconds) until every claim a parked job held is stale:
+the takeover time after its last stamp, which a clock_skew fault may have put up to its largest skew in the
+future; `seglog redrive` does the same. Before it, a copy redriven within the takeover time met its own dead
+claimer's claim still looking live, was deleted as a duplicate, and stranded the snapshot (a 5-run campaign's
+seed 4). The last redrive does not also wait that long before it: its copies' delay already does, and waiting
+twice cost every run that parked a job 13 s more of the chaos parameters' takeover time and skew.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class DeadLetterFaults:
         depth: the messages in the DLQ now.
         stale_after: seconds after which every claim a parked job held is stale (module docstring).
         redrive: moves messages from the DLQ back to the queue.
-        sleep: how the last redrive waits (a seam for tests).
+        sleep: how the last redrive waits out the long polls (a seam for tests).
     """
 
     def __init__(self, sqs: Any, *, queue_url: str, dlq_url: str, parameters: dict[str, Any], update: Update,
@@ -164,8 +165,8 @@ class DeadLetterFaults:
     def stop(self) -> None:
         """Faults stop: the campaign's maxReceiveCount again, then everything a lowered one parked in the DLQ
         goes back to the queue: in that order, with the receives begun before the update over, so nothing is
-        parked after the last redrive, and with the parked jobs' claims stale, so their copies take them over
-        (module docstring)."""
+        parked after the last redrive; its copies arrive once the parked jobs' claims are stale, so they take
+        them over (module docstring)."""
         if not self.tally.max_receive_count:
             return
         self.restore()
@@ -173,7 +174,6 @@ class DeadLetterFaults:
         if not self._depth():
             log.info("faults stopped: the dead-letter queue is empty")
             return
-        self._sleep(self.stale_after)
         moved = self._move(None)
         with self._lock:
             self.tally.redriven_at_stop += moved
