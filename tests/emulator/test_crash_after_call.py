@@ -48,7 +48,9 @@ def test_a_function_with_no_crash_points_is_killed_after_its_first_call_and_its_
     deployment = stacks.deployment("dynamodb-local")
     sqs = local_client("sqs", endpoint_url=deployment.endpoints["sqs"], region=deployment.region)
     name = f"cac-{uuid.uuid4().hex[:8]}"
-    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "2"})["QueueUrl"]
+    # Long enough for the redelivery's cold start on a loaded machine (1.5 s of Init and 0.5 s of run went past 2 s
+    # with three test workers: the message came back a third time, and the test saw two completions).
+    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "6"})["QueueUrl"]
     effects = sqs.create_queue(QueueName=f"{name}-effects")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     (tmp_path / "app").mkdir()
