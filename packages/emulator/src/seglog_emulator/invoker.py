@@ -40,8 +40,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
@@ -53,6 +51,9 @@ from seglog_emulator.errors import InvokerClosedError as InvokerClosedError  # i
 from seglog_emulator.faults.call_crash import REQUEST_FIELD, request_field
 from seglog_emulator.iam import ENV_VAR as IAM_ENV_VAR
 from seglog_emulator.iam.arns import function_arn
+from seglog_emulator.invocation_result import InvocationResult as InvocationResult  # importable from here too
+from seglog_emulator.invocation_result import Outcome as Outcome
+from seglog_emulator.invocation_result import WorkerInfo as WorkerInfo
 from seglog_emulator.worker_handle import EXIT_GRACE_SECONDS, WorkerDiedError, WorkerProcess
 from seglog_emulator.worker_process import HOOK_VARIABLE
 
@@ -67,57 +68,6 @@ log = structlog.get_logger("seglog.invoker")
 INIT_TIMEOUT_SECONDS = 10.0
 #: The account id in emulated ARNs (LocalStack's default account).
 LOCAL_ACCOUNT_ID = "000000000000"
-
-
-class Outcome(StrEnum):
-    """How an invocation ended."""
-
-    SUCCESS = "success"
-    ERROR = "error"  # the handler raised (or could not be loaded, or returned what is not JSON)
-    TIMEOUT = "timeout"  # past the function's timeout; the worker was killed
-    CRASHED = "crashed"  # the worker died mid-invocation (kill -9, os._exit, a crash point, a segfault)
-
-
-@dataclass(frozen=True, kw_only=True)
-class InvocationResult:
-    """What one invocation gave: the handler's return value, or why there is none.
-
-    ``duration_ms`` runs from sending the event to the outcome; for a failed Init it is the Init's time.
-    ``init_duration_ms`` is set on cold starts (process start and module import, Lambda's "Init Duration").
-    """
-
-    outcome: Outcome
-    function: str
-    request_id: str
-    pid: int
-    duration_ms: float
-    cold_start: bool
-    init_duration_ms: float | None = None
-    payload: Any = None
-    #: AWS requests the invocation made, per service (``{"dynamodb": {"requests": 3, "rcu": 1.0, ...}}``);
-    #: empty when the worker died before it could say.
-    usage: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: CPU time the handler took in its worker process, and the process's peak memory (Lambda's REPORT line's
-    #: "Max Memory Used"); None when the worker died before it could say.
-    cpu_ms: float | None = None
-    max_rss_mb: float | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    stack_trace: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome is Outcome.SUCCESS
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerInfo:
-    """One live worker process, as a fault injector sees it."""
-
-    pid: int
-    busy: bool
-    request_id: str | None
-    invocations: int
 
 
 class _InitFailedError(Exception):
