@@ -104,7 +104,7 @@ def _run_data(run: AppRun) -> RunData | None:
     violations += [Violation(invariant="DIFFERENTIAL", message="\n".join(d.lines())) for d in run.differences]
     try:
         data = timeline.run_data(run=run.run, seed=run.seed, started_at=run.started_at, seconds=run.seconds,
-                                 records=timeline.log_records(directory / "emulator.log"),
+                                 records=timeline.log_records(Path(run.log_file)),
                                  fault_log=directory / "faults" / LOG_FILE if run.faulted else None, tries=[],
                                  lives=[], violations=violations, quiescence=run.quiet_seconds)
     except Exception as exc:  # a run that cannot be drawn keeps its verdict; the page goes without it

@@ -34,15 +34,15 @@ def attribute(differences: list[Difference], log_file: Path, names: Mapping[str,
     if not differences:
         return differences
     logical_of = {physical: logical for logical, physical in names.items()}
-    writes: list[tuple[str, str, dict[str, Any], str]] = []  # (logical id, operation, key, request id)
+    writes: dict[str, list[tuple[str, dict[str, Any], str]]] = {}  # logical id -> (operation, key, request id)
     invocations: dict[str, dict[str, Any]] = {}
     for record in read_json_lines(log_file):
         if record.get("event") == WRITE_EVENT:
             for written in record.get("records") or []:
                 logical = logical_of.get(str(written.get("resource")))
                 if logical is not None and isinstance(written.get("key"), dict):
-                    writes.append((logical, str(record.get("operation")), written["key"],
-                                   str(record.get("invocation"))))
+                    writes.setdefault(logical, []).append((str(record.get("operation")), written["key"],
+                                                           str(record.get("invocation"))))
         elif record.get("event") == "invocation" and record.get("request_id"):
             invocations[str(record["request_id"])] = record
     handed = Counter(_delivery(line) for line in invocations.values())
@@ -50,8 +50,8 @@ def attribute(differences: list[Difference], log_file: Path, names: Mapping[str,
     for difference in differences:
         writers: dict[str, dict[str, Any]] = {}
         for key in difference.keys:
-            for logical, operation, written, request_id in writes:
-                if logical == difference.resource and matches(key, written) and request_id not in writers:
+            for operation, written, request_id in writes.get(difference.resource, []):
+                if matches(key, written) and request_id not in writers:
                     writers[request_id] = _writer(request_id, operation, invocations.get(request_id), handed)
         ranked = sorted(writers.values(), key=lambda w: (not w["suspect"], w.get("time", "")))
         out.append(replace(difference, written_by=tuple(ranked)))
